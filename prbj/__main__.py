@@ -1,0 +1,3 @@
+from prbj.cli import main
+
+main()

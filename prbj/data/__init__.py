@@ -1,0 +1,17 @@
+"""Benchmark data: schema, loaders, validation and the leakage guard."""
+
+from prbj.data.loaders import OFFICIAL_HF_DATASET, Dataset, load_dataset
+from prbj.data.schema import CONTEXTS, SUBSETS, Context, JudgeView, Pair, ProfilePost, RubricAspect
+
+__all__ = [
+    "CONTEXTS",
+    "OFFICIAL_HF_DATASET",
+    "SUBSETS",
+    "Context",
+    "Dataset",
+    "JudgeView",
+    "Pair",
+    "ProfilePost",
+    "RubricAspect",
+    "load_dataset",
+]

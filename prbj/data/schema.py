@@ -1,0 +1,95 @@
+"""The benchmark's records, and the guarded view of a record that judges receive.
+
+A `Pair` carries everything, including the scoring standard (`narrative`, `rubric_aspects`). Judges never get
+a `Pair`: they get a `JudgeView` made by `Pair.view(context)`, which holds the scoring standard only when the
+context is the explicitly named oracle setting. Reading it in any other setting raises `LeakageError`, so a judge
+cannot look at the answer key by accident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from prbj.errors import LeakageError
+
+SUBSETS: tuple[str, ...] = (
+    "Art_and_Entertainment",
+    "Lifestyle_and_Personal_Development",
+    "Society_and_Culture",
+)
+
+Context = Literal["none", "profile", "planner", "oracle"]
+CONTEXTS: tuple[str, ...] = ("none", "profile", "planner", "oracle")
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilePost:
+    id: str
+    category: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RubricAspect:
+    aspect: str
+    evidence: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    id: str
+    category: str
+    question: str
+    profile: tuple[ProfilePost, ...]
+    narrative: str
+    rubric_aspects: tuple[RubricAspect, ...]
+    chosen: str
+    rejected: str
+
+    def view(self, context: Context) -> JudgeView:
+        """What a judge may see in `context`; the scoring standard only in the oracle setting."""
+        if context not in CONTEXTS:
+            raise ValueError(f"unknown context {context!r}; expected one of {', '.join(CONTEXTS)}")
+        oracle = context == "oracle"
+        return JudgeView(
+            pair_id=self.id,
+            subset=self.category,
+            question=self.question,
+            profile=self.profile if context != "none" else (),
+            context=context,
+            _narrative=self.narrative if oracle else None,
+            _rubric_aspects=self.rubric_aspects if oracle else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeView:
+    """The part of a pair a judge may read. It never holds which answer is chosen."""
+
+    pair_id: str
+    subset: str
+    question: str
+    profile: tuple[ProfilePost, ...]
+    context: Context
+    _narrative: str | None = None
+    _rubric_aspects: tuple[RubricAspect, ...] | None = None
+
+    @property
+    def narrative(self) -> str:
+        if self._narrative is None:
+            raise LeakageError(
+                f"pair {self.pair_id}: the narrative is the scoring standard and is only visible "
+                f"in the 'oracle' context (this view is {self.context!r})"
+            )
+        return self._narrative
+
+    @property
+    def rubric_aspects(self) -> tuple[RubricAspect, ...]:
+        if self._rubric_aspects is None:
+            raise LeakageError(
+                f"pair {self.pair_id}: rubric aspects are the scoring standard and are only visible "
+                f"in the 'oracle' context (this view is {self.context!r})"
+            )
+        return self._rubric_aspects

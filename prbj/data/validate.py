@@ -1,0 +1,155 @@
+"""Turn raw records (dicts) into `Pair`s, with errors that name where the problem is and which field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prbj.data.schema import Pair, ProfilePost, RubricAspect
+from prbj.errors import DataError
+
+# Errors listed in full before the rest are only counted: enough to fix a batch, short enough to read.
+MAX_LISTED_ERRORS = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a record came from: `file:line` for text files, `file row N` for tables."""
+
+    source: str
+    index: int
+    unit: str = "line"
+
+    def __str__(self) -> str:
+        if self.unit == "line":
+            return f"{self.source}:{self.index}"
+        return f"{self.source} {self.unit} {self.index}"
+
+
+class RecordError(Exception):
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"field '{field}': {problem}")
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _string(record: Mapping[str, Any], field: str, *, required: bool = True, nonempty: bool = False) -> str:
+    if field not in record or record[field] is None:
+        if required:
+            raise RecordError(field, "missing")
+        return ""
+    value = record[field]
+    if not isinstance(value, str):
+        raise RecordError(field, f"expected a string, got {_type_name(value)}")
+    if nonempty and not value.strip():
+        raise RecordError(field, "is empty")
+    return value
+
+
+def _identifier(record: Mapping[str, Any], field: str) -> str:
+    value = record.get(field)
+    # Some exports store ids as integers; they are identifiers all the same.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _string(record, field, nonempty=True)
+
+
+def _list(record: Mapping[str, Any], field: str) -> list[Any]:
+    if field not in record or record[field] is None:
+        raise RecordError(field, "missing")
+    value = record[field]
+    if not isinstance(value, list | tuple):
+        raise RecordError(field, f"expected a list, got {_type_name(value)}")
+    return list(value)
+
+
+def _mapping(value: Any, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise RecordError(field, f"expected an object, got {_type_name(value)}")
+    return value
+
+
+def _profile(record: Mapping[str, Any]) -> tuple[ProfilePost, ...]:
+    posts = []
+    for i, raw in enumerate(_list(record, "profile")):
+        where = f"profile[{i}]"
+        post = _mapping(raw, where)
+        try:
+            posts.append(
+                ProfilePost(
+                    id=_identifier(post, "id"),
+                    category=_string(post, "category", required=False),
+                    text=_string(post, "text", nonempty=True),
+                )
+            )
+        except RecordError as err:
+            raise RecordError(where, str(err)) from None
+    return tuple(posts)
+
+
+def _rubric(record: Mapping[str, Any]) -> tuple[RubricAspect, ...]:
+    aspects = []
+    for i, raw in enumerate(_list(record, "rubric_aspects")):
+        where = f"rubric_aspects[{i}]"
+        item = _mapping(raw, where)
+        try:
+            aspects.append(
+                RubricAspect(
+                    aspect=_string(item, "aspect", nonempty=True),
+                    evidence=_string(item, "evidence", required=False),
+                    reason=_string(item, "reason", required=False),
+                )
+            )
+        except RecordError as err:
+            raise RecordError(where, str(err)) from None
+    return tuple(aspects)
+
+
+def parse_pair(record: Any) -> Pair:
+    """One record to a Pair; raises RecordError naming the field."""
+    record = _mapping(record, "record")
+    pair = Pair(
+        id=_identifier(record, "id"),
+        category=_string(record, "category", nonempty=True),
+        question=_string(record, "question", nonempty=True),
+        profile=_profile(record),
+        narrative=_string(record, "narrative"),
+        rubric_aspects=_rubric(record),
+        chosen=_string(record, "chosen", nonempty=True),
+        rejected=_string(record, "rejected", nonempty=True),
+    )
+    if pair.chosen.strip() == pair.rejected.strip():
+        raise RecordError("rejected", "is identical to 'chosen'; a pair needs two different answers")
+    return pair
+
+
+def validate_records(records: Iterable[tuple[Location, Any]]) -> list[Pair]:
+    """Parse every record; collect problems and raise one DataError whose first line names the first one."""
+    pairs: list[Pair] = []
+    seen: dict[str, Location] = {}
+    problems: list[str] = []
+    for location, record in records:
+        try:
+            pair = parse_pair(record)
+        except RecordError as err:
+            problems.append(f"{location}: {err}")
+            continue
+        if pair.id in seen:
+            problems.append(
+                f"{location}: field 'id': duplicate id {pair.id!r} (first seen at {seen[pair.id]})"
+            )
+            continue
+        seen[pair.id] = location
+        pairs.append(pair)
+    if problems:
+        raise DataError(_summarise(problems))
+    return pairs
+
+
+def _summarise(problems: list[str]) -> str:
+    shown = "; ".join(problems[:MAX_LISTED_ERRORS])
+    rest = len(problems) - MAX_LISTED_ERRORS
+    return shown if rest <= 0 else f"{shown} (and {rest} more problem{'s' if rest > 1 else ''})"

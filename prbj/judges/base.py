@@ -1,0 +1,132 @@
+"""What every judge returns, and the base class for judges that score each answer on its own."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from prbj.data.schema import Context, JudgeView, Pair
+
+Status = Literal["ok", "parse_error", "api_error", "skipped_budget"]
+Verdict = Literal["chosen", "rejected", "tie"]
+STATUSES: tuple[str, ...] = ("ok", "parse_error", "api_error", "skipped_budget")
+
+
+@dataclass(frozen=True, slots=True)
+class PairTask:
+    """One pair to judge: the guarded view plus the two answers. Only the engine and the base classes read
+    which answer is chosen; subclasses score answer texts and never see the label."""
+
+    pair: Pair
+    context: Context
+
+    @property
+    def view(self) -> JudgeView:
+        return self.pair.view(self.context)
+
+
+@dataclass(slots=True)
+class Judgment:
+    pair_id: str
+    subset: str
+    judge: str
+    context: str
+    status: Status = "ok"
+    verdict: Verdict | None = None
+    score_chosen: float | None = None
+    score_rejected: float | None = None
+    # "A" or "B" for pairwise judges; None for judges that score answers one at a time.
+    chosen_position: str | None = None
+    error: str | None = None
+    chosen_words: int = 0
+    rejected_words: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def correct(self) -> bool:
+        return self.status == "ok" and self.verdict == "chosen"
+
+    @property
+    def tie(self) -> bool:
+        return self.status == "ok" and self.verdict == "tie"
+
+    def row(self) -> dict[str, Any]:
+        margin = (
+            self.score_chosen - self.score_rejected
+            if self.score_chosen is not None and self.score_rejected is not None
+            else None
+        )
+        return {
+            "pair_id": self.pair_id,
+            "subset": self.subset,
+            "judge": self.judge,
+            "context": self.context,
+            "status": self.status,
+            "verdict": self.verdict,
+            "correct": self.correct,
+            "tie": self.tie,
+            "score_chosen": self.score_chosen,
+            "score_rejected": self.score_rejected,
+            "margin": margin,
+            "chosen_position": self.chosen_position,
+            "chosen_words": self.chosen_words,
+            "rejected_words": self.rejected_words,
+            "error": self.error,
+        }
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def verdict_from_scores(chosen: float, rejected: float) -> Verdict:
+    """Correct iff score(chosen) > score(rejected); an exact tie is its own outcome, never a win."""
+    if chosen > rejected:
+        return "chosen"
+    if chosen < rejected:
+        return "rejected"
+    return "tie"
+
+
+class Judge(ABC):
+    """Anything that can decide, for one pair, which answer fits the user better."""
+
+    name: str
+    context: Context = "none"
+
+    def describe(self) -> dict[str, Any]:
+        """Configuration recorded in run.json."""
+        return {"name": self.name, "context": self.context, "kind": type(self).__name__}
+
+    @abstractmethod
+    async def judge(self, task: PairTask) -> Judgment: ...
+
+    def _judgment(self, task: PairTask, **fields: Any) -> Judgment:
+        return Judgment(
+            pair_id=task.pair.id,
+            subset=task.pair.category,
+            judge=self.name,
+            context=task.context,
+            chosen_words=word_count(task.pair.chosen),
+            rejected_words=word_count(task.pair.rejected),
+            **fields,
+        )
+
+
+class PointwiseJudge(Judge):
+    """A judge that gives each answer a score on its own; the pair is then decided by the scores."""
+
+    @abstractmethod
+    async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
+        """One score per answer, higher = better fit for this user. Must not depend on answer order."""
+
+    async def judge(self, task: PairTask) -> Judgment:
+        chosen, rejected = await self.score(task.view, [task.pair.chosen, task.pair.rejected])
+        return self._judgment(
+            task,
+            verdict=verdict_from_scores(chosen, rejected),
+            score_chosen=float(chosen),
+            score_rejected=float(rejected),
+        )

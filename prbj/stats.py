@@ -1,0 +1,115 @@
+"""Accuracy, ties, failures, bootstrap intervals and length control, per judge × context × subset."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+ALL_SUBSETS = "all"
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+
+
+def bootstrap_ci(
+    outcomes: np.ndarray,
+    *,
+    seed: int,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of 0/1 outcomes, resampling items with replacement."""
+    values = np.asarray(outcomes, dtype=np.float64)
+    if values.size == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    # Resampling 0/1 outcomes is the same as drawing binomial counts: far cheaper than index matrices.
+    means = rng.binomial(values.size, values.mean(), size=resamples) / values.size
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(low), float(high))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStats:
+    judge: str
+    context: str
+    subset: str
+    n: int
+    n_ok: int
+    correct: int
+    ties: int
+    parse_errors: int
+    api_errors: int
+    skipped_budget: int
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+    tie_rate: float | None
+    picked_longer: float | None
+    length_controlled_accuracy: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _length_stats(group: pl.DataFrame) -> tuple[float | None, float | None]:
+    """How often the judge picked the longer answer, and accuracy with chosen-longer and chosen-shorter pairs
+    weighted equally, so that a judge that just prefers length lands near 50%."""
+    decided = group.filter(pl.col("status") == "ok", pl.col("chosen_words") != pl.col("rejected_words"))
+    if decided.height == 0:
+        return None, None
+    chosen_longer = decided["chosen_words"] > decided["rejected_words"]
+    picked_chosen = decided["verdict"] == "chosen"
+    picked_rejected = decided["verdict"] == "rejected"
+    picked_longer = ((chosen_longer & picked_chosen) | (~chosen_longer & picked_rejected)).sum()
+    halves = [picked_chosen.filter(mask).mean() for mask in (chosen_longer, ~chosen_longer) if mask.any()]
+    return picked_longer / decided.height, float(np.mean(halves))
+
+
+def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, seed: int) -> GroupStats:
+    ok = frame.filter(pl.col("status") == "ok")
+    correct = int(ok["correct"].sum())
+    ties = int(ok["tie"].sum())
+    status_counts = dict(frame.group_by("status").len().iter_rows())
+    low, high = (
+        bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
+    )
+    picked_longer, lc_accuracy = _length_stats(frame)
+    return GroupStats(
+        judge=judge,
+        context=context,
+        subset=subset,
+        n=frame.height,
+        n_ok=ok.height,
+        correct=correct,
+        ties=ties,
+        parse_errors=int(status_counts.get("parse_error", 0)),
+        api_errors=int(status_counts.get("api_error", 0)),
+        skipped_budget=int(status_counts.get("skipped_budget", 0)),
+        accuracy=_rate(correct, ok.height),
+        ci_low=low,
+        ci_high=high,
+        tie_rate=_rate(ties, ok.height),
+        picked_longer=picked_longer,
+        length_controlled_accuracy=lc_accuracy,
+    )
+
+
+def summarize(judgments: pl.DataFrame, *, seed: int) -> list[GroupStats]:
+    """One row per judge × context for all subsets together, then one per subset, in a stable order."""
+    rows: list[GroupStats] = []
+    keys = judgments.select("judge", "context").unique(maintain_order=True).iter_rows()
+    for judge, context in keys:
+        mine = judgments.filter(pl.col("judge") == judge, pl.col("context") == context)
+        rows.append(group_stats(mine, judge=judge, context=context, subset=ALL_SUBSETS, seed=seed))
+        for subset in sorted(mine["subset"].unique().to_list()):
+            part = mine.filter(pl.col("subset") == subset)
+            rows.append(group_stats(part, judge=judge, context=context, subset=subset, seed=seed))
+    return rows
