@@ -117,12 +117,12 @@ def judge(
       prbj judge --dataset pairs.jsonl --seed 7 --out runs/
     """
     from prbj.data import load_dataset
-    from prbj.judges import resolve_judges
+    from prbj.judges.registry import JudgeSettings, resolve_judges
     from prbj.report.terminal import print_leaderboard
     from prbj.run import RunConfig, execute
 
     console = Console()
-    judges = resolve_judges(providers, seed=seed)
+    judges = resolve_judges(providers, JudgeSettings(seed=seed))
     data = load_dataset(dataset).select(subsets, limit)
     if not data.pairs:
         raise DataError(f"--dataset {dataset}: no pairs to judge")

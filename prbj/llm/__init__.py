@@ -1,0 +1,1 @@
+"""The one call path for every model call: cache, budget, rate limits and retries around LiteLLM."""
