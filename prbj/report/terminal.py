@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -11,9 +12,9 @@ from prbj.stats import ALL_SUBSETS, GroupStats
 
 # The official names are long; a table column needs a short header.
 SHORT_SUBSET = {
-    "Art_and_Entertainment": "Art & Ent.",
-    "Lifestyle_and_Personal_Development": "Lifestyle",
-    "Society_and_Culture": "Society",
+    "Art_and_Entertainment": "A&E",
+    "Lifestyle_and_Personal_Development": "L&PD",
+    "Society_and_Culture": "S&C",
 }
 
 
@@ -21,10 +22,10 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}"
 
 
-def _accuracy_cell(row: GroupStats) -> str:
-    if row.accuracy is None:
+def _interval(row: GroupStats) -> str:
+    if row.ci_low is None or row.ci_high is None:
         return "—"
-    return f"{100 * row.accuracy:.1f} [dim]({_percent(row.ci_low)}–{_percent(row.ci_high)})[/dim]"
+    return f"{_percent(row.ci_low)}–{_percent(row.ci_high)}"
 
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
@@ -32,19 +33,25 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     overall = sorted((r for r in summary if r.subset == ALL_SUBSETS), key=lambda r: -(r.accuracy or 0.0))
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
     table = Table(
-        title=title, caption="accuracy % (95% bootstrap CI); ties and failures never count as correct"
+        title=title,
+        caption="accuracy %; ties and failures never count as correct; LC = length-controlled",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
     )
     table.add_column("judge", style="bold", no_wrap=True)
     table.add_column("context", no_wrap=True)
-    table.add_column("overall", justify="right")
+    table.add_column("acc", justify="right", style="bold", no_wrap=True)
+    table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
-        table.add_column(SHORT_SUBSET.get(subset, subset), justify="right")
-    table.add_column("ties %", justify="right")
-    table.add_column("LC acc %", justify="right")
-    table.add_column("failed", justify="right")
+        table.add_column(SHORT_SUBSET.get(subset, subset), justify="right", no_wrap=True)
+    table.add_column("ties", justify="right", no_wrap=True)
+    table.add_column("LC", justify="right", no_wrap=True)
+    table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
         failed = row.parse_errors + row.api_errors + row.skipped_budget
-        cells = [row.judge, row.context, _accuracy_cell(row)]
+        cells = [row.judge, row.context, _percent(row.accuracy), _interval(row)]
         for subset in subsets:
             part = by_key.get((row.judge, row.context, subset))
             cells.append(_percent(part.accuracy) if part else "—")
