@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -40,8 +41,8 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         collapse_padding=True,
         show_edge=False,
     )
-    table.add_column("judge", style="bold", no_wrap=True)
-    table.add_column("context", no_wrap=True)
+    # The context sits under the judge's name when space is short: it is part of what identifies a row.
+    table.add_column("judge · context", overflow="fold")
     table.add_column("acc", justify="right", style="bold", no_wrap=True)
     table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
@@ -50,8 +51,8 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("LC", justify="right", no_wrap=True)
     table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
-        failed = row.parse_errors + row.api_errors + row.skipped_budget
-        cells = [row.judge, row.context, _percent(row.accuracy), _interval(row)]
+        failed = row.parse_errors + row.api_errors + row.skipped_budget + row.skipped_cache
+        cells = [f"[bold]{row.judge}[/bold] [dim]{row.context}[/dim]", _percent(row.accuracy), _interval(row)]
         for subset in subsets:
             part = by_key.get((row.judge, row.context, subset))
             cells.append(_percent(part.accuracy) if part else "—")
@@ -62,3 +63,78 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
 
 def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
     console.print(leaderboard(summary))
+
+
+def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
+    """Per provider: what was sent, what the cache answered, tokens and dollars (spent, and saved by the cache)."""
+    table = Table(
+        title="Plan (nothing sent)" if dry_run else "Model calls", box=box.SIMPLE_HEAD, show_edge=False
+    )
+    table.add_column("provider", style="bold", overflow="fold")
+    if dry_run:
+        for name in ("calls needed", "cached", "est. tok in", "est. tok out", "est. USD"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for row in usage:
+            table.add_row(
+                row["provider"],
+                str(row["planned_calls"]),
+                str(row["cache_hits"]),
+                f"{row['planned_prompt_tokens']:,}",
+                f"{row['planned_completion_tokens']:,}",
+                f"{row['planned_cost_usd']:.4f}",
+            )
+        return table
+    for name in ("sent", "retry", "cached", "failed", "skipped", "tok in", "tok out", "$ spent", "$ saved"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in usage:
+        table.add_row(
+            row["provider"],
+            str(row["requests_sent"]),
+            str(row["retries"]),
+            str(row["cache_hits"]),
+            str(row["errors"]),
+            str(row["skipped_budget"] + row["skipped_cache"]),
+            f"{row['prompt_tokens']:,}",
+            f"{row['completion_tokens']:,}",
+            f"{row['cost_usd']:.4f}",
+            f"{row['saved_usd']:.4f}",
+        )
+    return table
+
+
+def _price(provider: Any) -> str:
+    if not provider.paid:
+        return "free"
+    if provider.input_price is None or provider.output_price is None:
+        return "[red]unknown"
+    return f"{provider.input_price * 1e6:g} / {provider.output_price * 1e6:g}"
+
+
+def _limits(provider: Any) -> str:
+    parts = [
+        f"{provider.rpm:g} rpm" if provider.rpm else "",
+        f"{provider.tpm:,.0f} tpm" if provider.tpm else "",
+    ]
+    return ", ".join(p for p in parts if p) + f"; {provider.max_concurrency} at once"
+
+
+def providers_table(providers: Sequence[Any]) -> Table:
+    table = Table(
+        title="Provider profiles",
+        caption="prices: USD per million tokens in / out; keys are never shown",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    table.add_column("name", style="bold", no_wrap=True)
+    table.add_column("model", overflow="fold")
+    table.add_column("key", overflow="fold")
+    table.add_column("limits", overflow="fold")
+    table.add_column("price", no_wrap=True)
+    for p in providers:
+        key = (
+            "—"
+            if not p.api_key_env
+            else f"{p.api_key_env} {'[green]set' if p.key_is_set() else '[red]unset'}"
+        )
+        table.add_row(p.name, p.model, key, _limits(p), _price(p))
+    return table
