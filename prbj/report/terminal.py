@@ -68,9 +68,13 @@ def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
     """Per provider: what was sent, what the cache answered, tokens and dollars (spent, and saved by the cache)."""
     table = Table(
-        title="Plan (nothing sent)" if dry_run else "Model calls", box=box.SIMPLE_HEAD, show_edge=False
+        title="Plan (nothing sent)" if dry_run else "Model calls",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+        pad_edge=False,
     )
-    table.add_column("provider", style="bold", overflow="fold")
+    table.add_column("provider", style="bold", overflow="fold", min_width=12)
     if dry_run:
         for name in ("calls needed", "cached", "est. tok in", "est. tok out", "est. USD"):
             table.add_column(name, justify="right", no_wrap=True)
