@@ -27,7 +27,7 @@ from aiohttp import web
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # "429" | "500" | "503" | "hang" | "garbage" | "empty"
+    kind: str  # "429" | "500" | "503" | "401" | "echo-key" | "hang" | "garbage" | "empty"
     retry_after: float | None = None
     seconds: float = 30.0
 
@@ -174,15 +174,23 @@ class ProviderServer:
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:
-            return await self._fault(fault)
+            return await self._fault(fault, parsed)
         try:
             text = self.reply(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
         return web.json_response(_answer(family, parsed, text))
 
-    async def _fault(self, fault: Fault) -> web.StreamResponse:
-        if fault.kind in ("429", "500", "503"):
+    async def _fault(self, fault: Fault, request: ChatRequest) -> web.StreamResponse:
+        if fault.kind == "echo-key":
+            # Some providers quote the credential they rejected; prbj must not pass it on.
+            sent = " ".join(
+                v
+                for k, v in request.headers.items()
+                if k.lower() in ("authorization", "x-api-key", "x-goog-api-key")
+            )
+            return web.json_response({"error": {"message": f"invalid credential: {sent}"}}, status=401)
+        if fault.kind in ("429", "500", "503", "401"):
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             return web.json_response(
                 {"error": {"message": f"injected {fault.kind}", "type": "injected", "code": int(fault.kind)}},
@@ -202,7 +210,10 @@ class ProviderServer:
         app = web.Application()
 
         def route(family: str) -> Callable[[web.Request], Any]:
-            return lambda request: self._handle(request, family)
+            async def handler(request: web.Request) -> web.StreamResponse:
+                return await self._handle(request, family)
+
+            return handler
 
         for prefix in ("", "/v1"):
             app.router.add_post(f"{prefix}/chat/completions", route("openai"))
