@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -185,7 +186,7 @@ async def test_rpm_pacing_is_respected_at_the_server(server, tmp_path) -> None:
     gw = gateway(tmp_path)
     await asyncio.gather(*[gw.call(spec, ask(f"paced {i}")) for i in range(12)])
     times = sorted(r.received_at for r in server.requests)
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) == 12
     assert min(gaps) >= 0.08
     assert times[-1] - times[0] >= 1.0
