@@ -80,7 +80,9 @@ def test_ppo_csv_and_json_records(tmp_path: Path) -> None:
     csv_path = tmp_path / "ppo.csv"
     csv_path.write_text("rm,subset,score\nRM-A,Art_and_Entertainment,0.61\nRM-B,Art_and_Entertainment,0.55\n")
     json_path = tmp_path / "ppo.json"
-    json_path.write_text(json.dumps([{"rm": "RM-C", "subset": "Art_and_Entertainment", "score": 0.7, "n": 90}]))
+    json_path.write_text(
+        json.dumps([{"rm": "RM-C", "subset": "Art_and_Entertainment", "score": 0.7, "n": 90}])
+    )
     store = tmp_path / "store"
     assert _add(str(csv_path), str(json_path), "--store", str(store)).exit_code == 0
     table = read_store(store).sort("rm")
@@ -139,11 +141,17 @@ def test_show_without_a_store_is_exit_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
-        (lambda d: d["Society_and_Culture"]["2"].update(mean_score="high"), "'Society_and_Culture.2.mean_score'"),
+        (
+            lambda d: d["Society_and_Culture"]["2"].update(mean_score="high"),
+            "'Society_and_Culture.2.mean_score'",
+        ),
         (lambda d: d["Art_and_Entertainment"]["4"].pop("mean_score"), "'Art_and_Entertainment.4.mean_score'"),
         (lambda d: d["Art_and_Entertainment"]["1"].update(k=2), "'Art_and_Entertainment.1.k'"),
         (lambda d: d["Art_and_Entertainment"].update(best={"mean_score": 1}), "'Art_and_Entertainment.best'"),
-        (lambda d: d["Society_and_Culture"]["1"].update(num_examples=2.5), "'Society_and_Culture.1.num_examples'"),
+        (
+            lambda d: d["Society_and_Culture"]["1"].update(num_examples=2.5),
+            "'Society_and_Culture.1.num_examples'",
+        ),
     ],
 )
 def test_bad_summary_is_one_line_naming_file_and_field(tmp_path: Path, mutate: Any, field: str) -> None:
