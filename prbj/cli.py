@@ -458,7 +458,9 @@ def serve(provider: str, host: str, port: int, concurrency: int, seed: int) -> N
     \b
     POST /score        {response_text, query, profile}  ->  {"score": float}
     POST /score/batch  {"items": [{...}, ...]}          ->  {"scores": [float, ...]}
+    POST /get_reward   OpenRLHF remote RM {query, prompts, labels}  ->  {"rewards": [...]}
     GET  /health       ->  {"status": "ok", "judge": ..., "context": ...}
+    Add ?scale=0.1 to a URL for reward = score / 10, as the official PPO setup.
 
     Stops on Ctrl-C or SIGTERM. Recipes for each trainer: docs/serving.md.
 
@@ -479,7 +481,7 @@ def serve(provider: str, host: str, port: int, concurrency: int, seed: int) -> N
     def ready(url: str) -> None:
         click.echo(
             f"prbj serve: judge {judge.name} (context {context}) listening on {url} "
-            "(POST /score, POST /score/batch, GET /health); Ctrl-C stops"
+            "(POST /score, POST /score/batch, POST /get_reward, GET /health); Ctrl-C stops"
         )
         sys.stdout.flush()
 
