@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from prbj import __version__
-from prbj.errors import PrbjError
+from prbj.errors import DataError, PrbjError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
