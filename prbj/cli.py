@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 
 from prbj import __version__
+from prbj.cli_options import gateway_options
 from prbj.errors import DataError, PrbjError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -150,33 +151,7 @@ def _parse_duration(value: str) -> float:
     metavar="FRACTION",
     help="Exit 1 when the share of parse, API and skipped judgments exceeds FRACTION (e.g. 0.02).",
 )
-@click.option(
-    "--max-cost", type=click.FloatRange(min=0), default=None, metavar="USD", help="Hard cap on spend."
-)
-@click.option(
-    "--dry-run", is_flag=True, help="Print calls needed, cached, tokens and USD per provider; send nothing."
-)
-@click.option(
-    "--cache-only", is_flag=True, help="Send nothing: answer from the cache, report what is missing."
-)
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Response cache folder [default: $PRBJ_CACHE_DIR or ./cache].",
-)
-@click.option("--api-base", metavar="URL", help="Send the provider's requests to this base URL instead.")
-@click.option(
-    "--providers-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="PRBJ_PROVIDERS_DIR",
-    help="Folder of provider profiles that override/add to the bundled ones [env: PRBJ_PROVIDERS_DIR].",
-)
-@click.option(
-    "--env-file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="Read API keys from this .env file (variables already set win).",
-)
+@gateway_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),

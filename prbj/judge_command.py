@@ -8,25 +8,15 @@ from typing import Any
 from rich.console import Console
 
 from prbj.data import load_dataset
-from prbj.errors import ConfigError, DataError
+from prbj.errors import DataError
 from prbj.judges.registry import JudgeSettings, resolve_judges
-from prbj.llm.budget import Budget
-from prbj.llm.cache import ResponseCache
-from prbj.llm.call import Gateway
+from prbj.llm.setup import GatewayOptions
 from prbj.planner import Planner
 from prbj.prompts import Template, from_file
 from prbj.report.terminal import print_leaderboard, usage_table
 from prbj.run import RunConfig, execute
 
 FAILED_STATUSES = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
-
-
-def _load_env_file(path: Path | None) -> None:
-    if path is None:
-        return
-    from dotenv import load_dotenv
-
-    load_dotenv(path, override=False)
 
 
 def _template(path: Path | None, option: str, required: set[str]) -> Template | None:
@@ -49,36 +39,17 @@ def run_judge_command(
     judge_template_system: Path | None,
     judge_template_user: Path | None,
     fail_on_error: float | None,
-    max_cost: float | None,
-    dry_run: bool,
-    cache_only: bool,
-    cache_dir: Path | None,
-    api_base: str | None,
-    providers_dir: Path | None,
-    env_file: Path | None,
     out: Path,
     concurrency: int,
     progress: bool,
+    **gateway_options: Any,
 ) -> int:
-    if dry_run and cache_only:
-        raise ConfigError("--dry-run and --cache-only exclude each other")
-    _load_env_file(env_file)
+    shared = GatewayOptions.pop_from(gateway_options)
+    dry_run, cache_only = shared.dry_run, shared.cache_only
     console = Console()
-    cache = ResponseCache(cache_dir)
-    gateway = Gateway(
-        cache,
-        Budget(max_cost),
-        mode="dry_run" if dry_run else "cache_only" if cache_only else "live",
-    )
-    planner_obj = None
-    if planner is not None:
-        from prbj.providers import resolve_provider
-
-        planner_provider = resolve_provider(planner, providers_dir, api_base)
-        planner_provider.check_priced()
-        if not (dry_run or cache_only):
-            planner_provider.api_key()
-        planner_obj = Planner(planner_provider, gateway, profile_k=profile_k)
+    gateway = shared.open()
+    cache = gateway.cache
+    planner_obj = Planner(shared.provider(planner), gateway, profile_k=profile_k) if planner else None
     user_required = (
         {"question", "response"} if mode == "pointwise" else {"question", "Response_A", "Response_B"}
     )
@@ -94,9 +65,9 @@ def run_judge_command(
         profile_k=profile_k,
         system_template=_template(judge_template_system, "--judge-template-system", set()),
         user_template=_template(judge_template_user, "--judge-template-user", user_required),
-        providers_dir=providers_dir,
-        api_base=api_base,
-        require_keys=not (dry_run or cache_only),
+        providers_dir=shared.providers_dir,
+        api_base=shared.api_base,
+        require_keys=shared.sends,
     )
     judges = resolve_judges(providers, settings)
     data = load_dataset(dataset).select(subsets, limit)
@@ -114,7 +85,8 @@ def run_judge_command(
     try:
         result = execute(data, judges, config, gateway=gateway, planner=planner_obj)
     finally:
-        cache.close()
+        if cache is not None:
+            cache.close()
     usage = result.extra.get("usage", [])
     if dry_run:
         console.print(usage_table(usage, dry_run=True))

@@ -188,7 +188,10 @@ async def test_rpm_pacing_is_respected_at_the_server(server, tmp_path) -> None:
     times = sorted(r.received_at for r in server.requests)
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) == 12
-    assert min(gaps) >= 0.08
+    # Spaced, not bursty (scheduling jitter on a loaded machine shifts single sends by a few ms)...
+    assert min(gaps) >= 0.04
+    # ...and never faster than the rate: at most 11 requests in any one-second window.
+    assert all(sum(1 for t in times if start <= t < start + 1.0) <= 11 for start in times)
     assert times[-1] - times[0] >= 1.0
 
 

@@ -97,6 +97,10 @@ class _ProviderState:
     concurrency: AdaptiveConcurrency
     tokens: TokenWindow
     pacer: Any
+    # LiteLLM's first call for a provider loads its code synchronously and blocks the event loop; requests
+    # paced meanwhile would then leave in one burst. So the first request goes alone, the rest wait for it.
+    warmed: asyncio.Event = field(default_factory=asyncio.Event)
+    warming: bool = False
 
 
 class Gateway:
@@ -268,6 +272,20 @@ class Gateway:
         )
 
     async def _send(
+        self, state: _ProviderState, request: LLMRequest, api_key: str | None, tokens: int
+    ) -> Any:
+        if not state.warmed.is_set():
+            if state.warming:
+                await state.warmed.wait()
+            else:
+                state.warming = True
+                try:
+                    return await self._send_now(state, request, api_key, tokens)
+                finally:
+                    state.warmed.set()
+        return await self._send_now(state, request, api_key, tokens)
+
+    async def _send_now(
         self, state: _ProviderState, request: LLMRequest, api_key: str | None, tokens: int
     ) -> Any:
         spec = state.spec

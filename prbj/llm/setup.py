@@ -1,0 +1,54 @@
+"""Build a run's Gateway (cache, budget, mode) and resolve providers from the shared command-line options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prbj.errors import ConfigError
+from prbj.llm.budget import Budget
+from prbj.llm.cache import ResponseCache
+from prbj.llm.call import Gateway, Mode
+from prbj.providers import ProviderSpec, resolve_provider
+
+
+@dataclass(frozen=True)
+class GatewayOptions:
+    max_cost: float | None = None
+    dry_run: bool = False
+    cache_only: bool = False
+    cache_dir: Path | None = None
+    api_base: str | None = None
+    providers_dir: Path | None = None
+    env_file: Path | None = None
+
+    @classmethod
+    def pop_from(cls, options: dict[str, Any]) -> GatewayOptions:
+        """Take the shared options out of a command's keyword arguments."""
+        return cls(**{name: options.pop(name) for name in cls.__dataclass_fields__ if name in options})
+
+    @property
+    def mode(self) -> Mode:
+        return "dry_run" if self.dry_run else "cache_only" if self.cache_only else "live"
+
+    @property
+    def sends(self) -> bool:
+        return self.mode == "live"
+
+    def open(self) -> Gateway:
+        if self.dry_run and self.cache_only:
+            raise ConfigError("--dry-run and --cache-only exclude each other")
+        if self.env_file is not None:
+            from dotenv import load_dotenv
+
+            load_dotenv(self.env_file, override=False)
+        return Gateway(ResponseCache(self.cache_dir), Budget(self.max_cost), mode=self.mode)
+
+    def provider(self, spec: str) -> ProviderSpec:
+        """A provider ready to call: priced, and with its key present when calls will really be sent."""
+        provider = resolve_provider(spec, self.providers_dir, self.api_base)
+        provider.check_priced()
+        if self.sends:
+            provider.api_key()
+        return provider
