@@ -1,0 +1,166 @@
+"""`prbj build` behind the CLI: providers per role, gateway, records → pairs, the build directory, the exit code."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from prbj.build.checks import Thresholds
+from prbj.build.output import (
+    PAIRS_FILE,
+    BuildConfig,
+    run_document,
+    summary_document,
+    write_build,
+)
+from prbj.build.pipeline import Builder, BuildSettings, Outcome, Roles
+from prbj.build.report import length_note, markdown, outcome_table
+from prbj.build.summary import summarize
+from prbj.data.lamp import LampRecord, load_lamp
+from prbj.engine import run_jobs
+from prbj.errors import ConfigError, DataError
+from prbj.llm.setup import GatewayOptions
+from prbj.report.terminal import usage_table
+
+
+def _roles(shared: GatewayOptions, plan: str, provider: str | None, per_role: dict[str, str | None]) -> Roles:
+    needed = ["chosen", "rejected", "check"] + (["planner"] if plan == "planner" else [])
+    missing = [role for role in needed if not (per_role.get(role) or provider)]
+    if missing:
+        raise ConfigError(
+            f"--{missing[0]}-provider: no provider for this step; give --provider NAME for every step or "
+            f"--{missing[0]}-provider NAME"
+        )
+    resolved: dict[str, Any] = {}
+    for role in ("planner", "chosen", "rejected", "check"):
+        name = per_role.get(role) or provider
+        resolved[role] = shared.provider(name) if role in needed and name else None
+    return Roles(**resolved)
+
+
+async def _build_all(
+    builder: Builder, records: tuple[LampRecord, ...], concurrency: int, progress: bool
+) -> list[Outcome]:
+    jobs = [partial(builder.build, record) for record in records]
+    return await run_jobs(jobs, concurrency=concurrency, description="building", show_progress=progress)
+
+
+def run_build_command(
+    *,
+    input_spec: str,
+    subsets: tuple[str, ...],
+    split: str,
+    limit: int | None,
+    out: Path,
+    provider: str | None,
+    planner_provider: str | None,
+    chosen_provider: str | None,
+    rejected_provider: str | None,
+    check_provider: str | None,
+    plan: str,
+    profile_k: int,
+    max_words: int,
+    min_quality: float,
+    min_gap: float,
+    balance_length: bool,
+    concurrency: int,
+    progress: bool,
+    **gateway_options: Any,
+) -> int:
+    from prbj.run import _versions
+
+    shared = GatewayOptions.pop_from(gateway_options)
+    console = Console()
+    lamp = load_lamp(input_spec, subsets=subsets, split=split).select(subsets, limit)
+    if not lamp.records:
+        raise DataError(f"--input {input_spec}: no records to build from")
+    roles = _roles(
+        shared,
+        plan,
+        provider,
+        {
+            "planner": planner_provider,
+            "chosen": chosen_provider,
+            "rejected": rejected_provider,
+            "check": check_provider,
+        },
+    )
+    thresholds = Thresholds(max_words=max_words, min_quality=min_quality, min_gap=min_gap)
+    settings = BuildSettings(plan=plan, profile_k=profile_k, thresholds=thresholds)  # type: ignore[arg-type]
+    config = BuildConfig(
+        input=input_spec,
+        subsets=subsets,
+        split=split,
+        limit=limit,
+        plan=plan,
+        profile_k=profile_k,
+        max_words=max_words,
+        min_quality=min_quality,
+        min_gap=min_gap,
+        balance_length=balance_length,
+        concurrency=concurrency,
+    )
+    gateway = shared.open()
+    started = datetime.now(UTC)
+    try:
+        builder = Builder(gateway, roles, settings)
+        outcomes = asyncio.run(_build_all(builder, lamp.records, concurrency, progress))
+    finally:
+        if gateway.cache is not None:
+            gateway.cache.close()
+    finished = datetime.now(UTC)
+    usage = [s.as_dict() for s in gateway.stats()]
+    if shared.dry_run:
+        console.print(usage_table(usage, dry_run=True))
+        console.print(
+            f"[dim]{len(lamp.records)} records; each needs up to 5 calls (plan, chosen, rejected, 2 checks), "
+            "fewer with --plan gold or when a step is already cached.[/dim]"
+        )
+        return 0
+    summary = summary_document(lamp, config, builder, summarize(outcomes, balance_length=balance_length))
+    run = run_document(
+        out,
+        lamp,
+        config,
+        builder,
+        started=started,
+        finished=finished,
+        usage=usage,
+        mode=gateway.mode,
+        max_cost=gateway.budget.max_cost,
+        versions=_versions(),
+    )
+    write_build(out, outcomes, builder, summary, markdown(summary), run)
+    console.print(outcome_table(summary))
+    if usage:
+        console.print(usage_table(usage))
+    note = length_note(summary["length"])
+    if note:
+        style = "yellow" if summary["length"]["warning"] else "dim"
+        console.print(f"[{style}]{note}[/{style}]", soft_wrap=True)
+    console.print(f"build directory: {out} (pairs: {out / PAIRS_FILE})")
+    return _exit_code(summary, console)
+
+
+def _exit_code(summary: dict[str, Any], console: Console) -> int:
+    incomplete = summary["counts"]["incomplete_reasons"]
+    if not incomplete:
+        return 0
+    parts = ", ".join(f"{n} {reason}" for reason, n in incomplete.items())
+    if incomplete.get("api_error"):
+        console.print(
+            f"[bold red]error:[/bold red] {sum(incomplete.values())} records incomplete ({parts}); "
+            "rerun the same command to retry them (finished calls are cached)."
+        )
+        return 1
+    console.print(
+        f"[yellow]{sum(incomplete.values())} records incomplete ({parts}): rerun to finish them "
+        "(finished calls are cached; raise --max-cost or drop --cache-only).[/yellow]",
+        soft_wrap=True,
+    )
+    return 0
