@@ -90,8 +90,9 @@ def read_sheet(path: Path, key: dict[tuple[str, str], tuple[str, str]]) -> tuple
         raise DataError(f"{path}: cannot read it ({err.strerror})") from None
     with handle:
         try:
-            rows = list(csv.DictReader(handle))
-            header = list(rows[0].keys()) if rows else []
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+            header = list(reader.fieldnames or [])
         except (csv.Error, UnicodeDecodeError) as err:
             raise DataError(f"{path}: not a readable CSV sheet ({err})") from None
     needed = ["sheet", "item", *(f"{s}_{d}" for s in ("a", "b") for d in DIMENSIONS), "preference"]
