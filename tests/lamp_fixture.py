@@ -103,7 +103,7 @@ def reply(request: Any) -> str:
         return rejected_answer(ref)
     if "## Aspects this user expects (follow all of them)" in text:
         return chosen_answer(ref)
-    return "unexpected request"
+    return "Result: A"  # any other request is a `prbj judge` call on the built pairs
 
 
 def role_of(request: Any) -> str:
@@ -114,4 +114,6 @@ def role_of(request: Any) -> str:
         return "check"
     if "## Aspects to avoid" in text:
         return "rejected"
-    return "chosen"
+    if "## Aspects this user expects (follow all of them)" in text:
+        return "chosen"
+    return "judge"

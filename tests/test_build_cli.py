@@ -183,6 +183,33 @@ def test_build_end_to_end_keeps_good_pairs_and_explains_every_drop(server, works
     assert (out / "pairs.jsonl").read_bytes() == pairs_before
     assert (out / "build_summary.json").read_bytes() == summary_before
 
+    # `prbj judge --context planner` with the build's planner finds the aspects in the cache: only judge calls.
+    judged = CliRunner().invoke(
+        main,
+        [
+            "judge",
+            "--no-progress",
+            "--dataset",
+            str(out / "pairs.jsonl"),
+            "-p",
+            "writer",
+            "--context",
+            "planner",
+            "--planner",
+            "critic",
+            "--out",
+            str(workspace / "r"),
+            "--api-base",
+            server.url,
+            "--cache-dir",
+            str(workspace / "cache"),
+            "--providers-dir",
+            str(workspace / "providers"),
+        ],
+    )
+    assert judged.exit_code == 0, judged.output
+    assert [role_of(r) for r in server.requests] == ["judge"] * len(KEPT)
+
 
 def test_gold_plan_sends_no_planner_call_and_thresholds_are_options(server, workspace) -> None:
     code, output = build(
