@@ -83,7 +83,15 @@ def execute(dataset: Dataset, judges: Sequence[Judge], config: RunConfig) -> Run
     finished = datetime.now(UTC)
     run_dir = _new_run_dir(config.out_dir, started, _config_hash(dataset, judges, config))
     write_run(run_dir, dataset, judges, config, frame, summary, started, finished)
+    _write_reports(run_dir)
     return RunResult(run_dir, frame, summary, started, finished)
+
+
+def _write_reports(run_dir: Path) -> None:
+    # Imported here: the report modules are only needed once the run's data is on disk.
+    from prbj.report.writer import write_reports
+
+    write_reports([run_dir])
 
 
 def _config_hash(dataset: Dataset, judges: Sequence[Judge], config: RunConfig) -> str:

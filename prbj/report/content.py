@@ -1,0 +1,356 @@
+"""What a report says, as plain data: the terminal, Markdown and HTML renderers all draw from one
+`ReportContent`, so the three can never disagree about a figure."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from prbj.report.load import RunData
+from prbj.stats import ALL_SUBSETS, GroupStats
+
+# Optional judgment columns other parts of prbj add; read when present, never required.
+COST_COLUMN = "cost_usd"
+CACHED_COLUMN = "cached"
+LATENCY_COLUMNS = ("latency_s", "latency")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One judge in one context setting in one run: a row of the leaderboard."""
+
+    run: str
+    judge: str
+    context: str
+    label: str
+
+
+@dataclass(frozen=True)
+class LeaderRow:
+    entry: Entry
+    overall: GroupStats
+    by_subset: dict[str, GroupStats]
+
+    @property
+    def failed(self) -> int:
+        return _failed(self.overall)
+
+
+@dataclass(frozen=True)
+class PositionRow:
+    """Accuracy with the chosen answer shown first (A) and second (B); only for pairwise judges."""
+
+    entry: Entry
+    n_a: int
+    accuracy_a: float | None
+    n_b: int
+    accuracy_b: float | None
+    picked_a: float | None
+
+    @property
+    def gap(self) -> float | None:
+        if self.accuracy_a is None or self.accuracy_b is None:
+            return None
+        return self.accuracy_a - self.accuracy_b
+
+
+@dataclass(frozen=True)
+class CostRow:
+    entry: Entry
+    judgments: int
+    total_usd: float | None
+    per_100_usd: float | None
+    cached_share: float | None
+    median_latency_s: float | None
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    entry: Entry
+    total: int
+    parse_errors: int
+    api_errors: int
+    skipped_budget: int
+    examples: list[str]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Best-of-k downstream score of one RM on one subset, by k."""
+
+    label: str
+    subset: str
+    method: str
+    points: list[tuple[int, float]]
+
+
+@dataclass(frozen=True)
+class ScatterPoint:
+    label: str
+    benchmark: float
+    downstream: float
+
+
+@dataclass(frozen=True)
+class Correlation:
+    method: str
+    n: int
+    spearman: float | None
+    kendall: float | None
+    pearson: float | None
+    points: list[ScatterPoint]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    path: str
+    dataset_source: str
+    fingerprint: str
+    n_pairs: int | None
+    seed: Any
+    started: str | None
+    finished: str | None
+    version: str | None
+
+    @property
+    def is_demo_sample(self) -> bool:
+        return self.dataset_source == "sample"
+
+
+@dataclass(frozen=True)
+class ReportContent:
+    title: str
+    runs: list[RunInfo]
+    subsets: list[str]
+    leaderboard: list[LeaderRow]
+    position: list[PositionRow]
+    costs: list[CostRow]
+    failures: list[FailureRow]
+    curves: list[Curve] = field(default_factory=list)
+    correlations: list[Correlation] = field(default_factory=list)
+
+    @property
+    def has_cost(self) -> bool:
+        return any(row.per_100_usd is not None for row in self.costs)
+
+    @property
+    def has_downstream(self) -> bool:
+        return bool(self.curves or self.correlations)
+
+
+def _failed(row: GroupStats) -> int:
+    return (row.parse_errors or 0) + (row.api_errors or 0) + (row.skipped_budget or 0)
+
+
+def _mean(series: pl.Series) -> float | None:
+    value = series.mean() if series.len() else None
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _entries(runs: Sequence[RunData]) -> list[tuple[RunData, Entry]]:
+    several = len(runs) > 1
+    labels = _run_labels(runs)
+    out = []
+    for run, run_label in zip(runs, labels, strict=True):
+        seen: set[tuple[str, str]] = set()
+        for row in run.results:
+            key = (row.judge, row.context)
+            if key in seen:
+                continue
+            seen.add(key)
+            label = f"{row.judge} · {row.context}" + (f" · {run_label}" if several else "")
+            out.append((run, Entry(run_label, row.judge, row.context, label)))
+    return out
+
+
+def _run_labels(runs: Sequence[RunData]) -> list[str]:
+    ids = [run.run_id for run in runs]
+    counts = Counter(ids)
+    # Two runs with the same id (copied folders) need their parent folder to tell them apart.
+    return [
+        run.run_id if counts[run.run_id] == 1 else f"{run.run_dir.parent.name}/{run.run_id}" for run in runs
+    ]
+
+
+def _mine(run: RunData, entry: Entry) -> pl.DataFrame:
+    return run.judgments.filter(pl.col("judge") == entry.judge, pl.col("context") == entry.context)
+
+
+def position_row(frame: pl.DataFrame, entry: Entry) -> PositionRow | None:
+    if "chosen_position" not in frame.columns:
+        return None
+    placed = frame.filter(pl.col("status") == "ok", pl.col("chosen_position").is_in(["A", "B"]))
+    if placed.height == 0:
+        return None
+    in_a = placed.filter(pl.col("chosen_position") == "A")["correct"].cast(pl.Float64)
+    in_b = placed.filter(pl.col("chosen_position") == "B")["correct"].cast(pl.Float64)
+    decided = placed.filter(pl.col("verdict").is_in(["chosen", "rejected"]))
+    said_a = (
+        (decided["verdict"] == "chosen") & (decided["chosen_position"] == "A")
+        | (decided["verdict"] == "rejected") & (decided["chosen_position"] == "B")
+    ).cast(pl.Float64)
+    return PositionRow(entry, in_a.len(), _mean(in_a), in_b.len(), _mean(in_b), _mean(said_a))
+
+
+def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
+    total = per_100 = cached = latency = None
+    if COST_COLUMN in frame.columns and frame[COST_COLUMN].drop_nulls().len():
+        total = float(frame[COST_COLUMN].drop_nulls().sum())
+        per_100 = 100.0 * total / frame.height
+    if CACHED_COLUMN in frame.columns and frame[CACHED_COLUMN].drop_nulls().len():
+        cached = _mean(frame[CACHED_COLUMN].drop_nulls().cast(pl.Float64))
+    column = next((c for c in LATENCY_COLUMNS if c in frame.columns), None)
+    if column and frame[column].drop_nulls().len():
+        latency = float(frame[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
+    return CostRow(entry, frame.height, total, per_100, cached, latency)
+
+
+def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> FailureRow | None:
+    if _failed(overall) == 0:
+        return None
+    examples: list[str] = []
+    if "error" in frame.columns:
+        messages = frame.filter(pl.col("status") != "ok")["error"].drop_nulls().to_list()
+        examples = [message for message, _ in Counter(messages).most_common(3)]
+    return FailureRow(
+        entry,
+        overall.n,
+        overall.parse_errors or 0,
+        overall.api_errors or 0,
+        overall.skipped_budget or 0,
+        examples,
+    )
+
+
+def _downstream_rows(run: RunData, entry: Entry, first_context: dict[str, str]) -> pl.DataFrame | None:
+    frame = run.downstream
+    if frame is None:
+        return None
+    mine = frame.filter(pl.col("rm") == entry.judge)
+    explicit = mine.filter(pl.col("context") == entry.context)
+    if explicit.height:
+        return explicit
+    # Without a context column, a judge's outcomes belong to the first context it ran in.
+    if first_context.get(entry.judge) == entry.context:
+        mine = mine.filter(pl.col("context").is_null())
+        return mine if mine.height else None
+    return None
+
+
+def _curves(rows: pl.DataFrame, label: str) -> list[Curve]:
+    curves = []
+    with_k = rows.filter(pl.col("k").is_not_null())
+    for (method, subset), part in sorted(with_k.group_by("method", "subset"), key=lambda g: g[0]):
+        points = part.group_by("k").agg(pl.col("score").mean()).sort("k").rows()
+        curves.append(Curve(label, str(subset), str(method), [(int(k), float(s)) for k, s in points]))
+    return curves
+
+
+def _downstream_value(rows: pl.DataFrame) -> float | None:
+    """One figure per RM and method: the score at the largest k (or the only score, for methods without k),
+    on subset 'all' when given, else the mean over subsets."""
+    overall = rows.filter(pl.col("subset") == ALL_SUBSETS)
+    rows = overall if overall.height else rows
+    if rows["k"].drop_nulls().len():
+        rows = rows.filter(pl.col("k") == rows["k"].max())
+    per_subset = rows.group_by("subset").agg(pl.col("score").mean())["score"]
+    return _mean(per_subset)
+
+
+def correlate(method: str, points: list[ScatterPoint]) -> Correlation:
+    if len(points) < 3:
+        return Correlation(method, len(points), None, None, None, points)
+    from scipy import stats  # imported lazily: only reports with downstream data need it
+
+    x = [p.benchmark for p in points]
+    y = [p.downstream for p in points]
+
+    def finite(value: Any) -> float | None:
+        value = float(value)
+        return None if math.isnan(value) else value
+
+    if len(set(x)) < 2 or len(set(y)) < 2:
+        return Correlation(method, len(points), None, None, None, points)
+    return Correlation(
+        method,
+        len(points),
+        finite(stats.spearmanr(x, y).statistic),
+        finite(stats.kendalltau(x, y).statistic),
+        finite(stats.pearsonr(x, y).statistic),
+        points,
+    )
+
+
+def build_content(runs: Sequence[RunData], *, title: str | None = None) -> ReportContent:
+    entries = _entries(runs)
+    subsets = sorted({r.subset for run in runs for r in run.results if r.subset != ALL_SUBSETS})
+    leaderboard, position, costs, failures, curves = [], [], [], [], []
+    scatter: dict[str, list[ScatterPoint]] = {}
+    for run, entry in entries:
+        rows = {r.subset: r for r in run.results if (r.judge, r.context) == (entry.judge, entry.context)}
+        overall = rows.get(ALL_SUBSETS)
+        if overall is None:
+            continue
+        leaderboard.append(LeaderRow(entry, overall, {s: r for s, r in rows.items() if s != ALL_SUBSETS}))
+        frame = _mine(run, entry)
+        if (row := position_row(frame, entry)) is not None:
+            position.append(row)
+        costs.append(cost_row(frame, entry))
+        if (failure := failure_row(frame, overall, entry)) is not None:
+            failures.append(failure)
+        first_context: dict[str, str] = {}
+        for r in run.results:
+            first_context.setdefault(r.judge, r.context)
+        downstream = _downstream_rows(run, entry, first_context)
+        if downstream is None:
+            continue
+        curves.extend(_curves(downstream, entry.label))
+        if overall.accuracy is None:
+            continue
+        for (method,), part in downstream.group_by("method"):
+            value = _downstream_value(part)
+            if value is not None:
+                scatter.setdefault(str(method), []).append(ScatterPoint(entry.label, overall.accuracy, value))
+    leaderboard.sort(key=lambda r: -(r.overall.accuracy if r.overall.accuracy is not None else -1.0))
+    order = {row.entry: i for i, row in enumerate(leaderboard)}
+    for rows_ in (position, costs, failures):
+        rows_.sort(key=lambda r: order[r.entry])
+    correlations = [correlate(method, points) for method, points in sorted(scatter.items())]
+    return ReportContent(
+        title=title or _default_title(runs),
+        runs=[_run_info(run, label) for run, label in zip(runs, _run_labels(runs), strict=True)],
+        subsets=subsets,
+        leaderboard=leaderboard,
+        position=position,
+        costs=costs,
+        failures=failures,
+        curves=curves,
+        correlations=correlations,
+    )
+
+
+def _default_title(runs: Sequence[RunData]) -> str:
+    if len(runs) == 1:
+        return f"prbj report · {runs[0].run_id}"
+    return f"prbj leaderboard · {len(runs)} runs"
+
+
+def _run_info(run: RunData, label: str) -> RunInfo:
+    dataset = run.dataset
+    return RunInfo(
+        run_id=label,
+        path=str(run.run_dir),
+        dataset_source=str(dataset.get("source", "?")),
+        fingerprint=str(dataset.get("fingerprint", "?")),
+        n_pairs=dataset.get("n_pairs"),
+        seed=run.summary.get("seed", run.run.get("config", {}).get("seed")),
+        started=run.run.get("started"),
+        finished=run.run.get("finished"),
+        version=run.summary.get("prbj_version"),
+    )
