@@ -353,12 +353,12 @@ def scatter_figures(content: ReportContent) -> list[Figure]:
 
 def _scatter(correlation: Correlation) -> Figure:
     points = correlation.points
-    left, top, plot_w, plot_h = 70.0, 24.0, 640.0, 340.0
+    left, top, plot_w, plot_h = 70.0, 34.0, 640.0, 340.0
     label_room = max(text_width(p.label, 11) for p in points) + 20
     canvas = Canvas(left + plot_w + label_room, top + plot_h + 50, title="Benchmark accuracy vs downstream")
     x_low, x_high = _padded_range([p.benchmark for p in points])
     to_y = _y_axis(canvas, left, plot_w, top, plot_h, *_padded_range([p.downstream for p in points]))
-    canvas.text(left + 6, top + 4, f"downstream score ({correlation.method})", size=11, fill=MUTED)
+    canvas.text(left - 60, top - 22, f"downstream score ({correlation.method})", size=11, fill=MUTED)
 
     def to_x(value: float) -> float:
         return left + (value - x_low) / (x_high - x_low) * plot_w
