@@ -96,8 +96,8 @@ def _pct(value: float | None) -> str:
 def _error_rate(row: GroupStats) -> float | None:
     if not row.n:
         return None
-    failed = (row.parse_errors or 0) + (row.api_errors or 0) + (row.skipped_budget or 0)
-    return failed / row.n
+    # Everything not "ok": parse and API errors, budget and cache skips, statuses added later alike.
+    return (row.n - (row.n_ok or 0)) / row.n
 
 
 def _known_outcomes(outcomes: Outcomes, keys: set[str] | None) -> dict[str, bool]:

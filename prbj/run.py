@@ -20,6 +20,8 @@ from prbj import __version__
 from prbj.data.loaders import Dataset
 from prbj.engine import run_jobs
 from prbj.judges.base import Judge, Judgment, PairTask
+from prbj.llm.call import Gateway
+from prbj.planner import Planner
 from prbj.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats, summarize
 
 JUDGMENT_SCHEMA: dict[str, Any] = {
@@ -35,8 +37,14 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "score_rejected": pl.Float64,
     "margin": pl.Float64,
     "chosen_position": pl.String,
+    "verdict_chosen_a": pl.String,
+    "verdict_chosen_b": pl.String,
     "chosen_words": pl.Int64,
     "rejected_words": pl.Int64,
+    "cost_usd": pl.Float64,
+    "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64,
+    "cached": pl.Boolean,
     "error": pl.String,
 }
 
@@ -54,7 +62,7 @@ class RunConfig:
 
 @dataclass
 class RunResult:
-    run_dir: Path
+    run_dir: Path | None  # None for a dry run, which writes nothing
     judgments: pl.DataFrame
     summary: list[GroupStats]
     started: datetime
@@ -73,18 +81,53 @@ async def judge_dataset(
     return await run_jobs(jobs, concurrency=concurrency, show_progress=show_progress)
 
 
-def execute(dataset: Dataset, judges: Sequence[Judge], config: RunConfig) -> RunResult:
+def execute(
+    dataset: Dataset,
+    judges: Sequence[Judge],
+    config: RunConfig,
+    *,
+    gateway: Gateway | None = None,
+    planner: Planner | None = None,
+) -> RunResult:
     started = datetime.now(UTC)
+    for judge in judges:
+        judge.prepare(dataset.pairs)
     judgments = asyncio.run(
         judge_dataset(dataset, judges, concurrency=config.concurrency, show_progress=config.show_progress)
     )
     frame = judgments_frame(judgments)
     summary = summarize(frame, seed=config.seed)
     finished = datetime.now(UTC)
+    usage = [s.as_dict() for s in gateway.stats()] if gateway is not None else []
+    if gateway is not None and gateway.mode == "dry_run":
+        return RunResult(None, frame, summary, started, finished, {"usage": usage})
     run_dir = _new_run_dir(config.out_dir, started, _config_hash(dataset, judges, config))
-    write_run(run_dir, dataset, judges, config, frame, summary, started, finished)
+    extra: dict[str, Any] = {"usage": usage}
+    if gateway is not None:
+        extra["mode"] = gateway.mode
+        extra["max_cost"] = gateway.budget.max_cost
+    if planner is not None:
+        extra["planner"] = planner.describe()
+        _write_planner_outputs(run_dir / "planner.jsonl", planner)
+    write_run(run_dir, dataset, judges, config, frame, summary, started, finished, extra)
     _write_reports(run_dir)
-    return RunResult(run_dir, frame, summary, started, finished)
+    return RunResult(run_dir, frame, summary, started, finished, extra)
+
+
+def _write_planner_outputs(path: Path, planner: Planner) -> None:
+    lines = [
+        json.dumps(
+            {
+                "pair_id": out.pair_id,
+                "status": out.result.status,
+                "aspects": out.aspects,
+                "cached": out.result.cached,
+            },
+            ensure_ascii=False,
+        )
+        for out in sorted(planner.outputs(), key=lambda o: o.pair_id)
+    ]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def _write_reports(run_dir: Path) -> None:
@@ -153,6 +196,7 @@ def write_run(
     summary: Sequence[GroupStats],
     started: datetime,
     finished: datetime,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     run = {
         "run_id": run_dir.name,
@@ -174,6 +218,7 @@ def write_run(
             "subsets": dataset.subsets,
         },
         "versions": _versions(),
+        **(extra or {}),
     }
     _write_json(run_dir / "run.json", run)
     frame.write_parquet(run_dir / "judgments.parquet")

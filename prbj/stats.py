@@ -44,12 +44,20 @@ class GroupStats:
     parse_errors: int
     api_errors: int
     skipped_budget: int
+    skipped_cache: int
     accuracy: float | None
     ci_low: float | None
     ci_high: float | None
     tie_rate: float | None
     picked_longer: float | None
     length_controlled_accuracy: float | None
+    # Pairwise judges only (None otherwise): accuracy with the chosen answer shown as A / as B, the share of
+    # "A" verdicts, A-minus-B accuracy (position bias), and for --order both the share of order-consistent pairs.
+    accuracy_chosen_a: float | None = None
+    accuracy_chosen_b: float | None = None
+    share_a: float | None = None
+    position_bias: float | None = None
+    order_consistency: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +81,27 @@ def _length_stats(group: pl.DataFrame) -> tuple[float | None, float | None]:
     return picked_longer / decided.height, float(np.mean(halves))
 
 
+def _position_stats(group: pl.DataFrame) -> dict[str, float | None]:
+    if "verdict_chosen_a" not in group.columns:
+        return {}
+    ok = group.filter(pl.col("status") == "ok")
+    in_a = ok["verdict_chosen_a"].drop_nulls()
+    in_b = ok["verdict_chosen_b"].drop_nulls()
+    if in_a.len() + in_b.len() == 0:
+        return {}
+    acc_a = float((in_a == "chosen").mean()) if in_a.len() else None
+    acc_b = float((in_b == "chosen").mean()) if in_b.len() else None
+    said_a = int((in_a == "chosen").sum()) + int((in_b == "rejected").sum())
+    both = ok.filter(pl.col("chosen_position") == "both")
+    return {
+        "accuracy_chosen_a": acc_a,
+        "accuracy_chosen_b": acc_b,
+        "share_a": said_a / (in_a.len() + in_b.len()),
+        "position_bias": acc_a - acc_b if acc_a is not None and acc_b is not None else None,
+        "order_consistency": float((both["verdict"] != "inconsistent").mean()) if both.height else None,
+    }
+
+
 def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, seed: int) -> GroupStats:
     ok = frame.filter(pl.col("status") == "ok")
     correct = int(ok["correct"].sum())
@@ -93,12 +122,14 @@ def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, s
         parse_errors=int(status_counts.get("parse_error", 0)),
         api_errors=int(status_counts.get("api_error", 0)),
         skipped_budget=int(status_counts.get("skipped_budget", 0)),
+        skipped_cache=int(status_counts.get("skipped_cache", 0)),
         accuracy=_rate(correct, ok.height),
         ci_low=low,
         ci_high=high,
         tie_rate=_rate(ties, ok.height),
         picked_longer=picked_longer,
         length_controlled_accuracy=lc_accuracy,
+        **_position_stats(frame),
     )
 
 

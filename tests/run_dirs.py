@@ -46,6 +46,9 @@ def judgment(
         "score_rejected": None,
         "margin": None,
         "chosen_position": position,
+        # As pairwise judges record it: the verdict under the order the chosen answer was shown in.
+        "verdict_chosen_a": verdict if position == "A" else None,
+        "verdict_chosen_b": verdict if position == "B" else None,
         "chosen_words": chosen_words,
         "rejected_words": rejected_words,
         "error": error,

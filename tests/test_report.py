@@ -119,8 +119,8 @@ def test_accuracy_chart_draws_a_dot_and_interval_per_judge_and_subset(tmp_path: 
     svg = (files.html.parent / "plots" / "accuracy.svg").read_text()
     dots = [unescape(t) for t in re.findall(r"<circle[^>]*><title>([^<]*)</title>", svg)]
     assert len(dots) == 2 * 3  # two judges × (overall, Art, Society)
-    assert any(t.startswith("good · none — Art & Ent.: 90.0%") for t in dots)
-    assert any(t.startswith("bad · none — Society: 0.0%") for t in dots)
+    assert any(t.startswith("good · none — Art & Entertainment: 90.0%") for t in dots)
+    assert any(t.startswith("bad · none — Society & Culture: 0.0%") for t in dots)
 
 
 def test_position_bias_section_from_pairwise_judgments(tmp_path: Path) -> None:

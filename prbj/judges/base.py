@@ -9,9 +9,19 @@ from typing import Any, Literal
 
 from prbj.data.schema import Context, JudgeView, Pair
 
-Status = Literal["ok", "parse_error", "api_error", "skipped_budget"]
-Verdict = Literal["chosen", "rejected", "tie"]
-STATUSES: tuple[str, ...] = ("ok", "parse_error", "api_error", "skipped_budget")
+Status = Literal["ok", "parse_error", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
+# "inconsistent": judged in both orders, the two verdicts disagree (never counted as correct).
+Verdict = Literal["chosen", "rejected", "tie", "inconsistent"]
+STATUSES: tuple[str, ...] = ("ok", "parse_error", "api_error", "skipped_budget", "skipped_cache", "dry_run")
+
+
+class ScoreFailure(Exception):
+    """A judge could not produce a score; the judgment gets this status instead of a number."""
+
+    def __init__(self, status: Status, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +47,18 @@ class Judgment:
     verdict: Verdict | None = None
     score_chosen: float | None = None
     score_rejected: float | None = None
-    # "A" or "B" for pairwise judges; None for judges that score answers one at a time.
+    # "A", "B" or "both" for pairwise judges; None for judges that score answers one at a time.
     chosen_position: str | None = None
+    # What a pairwise judge picked when the chosen answer stood in A, and when it stood in B.
+    verdict_chosen_a: str | None = None
+    verdict_chosen_b: str | None = None
     error: str | None = None
     chosen_words: int = 0
     rejected_words: int = 0
+    cost_usd: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -71,9 +88,16 @@ class Judgment:
             "score_rejected": self.score_rejected,
             "margin": margin,
             "chosen_position": self.chosen_position,
+            "verdict_chosen_a": self.verdict_chosen_a,
+            "verdict_chosen_b": self.verdict_chosen_b,
             "chosen_words": self.chosen_words,
             "rejected_words": self.rejected_words,
+            "cost_usd": self.cost_usd,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached": self.cached,
             "error": self.error,
+            **self.extra,
         }
 
 
@@ -100,6 +124,9 @@ class Judge(ABC):
         """Configuration recorded in run.json."""
         return {"name": self.name, "context": self.context, "kind": type(self).__name__}
 
+    def prepare(self, pairs: Sequence[Pair]) -> None:  # noqa: B027 - optional hook, most judges need nothing
+        """Called once with every pair before any judging starts (e.g. to draw answer positions)."""
+
     @abstractmethod
     async def judge(self, task: PairTask) -> Judgment: ...
 
@@ -123,7 +150,10 @@ class PointwiseJudge(Judge):
         """One score per answer, higher = better fit for this user. Must not depend on answer order."""
 
     async def judge(self, task: PairTask) -> Judgment:
-        chosen, rejected = await self.score(task.view, [task.pair.chosen, task.pair.rejected])
+        try:
+            chosen, rejected = await self.score(task.view, [task.pair.chosen, task.pair.rejected])
+        except ScoreFailure as failure:
+            return self._judgment(task, status=failure.status, error=failure.message)
         return self._judgment(
             task,
             verdict=verdict_from_scores(chosen, rejected),

@@ -1,14 +1,27 @@
-"""Turn `--provider` values into judges."""
+"""Turn `--provider` values into judges.
+
+- offline baselines by name (`random`, `length`, `bm25-profile`, `embed-profile`);
+- LLM judges: a provider profile name (`gemini-3-flash`, see `prbj providers`) or `litellm:<model-id>`;
+  one judge per `--context` setting.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
 
+from prbj.data.schema import Context
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
 from prbj.judges.baselines import BASELINES, DEFAULT_JUDGES, make_baseline
 from prbj.llm.cache import ResponseCache
+from prbj.prompts import Template
+
+# LLM judges see the ranked profile unless told otherwise: the benchmark is about fitting one user, and a
+# judge without any user context cannot know who that is. `--context none` reproduces the official script.
+DEFAULT_LLM_CONTEXT: Context = "profile"
 
 
 @dataclass
@@ -17,6 +30,19 @@ class JudgeSettings:
 
     seed: int = 42
     cache: ResponseCache | None = None
+    gateway: object | None = None  # prbj.llm.call.Gateway; typed loosely to keep this module import-light
+    planner: object | None = None  # prbj.planner.Planner
+    contexts: tuple[Context, ...] = ()
+    mode: Literal["pairwise", "pointwise"] = "pairwise"
+    order: Literal["random", "both"] = "random"
+    repair: bool = False
+    profile_k: int = 10
+    system_template: Template | None = None
+    user_template: Template | None = None
+    providers_dir: Path | None = None
+    api_base: str | None = None
+    require_keys: bool = True
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 def known_judges() -> list[str]:
@@ -32,11 +58,71 @@ def resolve_judges(specs: Sequence[str], settings: JudgeSettings | None = None) 
         if spec in seen:
             continue
         seen.add(spec)
-        judges.append(resolve_judge(spec, settings))
+        judges.extend(resolve_judge(spec, settings))
     return judges
 
 
-def resolve_judge(spec: str, settings: JudgeSettings) -> Judge:
+def resolve_judge(spec: str, settings: JudgeSettings) -> list[Judge]:
     if spec in BASELINES:
-        return make_baseline(spec, seed=settings.seed)
-    raise ConfigError(f"--provider {spec!r}: unknown judge; offline judges are {', '.join(BASELINES)}")
+        return [make_baseline(spec, seed=settings.seed)]
+    from prbj.providers import is_provider_name
+
+    if is_provider_name(spec, settings.providers_dir):
+        return _llm_judges(spec, settings)
+    raise ConfigError(
+        f"--provider {spec!r}: unknown judge; offline judges are {', '.join(BASELINES)}; LLM judges are the "
+        f"profiles listed by `prbj providers` or litellm:<model-id>"
+    )
+
+
+def _llm_judges(spec: str, settings: JudgeSettings) -> list[Judge]:
+    from prbj.judges.generative import (
+        ContextBuilder,
+        PairwiseLLMJudge,
+        PointwiseLLMJudge,
+        check_template_shows_context,
+    )
+    from prbj.llm.call import Gateway
+    from prbj.planner import Planner
+    from prbj.providers import resolve_provider
+
+    provider = resolve_provider(spec, settings.providers_dir, settings.api_base)
+    provider.check_priced()
+    if settings.require_keys:
+        provider.api_key()
+    gateway = settings.gateway
+    if not isinstance(gateway, Gateway):
+        raise ConfigError("internal: LLM judges need a gateway in JudgeSettings")
+    planner = settings.planner if isinstance(settings.planner, Planner) else None
+    judges: list[Judge] = []
+    for context in settings.contexts or (DEFAULT_LLM_CONTEXT,):
+        builder = ContextBuilder(context, profile_k=settings.profile_k, planner=planner)
+        if settings.user_template is not None:
+            check_template_shows_context(settings.user_template, context, "--judge-template-user")
+        if settings.mode == "pointwise":
+            judges.append(
+                PointwiseLLMJudge(
+                    provider,
+                    gateway,
+                    context=context,
+                    contexts=builder,
+                    system=settings.system_template,
+                    user=settings.user_template,
+                    repair=settings.repair,
+                )
+            )
+        else:
+            judges.append(
+                PairwiseLLMJudge(
+                    provider,
+                    gateway,
+                    context=context,
+                    contexts=builder,
+                    order=settings.order,
+                    order_seed=settings.seed,
+                    system=settings.system_template,
+                    user=settings.user_template,
+                    repair=settings.repair,
+                )
+            )
+    return judges

@@ -54,9 +54,16 @@ class ResponseCache:
 
     def __init__(self, directory: Path | str | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # No size limit: evicting a paid answer silently would make a rerun pay twice.
-        self._store = diskcache.Cache(str(self.directory), size_limit=2**62, eviction_policy="none")
+        self._opened: diskcache.Cache | None = None
+
+    @property
+    def _store(self) -> diskcache.Cache:
+        # Opened on first use, so a run that makes no model call leaves no cache folder behind.
+        if self._opened is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # No size limit: evicting a paid answer silently would make a rerun pay twice.
+            self._opened = diskcache.Cache(str(self.directory), size_limit=2**62, eviction_policy="none")
+        return self._opened
 
     def get(self, key: str) -> dict[str, Any] | None:
         entry = self._store.get(key)
@@ -92,7 +99,9 @@ class ResponseCache:
         return dropped
 
     def close(self) -> None:
-        self._store.close()
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
 
     def __enter__(self) -> ResponseCache:
         return self

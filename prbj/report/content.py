@@ -51,6 +51,7 @@ class PositionRow:
     n_b: int
     accuracy_b: float | None
     picked_a: float | None
+    order_consistency: float | None = None
 
     @property
     def gap(self) -> float | None:
@@ -75,7 +76,8 @@ class FailureRow:
     total: int
     parse_errors: int
     api_errors: int
-    skipped_budget: int
+    # Budget and cache skips, and any status a later version adds.
+    skipped: int
     examples: list[str]
 
 
@@ -145,7 +147,8 @@ class ReportContent:
 
 
 def _failed(row: GroupStats) -> int:
-    return (row.parse_errors or 0) + (row.api_errors or 0) + (row.skipped_budget or 0)
+    # Every judgment that did not end "ok" (errors, budget or cache skips, statuses added later alike).
+    return (row.n or 0) - (row.n_ok or 0)
 
 
 def _mean(series: pl.Series) -> float | None:
@@ -182,7 +185,24 @@ def _mine(run: RunData, entry: Entry) -> pl.DataFrame:
     return run.judgments.filter(pl.col("judge") == entry.judge, pl.col("context") == entry.context)
 
 
-def position_row(frame: pl.DataFrame, entry: Entry) -> PositionRow | None:
+def position_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> PositionRow | None:
+    """From summary.json's position figures when the run has them (they also cover --order both, where
+    each pair is judged in both orders); otherwise from the judgments' chosen_position."""
+    if overall.accuracy_chosen_a is not None or overall.accuracy_chosen_b is not None:
+        ok = frame.filter(pl.col("status") == "ok")
+        n_a, n_b = (
+            int(ok[column].drop_nulls().len()) if column in ok.columns else 0
+            for column in ("verdict_chosen_a", "verdict_chosen_b")
+        )
+        return PositionRow(
+            entry,
+            n_a,
+            overall.accuracy_chosen_a,
+            n_b,
+            overall.accuracy_chosen_b,
+            overall.share_a,
+            overall.order_consistency,
+        )
     if "chosen_position" not in frame.columns:
         return None
     placed = frame.filter(pl.col("status") == "ok", pl.col("chosen_position").is_in(["A", "B"]))
@@ -218,14 +238,9 @@ def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> Failu
     if "error" in frame.columns:
         messages = frame.filter(pl.col("status") != "ok")["error"].drop_nulls().to_list()
         examples = [message for message, _ in Counter(messages).most_common(3)]
-    return FailureRow(
-        entry,
-        overall.n,
-        overall.parse_errors or 0,
-        overall.api_errors or 0,
-        overall.skipped_budget or 0,
-        examples,
-    )
+    parse_errors, api_errors = overall.parse_errors or 0, overall.api_errors or 0
+    skipped = _failed(overall) - parse_errors - api_errors
+    return FailureRow(entry, overall.n, parse_errors, api_errors, skipped, examples)
 
 
 def _downstream_rows(run: RunData, entry: Entry, first_context: dict[str, str]) -> pl.DataFrame | None:
@@ -299,7 +314,7 @@ def build_content(runs: Sequence[RunData], *, title: str | None = None) -> Repor
             continue
         leaderboard.append(LeaderRow(entry, overall, {s: r for s, r in rows.items() if s != ALL_SUBSETS}))
         frame = _mine(run, entry)
-        if (row := position_row(frame, entry)) is not None:
+        if (row := position_row(frame, overall, entry)) is not None:
             position.append(row)
         costs.append(cost_row(frame, entry))
         if (failure := failure_row(frame, overall, entry)) is not None:

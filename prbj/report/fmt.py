@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from prbj.report.terminal import SHORT_SUBSET
 from prbj.stats import ALL_SUBSETS, GroupStats
 
 NA = "n/a"
 DASH = "—"
 
+# Report headers have more room than terminal columns: shorter than the official names, still readable.
+REPORT_SUBSET = {
+    "Art_and_Entertainment": "Art & Entertainment",
+    "Lifestyle_and_Personal_Development": "Lifestyle & Personal Dev.",
+    "Society_and_Culture": "Society & Culture",
+}
+
 
 def short_subset(subset: str) -> str:
     if subset == ALL_SUBSETS:
         return "overall"
-    return SHORT_SUBSET.get(subset, subset)
+    return REPORT_SUBSET.get(subset, subset)
 
 
 def percent(value: float | None, digits: int = 1) -> str:

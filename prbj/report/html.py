@@ -21,8 +21,11 @@ nav a { color: #0b5cad; text-decoration: none; margin-right: 14px; }
 .warning { background: #fff4d6; border-left: 4px solid #e69f00; padding: 10px 14px; margin: 12px 0; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0; }
 th, td { padding: 5px 10px; border-bottom: 1px solid #e6e6e6; text-align: left; vertical-align: top; }
-th { background: #f2f4f7; font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th { background: #f2f4f7; font-weight: 600; max-width: 9em; vertical-align: bottom; }
+/* Names stay on one line; only a table's last, free-text column (error messages) wraps. */
+td { white-space: nowrap; }
+td:last-child { white-space: normal; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 p.note, figcaption { font-size: 12px; color: #555; margin: 4px 0 10px; }
 figure { margin: 14px 0 22px; overflow-x: auto; }

@@ -101,6 +101,8 @@ def position_table(content: ReportContent) -> TextTable:
         "A − B pts",
         "picked A %",
     ]
+    consistency = any(r.order_consistency is not None for r in content.position)
+    headers += ["order-consistent %"] if consistency else []
     rows = [
         [
             *_entry_cells(r.entry.run, r.entry.judge, r.entry.context, several),
@@ -110,6 +112,7 @@ def position_table(content: ReportContent) -> TextTable:
             str(r.n_b),
             fmt.points(r.gap),
             fmt.percent(r.picked_a),
+            *([fmt.percent(r.order_consistency)] if consistency else []),
         ]
         for r in content.position
     ]
@@ -119,9 +122,10 @@ def position_table(content: ReportContent) -> TextTable:
         "Position bias",
         headers,
         rows,
-        [False] * k + [True] * 6,
+        [False] * k + [True] * (len(headers) - k),
         "Pairwise judges only. An unbiased judge has the same accuracy whichever slot the chosen answer is "
-        "shown in, and picks A about half the time.",
+        "shown in, and picks A about half the time. Order-consistent (--order both): share of pairs with the "
+        "same answer picked in both orders.",
     )
 
 
@@ -183,7 +187,7 @@ def failures_table(content: ReportContent) -> TextTable:
             *_entry_cells(r.entry.run, r.entry.judge, r.entry.context, several),
             f"{r.parse_errors}/{r.total}",
             f"{r.api_errors}/{r.total}",
-            f"{r.skipped_budget}/{r.total}",
+            f"{r.skipped}/{r.total}",
             "; ".join(_shorten(message) for message in r.examples) or fmt.DASH,
         ]
         for r in content.failures
@@ -195,7 +199,8 @@ def failures_table(content: ReportContent) -> TextTable:
         headers,
         rows,
         [False] * k + [True] * 3 + [False],
-        "Failures are counted apart and excluded from accuracy.",
+        "Failures are counted apart and excluded from accuracy. Skipped: not sent because of the budget "
+        "(--max-cost) or absent from the cache (--cache-only).",
     )
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -11,9 +13,9 @@ from prbj.stats import ALL_SUBSETS, GroupStats
 
 # The official names are long; a table column needs a short header.
 SHORT_SUBSET = {
-    "Art_and_Entertainment": "Art & Ent.",
-    "Lifestyle_and_Personal_Development": "Lifestyle",
-    "Society_and_Culture": "Society",
+    "Art_and_Entertainment": "A&E",
+    "Lifestyle_and_Personal_Development": "L&PD",
+    "Society_and_Culture": "S&C",
 }
 
 
@@ -21,10 +23,10 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}"
 
 
-def _accuracy_cell(row: GroupStats) -> str:
-    if row.accuracy is None:
+def _interval(row: GroupStats) -> str:
+    if row.ci_low is None or row.ci_high is None:
         return "—"
-    return f"{100 * row.accuracy:.1f} [dim]({_percent(row.ci_low)}–{_percent(row.ci_high)})[/dim]"
+    return f"{_percent(row.ci_low)}–{_percent(row.ci_high)}"
 
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
@@ -32,19 +34,25 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     overall = sorted((r for r in summary if r.subset == ALL_SUBSETS), key=lambda r: -(r.accuracy or 0.0))
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
     table = Table(
-        title=title, caption="accuracy % (95% bootstrap CI); ties and failures never count as correct"
+        title=title,
+        caption="accuracy %; ties and failures never count as correct; LC = length-controlled",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
     )
-    table.add_column("judge", style="bold", no_wrap=True)
-    table.add_column("context", no_wrap=True)
-    table.add_column("overall", justify="right")
+    # The context sits under the judge's name when space is short: it is part of what identifies a row.
+    table.add_column("judge · context", overflow="fold")
+    table.add_column("acc", justify="right", style="bold", no_wrap=True)
+    table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
-        table.add_column(SHORT_SUBSET.get(subset, subset), justify="right")
-    table.add_column("ties %", justify="right")
-    table.add_column("LC acc %", justify="right")
-    table.add_column("failed", justify="right")
+        table.add_column(SHORT_SUBSET.get(subset, subset), justify="right", no_wrap=True)
+    table.add_column("ties", justify="right", no_wrap=True)
+    table.add_column("LC", justify="right", no_wrap=True)
+    table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
-        failed = row.parse_errors + row.api_errors + row.skipped_budget
-        cells = [row.judge, row.context, _accuracy_cell(row)]
+        failed = row.parse_errors + row.api_errors + row.skipped_budget + row.skipped_cache
+        cells = [f"[bold]{row.judge}[/bold] [dim]{row.context}[/dim]", _percent(row.accuracy), _interval(row)]
         for subset in subsets:
             part = by_key.get((row.judge, row.context, subset))
             cells.append(_percent(part.accuracy) if part else "—")
@@ -55,3 +63,82 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
 
 def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
     console.print(leaderboard(summary))
+
+
+def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
+    """Per provider: what was sent, what the cache answered, tokens and dollars (spent, and saved by the cache)."""
+    table = Table(
+        title="Plan (nothing sent)" if dry_run else "Model calls",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    table.add_column("provider", style="bold", overflow="fold", min_width=12)
+    if dry_run:
+        for name in ("calls needed", "cached", "est. tok in", "est. tok out", "est. USD"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for row in usage:
+            table.add_row(
+                row["provider"],
+                str(row["planned_calls"]),
+                str(row["cache_hits"]),
+                f"{row['planned_prompt_tokens']:,}",
+                f"{row['planned_completion_tokens']:,}",
+                f"{row['planned_cost_usd']:.4f}",
+            )
+        return table
+    for name in ("sent", "retry", "cached", "failed", "skipped", "tok in", "tok out", "$ spent", "$ saved"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in usage:
+        table.add_row(
+            row["provider"],
+            str(row["requests_sent"]),
+            str(row["retries"]),
+            str(row["cache_hits"]),
+            str(row["errors"]),
+            str(row["skipped_budget"] + row["skipped_cache"]),
+            f"{row['prompt_tokens']:,}",
+            f"{row['completion_tokens']:,}",
+            f"{row['cost_usd']:.4f}",
+            f"{row['saved_usd']:.4f}",
+        )
+    return table
+
+
+def _price(provider: Any) -> str:
+    if not provider.paid:
+        return "free"
+    if provider.input_price is None or provider.output_price is None:
+        return "[red]unknown"
+    return f"{provider.input_price * 1e6:g} / {provider.output_price * 1e6:g}"
+
+
+def _limits(provider: Any) -> str:
+    parts = [
+        f"{provider.rpm:g} rpm" if provider.rpm else "",
+        f"{provider.tpm:,.0f} tpm" if provider.tpm else "",
+    ]
+    return ", ".join(p for p in parts if p) + f"; {provider.max_concurrency} at once"
+
+
+def providers_table(providers: Sequence[Any]) -> Table:
+    table = Table(
+        title="Provider profiles",
+        caption="prices: USD per million tokens in / out; keys are never shown",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
+    table.add_column("name", style="bold", no_wrap=True)
+    table.add_column("model", overflow="fold")
+    table.add_column("key", overflow="fold")
+    table.add_column("limits", overflow="fold")
+    table.add_column("price", no_wrap=True)
+    for p in providers:
+        key = (
+            "—"
+            if not p.api_key_env
+            else f"{p.api_key_env} {'[green]set' if p.key_is_set() else '[red]unset'}"
+        )
+        table.add_row(p.name, p.model, key, _limits(p), _price(p))
+    return table

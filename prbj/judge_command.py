@@ -1,0 +1,157 @@
+"""`prbj judge` behind the CLI: build judges, gateway and planner from options, run, report, pick the exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from prbj.data import load_dataset
+from prbj.errors import ConfigError, DataError
+from prbj.judges.registry import JudgeSettings, resolve_judges
+from prbj.llm.budget import Budget
+from prbj.llm.cache import ResponseCache
+from prbj.llm.call import Gateway
+from prbj.planner import Planner
+from prbj.prompts import Template, from_file
+from prbj.report.terminal import print_leaderboard, usage_table
+from prbj.run import RunConfig, execute
+
+FAILED_STATUSES = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
+
+
+def _load_env_file(path: Path | None) -> None:
+    if path is None:
+        return
+    from dotenv import load_dotenv
+
+    load_dotenv(path, override=False)
+
+
+def _template(path: Path | None, option: str, required: set[str]) -> Template | None:
+    return from_file(path, option=option, required=required) if path is not None else None
+
+
+def run_judge_command(
+    *,
+    providers: tuple[str, ...],
+    dataset: str,
+    subsets: tuple[str, ...],
+    limit: int | None,
+    seed: int,
+    contexts: tuple[str, ...],
+    profile_k: int,
+    planner: str | None,
+    mode: str,
+    order: str,
+    repair: bool,
+    judge_template_system: Path | None,
+    judge_template_user: Path | None,
+    fail_on_error: float | None,
+    max_cost: float | None,
+    dry_run: bool,
+    cache_only: bool,
+    cache_dir: Path | None,
+    api_base: str | None,
+    providers_dir: Path | None,
+    env_file: Path | None,
+    out: Path,
+    concurrency: int,
+    progress: bool,
+) -> int:
+    if dry_run and cache_only:
+        raise ConfigError("--dry-run and --cache-only exclude each other")
+    _load_env_file(env_file)
+    console = Console()
+    cache = ResponseCache(cache_dir)
+    gateway = Gateway(
+        cache,
+        Budget(max_cost),
+        mode="dry_run" if dry_run else "cache_only" if cache_only else "live",
+    )
+    planner_obj = None
+    if planner is not None:
+        from prbj.providers import resolve_provider
+
+        planner_provider = resolve_provider(planner, providers_dir, api_base)
+        planner_provider.check_priced()
+        if not (dry_run or cache_only):
+            planner_provider.api_key()
+        planner_obj = Planner(planner_provider, gateway, profile_k=profile_k)
+    user_required = (
+        {"question", "response"} if mode == "pointwise" else {"question", "Response_A", "Response_B"}
+    )
+    settings = JudgeSettings(
+        seed=seed,
+        cache=cache,
+        gateway=gateway,
+        planner=planner_obj,
+        contexts=tuple(contexts),  # type: ignore[arg-type]
+        mode=mode,  # type: ignore[arg-type]
+        order=order,  # type: ignore[arg-type]
+        repair=repair,
+        profile_k=profile_k,
+        system_template=_template(judge_template_system, "--judge-template-system", set()),
+        user_template=_template(judge_template_user, "--judge-template-user", user_required),
+        providers_dir=providers_dir,
+        api_base=api_base,
+        require_keys=not (dry_run or cache_only),
+    )
+    judges = resolve_judges(providers, settings)
+    data = load_dataset(dataset).select(subsets, limit)
+    if not data.pairs:
+        raise DataError(f"--dataset {dataset}: no pairs to judge")
+    config = RunConfig(
+        dataset=dataset,
+        subsets=subsets,
+        limit=limit,
+        seed=seed,
+        out_dir=out,
+        concurrency=concurrency,
+        show_progress=progress,
+    )
+    try:
+        result = execute(data, judges, config, gateway=gateway, planner=planner_obj)
+    finally:
+        cache.close()
+    usage = result.extra.get("usage", [])
+    if dry_run:
+        console.print(usage_table(usage, dry_run=True))
+        return 0
+    print_leaderboard(result.summary, console)
+    if usage:
+        console.print(usage_table(usage))
+    console.print(f"run directory: {result.run_dir}")
+    console.print(f"report: {result.run_dir / 'report.html'}")
+    if cache_only:
+        missing = int((result.judgments["status"] == "skipped_cache").sum())
+        if missing:
+            console.print(
+                f"[yellow]{missing} judgments were not in the cache (--cache-only): rerun without it."
+            )
+    if data.source == "sample":
+        console.print(
+            "[dim]This is the bundled demo sample, not the benchmark: use "
+            "--dataset hf:QiyaoMa/Personalized-RewardBench for real figures.[/dim]"
+        )
+    if not providers:
+        console.print(
+            "[dim]Next: evaluate a real reward model, e.g. "
+            "GEMINI_API_KEY=... prbj judge --provider gemini-3-flash[/dim]"
+        )
+    return _exit_code(result.judgments, fail_on_error, console)
+
+
+def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) -> int:
+    if fail_on_error is None or judgments.height == 0:
+        return 0
+    failed = int(judgments["status"].is_in(FAILED_STATUSES).sum())
+    share = failed / judgments.height
+    if share > fail_on_error:
+        console.print(
+            f"[bold red]error:[/bold red] {failed}/{judgments.height} judgments failed "
+            f"({share:.1%} > --fail-on-error {fail_on_error:.1%})"
+        )
+        return 1
+    return 0

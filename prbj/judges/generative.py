@@ -1,0 +1,357 @@
+"""LLM judges through the gateway: pairwise (A/B verdict) and pointwise (a score per answer).
+
+Context settings decide what the judge sees besides the question and the answers:
+`none` nothing; `profile` the user's past posts ranked by BM25 relevance to the question (top k);
+`planner` the aspects a planner model inferred from the ranked profile; `oracle` the gold rubric aspects
+(an upper bound, never a fair result). Only the oracle view can read the gold rubric (see prbj.data.schema).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from prbj.data.schema import Context, JudgeView, Pair
+from prbj.errors import ConfigError
+from prbj.judges.base import (
+    Judge,
+    Judgment,
+    PairTask,
+    PointwiseJudge,
+    ScoreFailure,
+    Status,
+    verdict_from_scores,
+)
+from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
+from prbj.llm.call import Gateway, LLMRequest, LLMResult
+from prbj.planner import Planner, format_profile
+from prbj.prompts import Template, builtin, combined_sha
+from prbj.providers import ProviderSpec
+
+OrderMode = Literal["random", "both"]
+# Official protocol: the A/B assignment is drawn per item with seed 42, p = 0.5.
+DEFAULT_ORDER_SEED = 42
+SCORE_SCALE = (1.0, 10.0)
+_FAILURE_RANK: dict[str, int] = {
+    "ok": 0,
+    "parse_error": 1,
+    "api_error": 2,
+    "skipped_cache": 3,
+    "skipped_budget": 4,
+}
+
+
+def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
+    """Where the chosen answer goes for each pair, drawn in dataset order before any call."""
+    rng = random.Random(seed)
+    return {pair_id: ("A" if rng.random() < 0.5 else "B") for pair_id in pair_ids}
+
+
+@dataclass
+class ContextBlock:
+    text: str = ""
+    profile: str = ""
+    rubrics: str = ""
+    failure: LLMResult | None = None
+
+
+class ContextBuilder:
+    """Renders what a judge may know about the user, for one context setting."""
+
+    def __init__(self, context: Context, *, profile_k: int = 10, planner: Planner | None = None) -> None:
+        if context == "planner" and planner is None:
+            raise ConfigError(
+                "--context planner needs --planner <provider> (the model that infers the aspects)"
+            )
+        self.context = context
+        self.profile_k = profile_k
+        self.planner = planner
+        self.profile_template = builtin("context_profile")
+        self.rubrics_template = builtin("context_rubrics")
+
+    def templates(self) -> list[Template]:
+        return [self.profile_template, self.rubrics_template]
+
+    async def build(self, view: JudgeView) -> ContextBlock:
+        if self.context == "none":
+            return ContextBlock()
+        if self.context == "profile":
+            profile = format_profile(view, self.profile_k)
+            return ContextBlock(self.profile_template.render({"profile": profile}), profile=profile)
+        if self.context == "planner":
+            assert self.planner is not None
+            planned = await self.planner.aspects(view)
+            if not planned.ok:
+                failure = (
+                    planned.result
+                    if not planned.result.ok
+                    else LLMResult("api_error", error="planner gave no aspects")
+                )
+                return ContextBlock(failure=failure)
+            rubrics = "\n".join(f"- {aspect}" for aspect in planned.aspects)
+            return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
+        rubrics = "\n".join(
+            f"- {a.aspect}" + (f": {a.reason}" if a.reason else "") for a in view.rubric_aspects
+        )
+        return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
+
+
+def check_template_shows_context(template: Template, context: Context, option: str) -> None:
+    """A custom template that never shows the context would silently turn every setting into `none`."""
+    needs = {"profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
+    if needs and not ({needs, "context"} & template.placeholders):
+        raise ConfigError(
+            f"{option} {template.name}: --context {context} needs a {{{needs}}} or {{context}} placeholder"
+        )
+
+
+@dataclass
+class Usage:
+    cost_usd: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+
+    def add(self, result: LLMResult) -> None:
+        self.cost_usd += result.cost_usd
+        self.prompt_tokens += result.prompt_tokens
+        self.completion_tokens += result.completion_tokens
+        self.calls += 1
+        self.cached_calls += int(result.cached)
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "cost_usd": self.cost_usd,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached": self.calls > 0 and self.cached_calls == self.calls,
+        }
+
+
+class LLMJudgeBase:
+    """What pairwise and pointwise LLM judges share: provider, gateway, context, templates, repair."""
+
+    provider: ProviderSpec
+    gateway: Gateway
+    contexts: ContextBuilder
+    system: Template
+    user: Template
+    repair: bool
+
+    def _template_hash(self) -> str:
+        return combined_sha(self.system, self.user, *self.contexts.templates()) + f"-p{PARSER_VERSION}"
+
+    def _describe(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider.name,
+            "model": self.provider.model,
+            "api_base": self.provider.api_base,
+            "templates": {t.name: t.sha for t in (self.system, self.user, *self.contexts.templates())},
+            "repair": self.repair,
+        }
+
+    async def _ask(self, user: str, usage: Usage) -> LLMResult:
+        request = LLMRequest.chat(self.system.text, user, template_hash=self._template_hash())
+        result = await self.gateway.call(self.provider, request)
+        usage.add(result)
+        return result
+
+    async def _repair(self, user: str, reply: str, choices: str, usage: Usage) -> LLMResult:
+        """One more turn asking only for the final line; the conversation shows the judge its own reply."""
+        messages = (
+            {"role": "system", "content": self.system.text},
+            {"role": "user", "content": user},
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": builtin("repair").render({"choices": choices})},
+        )
+        request = LLMRequest(messages=messages, template_hash=self._template_hash() + "-repair")
+        result = await self.gateway.call(self.provider, request)
+        usage.add(result)
+        return result
+
+
+class PairwiseLLMJudge(LLMJudgeBase, Judge):
+    """One call shows both answers as A and B and asks which fits the user better."""
+
+    def __init__(
+        self,
+        provider: ProviderSpec,
+        gateway: Gateway,
+        *,
+        context: Context = "none",
+        contexts: ContextBuilder | None = None,
+        order: OrderMode = "random",
+        order_seed: int = DEFAULT_ORDER_SEED,
+        system: Template | None = None,
+        user: Template | None = None,
+        repair: bool = False,
+    ) -> None:
+        self.name = provider.name
+        self.provider = provider
+        self.gateway = gateway
+        self.context = context
+        self.contexts = contexts or ContextBuilder(context)
+        self.order = order
+        self.order_seed = order_seed
+        self.system = system or builtin("pairwise_system")
+        self.user = user or builtin("pairwise_user")
+        self.repair = repair
+        self.positions: dict[str, str] = {}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            **self._describe(),
+            "mode": "pairwise",
+            "order": self.order,
+            "order_seed": self.order_seed,
+        }
+
+    def prepare(self, pairs: Sequence[Pair]) -> None:
+        self.positions = assign_positions([p.id for p in pairs], self.order_seed)
+
+    async def judge(self, task: PairTask) -> Judgment:
+        view, pair = task.view, task.pair
+        usage = Usage()
+        block = await self.contexts.build(view)
+        if block.failure is not None:
+            return self._judgment(
+                task, status=_status(block.failure), error=f"planner: {block.failure.error}"
+            )
+        positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
+        picks: dict[str, str | None] = {}
+        statuses: list[Status] = []
+        errors: list[str] = []
+        for position in positions:
+            first, second = (pair.chosen, pair.rejected) if position == "A" else (pair.rejected, pair.chosen)
+            status, letter, error = await self._verdict(view, block, first, second, usage)
+            statuses.append(status)
+            if error:
+                errors.append(error)
+            if letter is not None:
+                picks[position] = "chosen" if letter == position else "rejected"
+        status = max(statuses, key=lambda s: _FAILURE_RANK.get(s, 9))
+        verdict = None
+        if status == "ok":
+            values = set(picks.values())
+            verdict = values.pop() if len(values) == 1 else "inconsistent"
+        return self._judgment(
+            task,
+            status=status,
+            verdict=verdict,
+            chosen_position="both" if self.order == "both" else positions[0],
+            verdict_chosen_a=picks.get("A"),
+            verdict_chosen_b=picks.get("B"),
+            error="; ".join(errors) or None,
+            **usage.fields(),
+        )
+
+    async def _verdict(
+        self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage
+    ) -> tuple[Status, str | None, str | None]:
+        user = self.user.render(
+            {
+                "context": block.text,
+                "question": view.question,
+                "Response_A": answer_a,
+                "Response_B": answer_b,
+                "profile": block.profile,
+                "rubrics": block.rubrics,
+            }
+        )
+        result = await self._ask(user, usage)
+        if not result.ok:
+            return _status(result), None, result.error
+        letter = parse_verdict(result.text, [answer_a, answer_b])
+        if letter is None and self.repair:
+            repaired = await self._repair(user, result.text or "", "Result: A\nResult: B", usage)
+            if repaired.ok:
+                letter = parse_verdict(repaired.text, [answer_a, answer_b])
+        if letter is None:
+            return "parse_error", None, f"no verdict in reply: {_snippet(result.text)}"
+        return "ok", letter, None
+
+
+class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
+    """Scores each answer alone on a 1-10 scale; the pair is decided by the scores, ties apart."""
+
+    def __init__(
+        self,
+        provider: ProviderSpec,
+        gateway: Gateway,
+        *,
+        context: Context = "none",
+        contexts: ContextBuilder | None = None,
+        system: Template | None = None,
+        user: Template | None = None,
+        repair: bool = False,
+    ) -> None:
+        self.name = f"{provider.name}:pointwise"
+        self.provider = provider
+        self.gateway = gateway
+        self.context = context
+        self.contexts = contexts or ContextBuilder(context)
+        self.system = system or builtin("pointwise_system")
+        self.user = user or builtin("pointwise_user")
+        self.repair = repair
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **self._describe(), "mode": "pointwise", "scale": list(SCORE_SCALE)}
+
+    async def judge(self, task: PairTask) -> Judgment:
+        usage = Usage()
+        pair = task.pair
+        try:
+            chosen, rejected = await self._score_all(task.view, [pair.chosen, pair.rejected], usage)
+        except ScoreFailure as failure:
+            return self._judgment(task, status=failure.status, error=failure.message, **usage.fields())
+        return self._judgment(
+            task,
+            verdict=verdict_from_scores(chosen, rejected),
+            score_chosen=chosen,
+            score_rejected=rejected,
+            **usage.fields(),
+        )
+
+    async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
+        return await self._score_all(view, answers, Usage())
+
+    async def _score_all(self, view: JudgeView, answers: Sequence[str], usage: Usage) -> list[float]:
+        block = await self.contexts.build(view)
+        if block.failure is not None:
+            raise ScoreFailure(_status(block.failure), f"planner: {block.failure.error}")
+        return [await self._score_one(view, block, answer, usage) for answer in answers]
+
+    async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
+        user = self.user.render(
+            {
+                "context": block.text,
+                "question": view.question,
+                "response": answer,
+                "profile": block.profile,
+                "rubrics": block.rubrics,
+            }
+        )
+        result = await self._ask(user, usage)
+        if not result.ok:
+            raise ScoreFailure(_status(result), result.error or "call failed")
+        value = parse_score(result.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
+        if value is None and self.repair:
+            repaired = await self._repair(user, result.text or "", "Score: <integer from 1 to 10>", usage)
+            if repaired.ok:
+                value = parse_score(repaired.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
+        if value is None:
+            raise ScoreFailure("parse_error", f"no score in reply: {_snippet(result.text)}")
+        return value
+
+
+def _status(result: LLMResult) -> Status:
+    return result.status if result.status in _FAILURE_RANK else "api_error"  # type: ignore[return-value]
+
+
+def _snippet(text: str | None, limit: int = 120) -> str:
+    flat = " ".join((text or "").split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")

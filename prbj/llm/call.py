@@ -1,0 +1,351 @@
+"""The one call path: cache lookup → budget reservation → pacing and concurrency → retried LiteLLM call → cache store.
+
+A `Gateway` lives for one run. Judges, the planner, generation and gold scoring all call `Gateway.call()`; it
+never raises for provider trouble but returns a result whose `status` says what happened, so a failure is
+counted, never folded into a score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt, stop_after_delay
+
+from prbj.llm.budget import Budget
+from prbj.llm.cache import ResponseCache, cache_key
+from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
+from prbj.llm.litellm_setup import count_prompt_tokens, litellm
+from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
+from prbj.providers import ProviderSpec
+
+Mode = Literal["live", "cache_only", "dry_run"]
+CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
+# Output tokens assumed for a worst-case reservation when neither the request nor the profile bounds them.
+DEFAULT_MAX_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    messages: tuple[Mapping[str, str], ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    # Hash of the prompt template(s) that produced the messages, so a template edit never reuses old answers.
+    template_hash: str = ""
+    # Distinguishes repeated samples of the same prompt (Best-of-N); 0 for single calls.
+    sample_index: int = 0
+    purpose: str = "judge"
+
+    @staticmethod
+    def chat(system: str | None, user: str, **kwargs: Any) -> LLMRequest:
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": user}
+        ]
+        return LLMRequest(messages=tuple(messages), **kwargs)
+
+
+@dataclass
+class LLMResult:
+    status: CallStatus
+    text: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # What this call cost now (0 for a cache hit) and what the answer cost when it was first bought.
+    cost_usd: float = 0.0
+    original_cost_usd: float = 0.0
+    latency_s: float = 0.0
+    attempts: int = 0
+    cached: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class ProviderStats:
+    provider: str
+    model: str
+    requests_sent: int = 0
+    calls_ok: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    errors: int = 0
+    skipped_budget: int = 0
+    skipped_cache: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    saved_usd: float = 0.0
+    planned_calls: int = 0
+    planned_prompt_tokens: int = 0
+    planned_completion_tokens: int = 0
+    planned_cost_usd: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _ProviderState:
+    spec: ProviderSpec
+    stats: ProviderStats
+    concurrency: AdaptiveConcurrency
+    tokens: TokenWindow
+    pacer: Any
+
+
+class Gateway:
+    def __init__(
+        self,
+        cache: ResponseCache | None = None,
+        budget: Budget | None = None,
+        *,
+        mode: Mode = "live",
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.cache = cache
+        self.budget = budget or Budget()
+        self.mode = mode
+        self.retry = retry or RetryPolicy()
+        self._providers: dict[str, _ProviderState] = {}
+        self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
+
+    # --- public --------------------------------------------------------------------------------------
+    def stats(self) -> list[ProviderStats]:
+        return [state.stats for state in self._providers.values()]
+
+    def request_key(self, provider: ProviderSpec, request: LLMRequest) -> str:
+        return cache_key(
+            "llm",
+            model=provider.model,
+            api_base=provider.api_base,
+            messages=[dict(m) for m in request.messages],
+            params=self._params(provider, request),
+            template=request.template_hash,
+            sample=request.sample_index,
+        )
+
+    async def call(self, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
+        state = self._state(provider)
+        key = self.request_key(provider, request)
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            state.stats.cache_hits += 1
+            state.stats.saved_usd += float(hit.get("cost_usd", 0.0))
+            return LLMResult(
+                status="ok",
+                text=hit["text"],
+                prompt_tokens=int(hit.get("prompt_tokens", 0)),
+                completion_tokens=int(hit.get("completion_tokens", 0)),
+                original_cost_usd=float(hit.get("cost_usd", 0.0)),
+                cached=True,
+            )
+        if self.mode == "dry_run":
+            return self._plan(state, request)
+        if self.mode == "cache_only":
+            state.stats.skipped_cache += 1
+            return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
+        # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
+        pending = self._inflight.get(key)
+        if pending is not None:
+            result = await asyncio.shield(pending)
+            return LLMResult(**{**asdict(result), "cost_usd": 0.0, "cached": result.ok})
+        future: asyncio.Future[LLMResult] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            result = await self._buy(state, request, key)
+            future.set_result(result)
+            return result
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as err:
+            future.set_exception(err)
+            future.exception()  # mark retrieved: the waiter, if any, re-raises it
+            raise
+        finally:
+            del self._inflight[key]
+
+    # --- internals -----------------------------------------------------------------------------------
+    def _state(self, provider: ProviderSpec) -> _ProviderState:
+        state = self._providers.get(provider.name)
+        if state is None:
+            provider.check_priced()
+            state = _ProviderState(
+                spec=provider,
+                stats=ProviderStats(provider.name, provider.model),
+                concurrency=AdaptiveConcurrency(provider.max_concurrency),
+                tokens=TokenWindow(provider.tpm),
+                pacer=request_pacer(provider.rpm),
+            )
+            self._providers[provider.name] = state
+        return state
+
+    @staticmethod
+    def _params(provider: ProviderSpec, request: LLMRequest) -> dict[str, Any]:
+        return {**provider.params, **request.params}
+
+    def _estimate(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
+        params = self._params(provider, request)
+        prompt = count_prompt_tokens(provider.model, [dict(m) for m in request.messages])
+        completion = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
+        return prompt, completion, provider.cost(prompt, completion)
+
+    def _plan(self, state: _ProviderState, request: LLMRequest) -> LLMResult:
+        prompt, completion, cost = self._estimate(state.spec, request)
+        state.stats.planned_calls += 1
+        state.stats.planned_prompt_tokens += prompt
+        state.stats.planned_completion_tokens += completion
+        state.stats.planned_cost_usd += cost
+        return LLMResult(status="dry_run", error="not sent (--dry-run)")
+
+    async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
+        spec, stats = state.spec, state.stats
+        prompt_estimate, completion_bound, worst_case = self._estimate(spec, request)
+        if not self.budget.try_reserve(worst_case):
+            stats.skipped_budget += 1
+            return LLMResult(
+                status="skipped_budget", error=f"would cross --max-cost (worst case ${worst_case:.4f})"
+            )
+        api_key = spec.api_key()
+        started = time.monotonic()
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception(is_retryable),
+                stop=stop_after_attempt(self.retry.max_attempts)
+                | stop_after_delay(self.retry.max_total_seconds),
+                wait=BackoffWait(self.retry),
+                reraise=False,
+            ):
+                with attempt:
+                    attempts += 1
+                    if attempts > 1:
+                        stats.retries += 1
+                    response = await self._send(state, request, api_key, prompt_estimate + completion_bound)
+        except RetryError as err:
+            return self._failed(state, err.last_attempt.exception(), attempts, started, worst_case, api_key)
+        except Exception as err:  # not retryable: auth, bad request, unknown model...
+            if not _is_provider_error(err):
+                self.budget.release(worst_case)
+                raise
+            return self._failed(state, err, attempts, started, worst_case, api_key)
+
+        text, prompt_tokens, completion_tokens = _read_response(response)
+        cost = spec.cost(prompt_tokens, completion_tokens)
+        self.budget.settle(worst_case, cost)
+        state.tokens.correct(prompt_estimate + completion_bound, prompt_tokens + completion_tokens)
+        stats.calls_ok += 1
+        stats.prompt_tokens += prompt_tokens
+        stats.completion_tokens += completion_tokens
+        stats.cost_usd += cost
+        if self.cache is not None:
+            self.cache.set(
+                key,
+                {
+                    "text": text,
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "cost_usd": cost,
+                    "model": spec.model,
+                    "purpose": request.purpose,
+                },
+            )
+        return LLMResult(
+            status="ok",
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=cost,
+            original_cost_usd=cost,
+            latency_s=time.monotonic() - started,
+            attempts=attempts,
+        )
+
+    async def _send(
+        self, state: _ProviderState, request: LLMRequest, api_key: str | None, tokens: int
+    ) -> Any:
+        spec = state.spec
+        async with state.concurrency:
+            if state.pacer is not None:
+                async with state.pacer:
+                    pass
+            await state.tokens.acquire(tokens)
+            state.stats.requests_sent += 1
+            try:
+                response = await litellm().acompletion(
+                    model=spec.model,
+                    messages=[dict(m) for m in request.messages],
+                    api_base=spec.api_base,
+                    api_key=api_key,
+                    timeout=spec.timeout,
+                    num_retries=0,
+                    max_retries=0,
+                    drop_params=True,
+                    **self._params(spec, request),
+                )
+            except Exception as err:
+                if is_rate_limit(err):
+                    state.stats.rate_limited += 1
+                    state.concurrency.record_rate_limited()
+                raise
+            state.concurrency.record_success()
+            return response
+
+    def _failed(
+        self,
+        state: _ProviderState,
+        error: BaseException | None,
+        attempts: int,
+        started: float,
+        worst_case: float,
+        api_key: str | None,
+    ) -> LLMResult:
+        # A timed-out request may still have been processed and billed: keep its worst case as spent.
+        if error is not None and is_timeout(error):
+            self.budget.settle(worst_case, worst_case)
+            state.stats.cost_usd += worst_case
+        else:
+            self.budget.release(worst_case)
+        state.stats.errors += 1
+        return LLMResult(
+            status="api_error",
+            error=describe_error(error, attempts, time.monotonic() - started, secrets=[api_key]),
+            latency_s=time.monotonic() - started,
+            attempts=attempts,
+        )
+
+
+def _is_provider_error(error: BaseException) -> bool:
+    module = type(error).__module__
+    return module.startswith(("litellm", "openai", "httpx", "aiohttp")) or status_of(error) is not None
+
+
+def _read_response(response: Any) -> tuple[str, int, int]:
+    choice = response.choices[0]
+    text = choice.message.content or ""
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    return text, prompt_tokens, completion_tokens
+
+
+def describe_error(
+    error: BaseException | None, attempts: int, elapsed: float, *, secrets: Sequence[str | None] = ()
+) -> str:
+    """One line for the user: what failed, after how many attempts; never the key."""
+    if error is None:
+        return f"gave up after {attempts} attempts ({elapsed:.1f}s)"
+    status = status_of(error)
+    first_line = (str(error).strip().splitlines() or [""])[0][:300]
+    for secret in secrets:
+        if secret:
+            first_line = first_line.replace(secret, "***")
+    code = f" HTTP {status}" if status else ""
+    plural = "s" if attempts != 1 else ""
+    return f"{type(error).__name__}{code} after {attempts} attempt{plural} ({elapsed:.1f}s): {first_line}"

@@ -1,0 +1,108 @@
+"""Which provider errors are worth retrying, and how long to wait: the one retry layer in prbj (tenacity).
+
+LiteLLM's and the SDKs' own retries are off, so attempts and waits are counted here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from tenacity import RetryCallState
+
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    max_total_seconds: float = 300.0
+    initial_wait: float = 1.0
+    max_wait: float = 60.0
+    # A provider asking for a longer pause than this is treated as a hard stop for this call.
+    max_retry_after: float = 120.0
+
+
+def status_of(error: BaseException) -> int | None:
+    status = getattr(error, "status_code", None)
+    return int(status) if isinstance(status, int) else None
+
+
+def is_rate_limit(error: BaseException) -> bool:
+    return status_of(error) == 429 or type(error).__name__ == "RateLimitError"
+
+
+def is_timeout(error: BaseException) -> bool:
+    return type(error).__name__ in {"Timeout", "TimeoutError", "ReadTimeout", "APITimeoutError"}
+
+
+def is_retryable(error: BaseException) -> bool:
+    """429, 5xx, timeouts and connection failures; never auth, bad-request or not-found errors."""
+    name = type(error).__name__
+    if name in {
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "BadRequestError",
+        "NotFoundError",
+        "ContextWindowExceededError",
+        "ContentPolicyViolationError",
+        "UnsupportedParamsError",
+    }:
+        return False
+    if is_timeout(error) or name in {
+        "APIConnectionError",
+        "ServiceUnavailableError",
+        "InternalServerError",
+        "BadGatewayError",
+        "RateLimitError",
+    }:
+        return True
+    status = status_of(error)
+    return status in RETRYABLE_STATUS if status is not None else isinstance(error, ConnectionError)
+
+
+def retry_after_seconds(error: BaseException) -> float | None:
+    """The provider's Retry-After (seconds or an HTTP date), from wherever LiteLLM put the response headers."""
+    headers: Any = getattr(error, "litellm_response_headers", None)
+    response = getattr(error, "response", None)
+    if headers is None and response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            from datetime import UTC, datetime
+
+            return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+        except (TypeError, ValueError):
+            return None
+
+
+class BackoffWait:
+    """Honour Retry-After when the provider sends one; otherwise exponential backoff with full jitter."""
+
+    def __init__(self, policy: RetryPolicy, rng: random.Random | None = None) -> None:
+        self.policy = policy
+        self.rng = rng or random.Random()
+
+    def __call__(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        if error is not None:
+            asked = retry_after_seconds(error)
+            if asked is not None:
+                return min(asked, self.policy.max_retry_after)
+        ceiling = min(self.policy.max_wait, self.policy.initial_wait * 2 ** (state.attempt_number - 1))
+        return self.rng.uniform(0, ceiling)

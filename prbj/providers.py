@@ -1,0 +1,232 @@
+"""Provider profiles: `providers/*.toml` → ProviderSpec (model id, key variable, limits, prices, params).
+
+Profiles ship inside the wheel; a user folder (`--providers-dir` or PRBJ_PROVIDERS_DIR) overrides profiles of
+the same name and adds new ones. `litellm:<model-id>` names a model without a profile.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from prbj.errors import ConfigError
+
+PROVIDERS_ENV = "PRBJ_PROVIDERS_DIR"
+LITELLM_PREFIX = "litellm:"
+TAKE_LITELLM_PRICE = "litellm"
+_PER_MILLION = 1_000_000
+
+_KNOWN_KEYS = {
+    "model",
+    "api_key_env",
+    "api_key_required",
+    "api_base",
+    "paid",
+    "rpm",
+    "tpm",
+    "max_concurrency",
+    "price",
+    "params",
+    "timeout",
+}
+
+# Where a model id without a profile gets its key from, by LiteLLM's provider prefix.
+_KEY_ENV_BY_PREFIX = {
+    "gemini": "GEMINI_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+}
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    name: str
+    model: str
+    api_key_env: str | None
+    api_key_required: bool = True
+    api_base: str | None = None
+    paid: bool = True
+    rpm: float | None = None
+    tpm: float | None = None
+    max_concurrency: int = 8
+    # USD per token, resolved; None when unknown.
+    input_price: float | None = None
+    output_price: float | None = None
+    price_source: str = "profile"
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 120.0
+    source: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.model.split("/", 1)[0] if "/" in self.model else "openai"
+
+    def with_api_base(self, api_base: str | None) -> ProviderSpec:
+        return self if api_base is None else replace(self, api_base=api_base)
+
+    def api_key(self) -> str | None:
+        """The key from the environment; a one-line error naming the variable when it is required and unset."""
+        if not self.api_key_env:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if not value and self.api_key_required:
+            raise ConfigError(
+                f"provider {self.name!r} needs an API key: set the environment variable {self.api_key_env} "
+                f"(or pass --env-file with a line {self.api_key_env}=...)"
+            )
+        return value or None
+
+    def key_is_set(self) -> bool:
+        return bool(self.api_key_env and os.environ.get(self.api_key_env))
+
+    def check_priced(self) -> None:
+        """A paid provider with no known price would make the budget meaningless: refuse it."""
+        if self.paid and (self.input_price is None or self.output_price is None):
+            raise ConfigError(
+                f"provider {self.name!r} ({self.model}): no price known for a paid model; set [price] input and "
+                f"output (USD per million tokens) in {self.source or 'its profile'}, or paid = false"
+            )
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        if not self.paid:
+            return 0.0
+        self.check_priced()
+        return prompt_tokens * (self.input_price or 0.0) + completion_tokens * (self.output_price or 0.0)
+
+
+def bundled_providers_dir() -> Path:
+    """Profiles inside the installed wheel, or the repository's providers/ folder in a source checkout."""
+    packaged = Path(str(resources.files("prbj"))) / "_providers"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "providers"
+
+
+def _profile_files(user_dir: Path | None) -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    folders = [bundled_providers_dir()]
+    user_dir = user_dir or (Path(os.environ[PROVIDERS_ENV]) if os.environ.get(PROVIDERS_ENV) else None)
+    if user_dir is not None:
+        if not user_dir.is_dir():
+            raise ConfigError(f"--providers-dir {user_dir}: no such folder")
+        folders.append(user_dir)
+    for folder in folders:
+        for path in sorted(folder.glob("*.toml")):
+            files[path.stem] = path  # later folders override earlier ones
+    return files
+
+
+def list_providers(user_dir: Path | None = None) -> list[ProviderSpec]:
+    return [load_profile(name, path) for name, path in sorted(_profile_files(user_dir).items())]
+
+
+def is_provider_name(spec: str, user_dir: Path | None = None) -> bool:
+    return spec.startswith(LITELLM_PREFIX) or spec in _profile_files(user_dir)
+
+
+def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | None = None) -> ProviderSpec:
+    if spec.startswith(LITELLM_PREFIX):
+        provider = _adhoc(spec[len(LITELLM_PREFIX) :])
+    else:
+        files = _profile_files(user_dir)
+        if spec not in files:
+            raise ConfigError(
+                f"--provider {spec!r}: no such provider profile; known: {', '.join(sorted(files))}"
+            )
+        provider = load_profile(spec, files[spec])
+    return provider.with_api_base(api_base)
+
+
+def _adhoc(model: str) -> ProviderSpec:
+    if not model:
+        raise ConfigError(
+            "--provider litellm:<model-id>: no model id given (e.g. litellm:gemini/gemini-3-flash-preview)"
+        )
+    family = model.split("/", 1)[0] if "/" in model else "openai"
+    spec = ProviderSpec(
+        name=f"{LITELLM_PREFIX}{model}",
+        model=model,
+        api_key_env=_KEY_ENV_BY_PREFIX.get(family),
+        params={"max_tokens": 1024},
+        source="--provider",
+    )
+    return _with_litellm_price(spec, required=False)
+
+
+def load_profile(name: str, path: Path) -> ProviderSpec:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"{path}: not a readable TOML provider profile ({err})") from None
+    unknown = set(raw) - _KNOWN_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{path}: field '{sorted(unknown)[0]}': unknown; expected {', '.join(sorted(_KNOWN_KEYS))}"
+        )
+    if not isinstance(raw.get("model"), str) or not raw["model"]:
+        raise ConfigError(
+            f"{path}: field 'model': missing (a LiteLLM model id such as gemini/gemini-3-flash-preview)"
+        )
+    price = raw.get("price", {})
+    spec = ProviderSpec(
+        name=name,
+        model=raw["model"],
+        api_key_env=raw.get("api_key_env"),
+        api_key_required=bool(raw.get("api_key_required", True)),
+        api_base=raw.get("api_base"),
+        paid=bool(raw.get("paid", True)),
+        rpm=_positive(raw, "rpm", path),
+        tpm=_positive(raw, "tpm", path),
+        max_concurrency=int(_positive(raw, "max_concurrency", path) or 8),
+        input_price=_price(price, "input", path),
+        output_price=_price(price, "output", path),
+        params=dict(raw.get("params", {})),
+        timeout=float(_positive(raw, "timeout", path) or 120.0),
+        source=str(path),
+    )
+    if TAKE_LITELLM_PRICE in (price.get("input"), price.get("output")):
+        spec = _with_litellm_price(spec, required=spec.paid)
+    return spec
+
+
+def _positive(raw: dict[str, Any], key: str, path: Path) -> float | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{path}: field '{key}': expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _price(price: dict[str, Any], key: str, path: Path) -> float | None:
+    value = price.get(key)
+    if value is None or value == TAKE_LITELLM_PRICE:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ConfigError(
+            f"{path}: field 'price.{key}': expected USD per million tokens or \"litellm\", got {value!r}"
+        )
+    return float(value) / _PER_MILLION
+
+
+def _with_litellm_price(spec: ProviderSpec, *, required: bool) -> ProviderSpec:
+    from prbj.llm.litellm_setup import litellm_price
+
+    found = litellm_price(spec.model)
+    if found is None:
+        if required:
+            raise ConfigError(
+                f"{spec.source}: LiteLLM's price map has no entry for {spec.model!r}; an unknown id would cost "
+                f"$0.00 silently. Pin a model id it knows or set [price] input/output explicitly."
+            )
+        return replace(spec, paid=spec.paid, price_source="unknown")
+    return replace(
+        spec,
+        input_price=spec.input_price if spec.input_price is not None else found[0],
+        output_price=spec.output_price if spec.output_price is not None else found[1],
+        price_source="litellm",
+    )

@@ -1,0 +1,256 @@
+"""A provider server on 127.0.0.1 that speaks the three wire formats LiteLLM uses.
+
+- OpenAI chat completions: POST /chat/completions (also /v1/chat/completions), `Authorization: Bearer <key>`
+- Anthropic messages:      POST /v1/messages, `x-api-key`, `anthropic-version`
+- Gemini generateContent:  POST /models/<model>:generateContent (also under /v1beta), `x-goog-api-key`
+
+Tests script it: `server.reply` maps each parsed request to the text to answer; `server.inject(...)` queues
+faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage body) for the next requests;
+`server.latency` delays every answer. Every request is recorded (path, headers, body, arrival time), so tests
+count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
+tests and subprocesses (the real `prbj` CLI) can talk to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass(frozen=True)
+class Fault:
+    kind: str  # "429" | "500" | "503" | "401" | "echo-key" | "hang" | "garbage" | "empty"
+    retry_after: float | None = None
+    seconds: float = 30.0
+
+
+@dataclass
+class ChatRequest:
+    """A request in provider-neutral form, as the scripted reply function sees it."""
+
+    family: str
+    path: str
+    model: str
+    system: str
+    messages: list[dict[str, str]]
+    headers: dict[str, str]
+    body: dict[str, Any]
+    received_at: float
+
+    @property
+    def prompt(self) -> str:
+        """All text the model was shown (system + turns), for scripted replies and assertions."""
+        return "\n".join([self.system, *(m["content"] for m in self.messages)])
+
+    @property
+    def last_user(self) -> str:
+        return next((m["content"] for m in reversed(self.messages) if m["role"] == "user"), "")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _parse(family: str, path: str, model: str, body: dict[str, Any], headers: dict[str, str]) -> ChatRequest:
+    system = ""
+    messages: list[dict[str, str]] = []
+    if family == "openai":
+        model = body.get("model", model)
+        for m in body.get("messages", []):
+            if m.get("role") in ("system", "developer"):
+                system += _text(m.get("content"))
+            else:
+                messages.append({"role": m["role"], "content": _text(m.get("content"))})
+    elif family == "anthropic":
+        model = body.get("model", model)
+        system = _text(body.get("system", ""))
+        messages = [{"role": m["role"], "content": _text(m.get("content"))} for m in body.get("messages", [])]
+    else:
+        instruction = body.get("system_instruction") or body.get("systemInstruction") or {}
+        system = "".join(p.get("text", "") for p in instruction.get("parts", []))
+        for c in body.get("contents", []):
+            role = "assistant" if c.get("role") == "model" else "user"
+            messages.append({"role": role, "content": "".join(p.get("text", "") for p in c.get("parts", []))})
+    return ChatRequest(family, path, model, system, messages, headers, body, time.monotonic())
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def _answer(family: str, request: ChatRequest, text: str) -> dict[str, Any]:
+    prompt_tokens, completion_tokens = _tokens(request.prompt), _tokens(text)
+    if family == "openai":
+        return {
+            "id": "chatcmpl-loopback",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    if family == "anthropic":
+        return {
+            "id": "msg_loopback",
+            "type": "message",
+            "role": "assistant",
+            "model": request.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+        }
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": completion_tokens,
+            "totalTokenCount": prompt_tokens + completion_tokens,
+        },
+        "modelVersion": request.model,
+    }
+
+
+@dataclass
+class ProviderServer:
+    reply: Callable[[ChatRequest], str] = field(default=lambda request: "Result: A")
+    latency: float = 0.0
+    requests: list[ChatRequest] = field(default_factory=list)
+    _faults: deque[Fault] = field(default_factory=deque)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _port: int = 0
+
+    # --- scripting -------------------------------------------------------------------------------
+    def inject(self, *faults: Fault | str) -> None:
+        """Queue faults for the next requests, one per request, in order."""
+        with self._lock:
+            self._faults.extend(Fault(f) if isinstance(f, str) else f for f in faults)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self._faults.clear()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    def count(self, family: str | None = None) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if family is None or r.family == family)
+
+    # --- serving ---------------------------------------------------------------------------------
+    async def _handle(self, request: web.Request, family: str) -> web.StreamResponse:
+        raw = await request.read()
+        model = request.match_info.get("model", "")
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return web.json_response({"error": {"message": "bad json"}}, status=400)
+        parsed = _parse(family, request.path, model, body, dict(request.headers))
+        with self._lock:
+            self.requests.append(parsed)
+            fault = self._faults.popleft() if self._faults else None
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if fault is not None:
+            return await self._fault(fault, parsed)
+        try:
+            text = self.reply(parsed)
+        except Exception as err:  # a broken script should show up as a server error in the test
+            return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
+        return web.json_response(_answer(family, parsed, text))
+
+    async def _fault(self, fault: Fault, request: ChatRequest) -> web.StreamResponse:
+        if fault.kind == "echo-key":
+            # Some providers quote the credential they rejected; prbj must not pass it on.
+            sent = " ".join(
+                v
+                for k, v in request.headers.items()
+                if k.lower() in ("authorization", "x-api-key", "x-goog-api-key")
+            )
+            return web.json_response({"error": {"message": f"invalid credential: {sent}"}}, status=401)
+        if fault.kind in ("429", "500", "503", "401"):
+            headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+            return web.json_response(
+                {"error": {"message": f"injected {fault.kind}", "type": "injected", "code": int(fault.kind)}},
+                status=int(fault.kind),
+                headers=headers,
+            )
+        if fault.kind == "hang":
+            await asyncio.sleep(fault.seconds)
+            return web.json_response({"error": {"message": "too late"}}, status=504)
+        if fault.kind == "garbage":
+            return web.Response(body=b"\x00<html>not json at all", content_type="application/json")
+        if fault.kind == "empty":
+            return web.json_response({})
+        raise ValueError(f"unknown fault {fault.kind!r}")
+
+    def _app(self) -> web.Application:
+        app = web.Application()
+
+        def route(family: str) -> Callable[[web.Request], Any]:
+            async def handler(request: web.Request) -> web.StreamResponse:
+                return await self._handle(request, family)
+
+            return handler
+
+        for prefix in ("", "/v1"):
+            app.router.add_post(f"{prefix}/chat/completions", route("openai"))
+        app.router.add_post("/v1/messages", route("anthropic"))
+        for prefix in ("", "/v1beta", "/v1"):
+            app.router.add_post(prefix + "/models/{model}:generateContent", route("gemini"))
+        return app
+
+    def start(self) -> ProviderServer:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            runner = web.AppRunner(self._app(), access_log=None)
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            loop.run_until_complete(site.start())
+            self._port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self._runner = runner
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="loopback-provider", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("loopback provider server did not start")
+        return self
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def __enter__(self) -> ProviderServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,331 @@
+"""The one call path, over real HTTP: LiteLLM talks to tests/loopback.py on 127.0.0.1 in all three wire formats."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from loopback import Fault, ProviderServer
+
+from prbj.errors import ConfigError
+from prbj.llm.budget import Budget
+from prbj.llm.cache import ResponseCache
+from prbj.llm.call import Gateway, LLMRequest
+from prbj.llm.limits import AdaptiveConcurrency
+from prbj.llm.retry import RetryPolicy
+from prbj.providers import ProviderSpec, resolve_provider
+
+FAST_RETRY = RetryPolicy(max_attempts=5, max_total_seconds=20, initial_wait=0.01, max_wait=0.05)
+KEYS = {
+    "GEMINI_API_KEY": "gem-CANARY-1",
+    "OPENAI_API_KEY": "oai-CANARY-2",
+    "ANTHROPIC_API_KEY": "ant-CANARY-3",
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ProviderServer(reply=lambda r: f"echo: {r.last_user}") as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def fresh(server: ProviderServer, monkeypatch: pytest.MonkeyPatch):
+    server.reset()
+    server.latency = 0.0
+    server.reply = lambda r: f"echo: {r.last_user}"
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+
+
+def provider(name: str, server: ProviderServer, **changes) -> ProviderSpec:
+    return replace(resolve_provider(name, api_base=server.url), **changes)
+
+
+def gateway(tmp_path: Path, **kwargs) -> Gateway:
+    return Gateway(
+        ResponseCache(tmp_path / "cache"), kwargs.pop("budget", Budget()), retry=FAST_RETRY, **kwargs
+    )
+
+
+def ask(text: str, **kwargs) -> LLMRequest:
+    return LLMRequest.chat("You are terse.", text, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "header", "key"),
+    [
+        (
+            "gemini-3-flash",
+            "/models/gemini-3-flash-preview:generateContent",
+            "x-goog-api-key",
+            "gem-CANARY-1",
+        ),
+        ("gpt-5.1", "/chat/completions", "authorization", "Bearer oai-CANARY-2"),
+        ("claude-sonnet-4-5", "/v1/messages", "x-api-key", "ant-CANARY-3"),
+    ],
+)
+async def test_each_wire_format_round_trips(server, tmp_path, name, path, header, key) -> None:
+    result = await gateway(tmp_path).call(provider(name, server), ask("hello there"))
+    assert result.ok and result.text == "echo: hello there"
+    assert result.prompt_tokens > 0 and result.completion_tokens == 3
+    assert result.cost_usd > 0
+    (request,) = server.requests
+    assert request.path == path
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    assert headers[header] == key
+    assert request.system == "You are terse."
+    if name == "claude-sonnet-4-5":
+        assert "anthropic-version" in headers
+
+
+async def test_retries_recover_from_429_500_and_timeouts(server, tmp_path) -> None:
+    server.inject(Fault("429", retry_after=0.05), "500", Fault("hang", seconds=3), "503")
+    spec = provider("gpt-5.1", server, timeout=0.5)
+    result = await gateway(tmp_path).call(spec, ask("persist"))
+    assert result.ok and result.text == "echo: persist"
+    assert result.attempts == 5
+    assert server.count() == 5
+
+
+async def test_gives_up_after_the_attempt_bound_with_a_clear_error(server, tmp_path) -> None:
+    server.inject(*["500"] * 10)
+    gw = Gateway(ResponseCache(tmp_path / "c"), retry=replace(FAST_RETRY, max_attempts=3))
+    result = await gw.call(provider("gemini-3-flash", server), ask("doomed"))
+    assert result.status == "api_error"
+    assert server.count() == 3
+    assert "HTTP 500" in (result.error or "") and "after 3 attempts" in (result.error or "")
+    assert gw.stats()[0].errors == 1
+
+
+async def test_total_retry_time_is_bounded(server, tmp_path) -> None:
+    server.inject(*[Fault("429", retry_after=0.3)] * 20)
+    gw = Gateway(
+        ResponseCache(tmp_path / "c"), retry=replace(FAST_RETRY, max_attempts=50, max_total_seconds=1.0)
+    )
+    started = time.monotonic()
+    result = await gw.call(provider("gpt-5.1", server), ask("slow"))
+    assert result.status == "api_error"
+    assert time.monotonic() - started < 2.5
+    assert 2 <= server.count() <= 6
+
+
+async def test_retry_after_is_honoured(server, tmp_path) -> None:
+    server.inject(Fault("429", retry_after=0.6))
+    result = await gateway(tmp_path).call(provider("claude-sonnet-4-5", server), ask("wait"))
+    assert result.ok
+    first, second = server.requests
+    assert second.received_at - first.received_at >= 0.55
+
+
+async def test_client_errors_are_not_retried(server, tmp_path) -> None:
+    server.inject("401")
+    result = await gateway(tmp_path).call(provider("gpt-5.1", server), ask("nope"))
+    assert result.status == "api_error"
+    assert server.count() == 1
+
+
+async def test_errors_are_never_cached(server, tmp_path) -> None:
+    gw = Gateway(ResponseCache(tmp_path / "c"), retry=replace(FAST_RETRY, max_attempts=1))
+    server.inject("500")
+    assert (await gw.call(provider("gpt-5.1", server), ask("again"))).status == "api_error"
+    second = await gw.call(provider("gpt-5.1", server), ask("again"))
+    assert second.ok and not second.cached
+    assert server.count() == 2
+
+
+async def test_cache_turns_a_rerun_into_zero_requests(server, tmp_path) -> None:
+    spec = provider("gemini-3-flash", server)
+    first_gw = gateway(tmp_path)
+    first = [await first_gw.call(spec, ask(f"q{i}")) for i in range(5)]
+    assert server.count() == 5
+    rerun_gw = gateway(tmp_path)
+    again = [await rerun_gw.call(spec, ask(f"q{i}")) for i in range(5)]
+    assert server.count() == 5
+    assert [r.text for r in again] == [r.text for r in first]
+    assert all(r.cached and r.cost_usd == 0 for r in again)
+    stats = rerun_gw.stats()[0]
+    assert stats.cache_hits == 5 and stats.requests_sent == 0
+    assert stats.saved_usd == pytest.approx(sum(r.cost_usd for r in first))
+
+
+def test_cache_key_covers_what_changes_the_answer_and_nothing_else(server, tmp_path) -> None:
+    gw = gateway(tmp_path)
+    spec = provider("gpt-5.1", server)
+    base = gw.request_key(spec, ask("x"))
+    assert gw.request_key(replace(spec, max_concurrency=1, rpm=1, timeout=3), ask("x")) == base
+    assert Gateway(None, retry=RetryPolicy(max_attempts=1)).request_key(spec, ask("x")) == base
+    changed = [
+        gw.request_key(replace(spec, api_base="http://127.0.0.1:1"), ask("x")),
+        gw.request_key(replace(spec, model="openai/gpt-5.1"), ask("x")),
+        gw.request_key(spec, ask("y")),
+        gw.request_key(spec, ask("x", params={"temperature": 0.3})),
+        gw.request_key(spec, ask("x", template_hash="other")),
+        gw.request_key(spec, ask("x", sample_index=1)),
+    ]
+    assert base not in changed and len(set(changed)) == len(changed)
+    assert "CANARY" not in base
+
+
+async def test_identical_requests_in_flight_are_bought_once(server, tmp_path) -> None:
+    server.latency = 0.2
+    gw = gateway(tmp_path)
+    spec = provider("gpt-5.1", server)
+    results = await asyncio.gather(*[gw.call(spec, ask("same")) for _ in range(4)])
+    assert server.count() == 1
+    assert {r.text for r in results} == {"echo: same"}
+    assert sum(r.cost_usd for r in results) == pytest.approx(results[0].cost_usd + 0)
+
+
+async def test_rpm_pacing_is_respected_at_the_server(server, tmp_path) -> None:
+    spec = provider("gemini-3-flash", server, rpm=600, max_concurrency=8)  # one request per 0.1 s
+    gw = gateway(tmp_path)
+    await asyncio.gather(*[gw.call(spec, ask(f"paced {i}")) for i in range(12)])
+    times = sorted(r.received_at for r in server.requests)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(times) == 12
+    assert min(gaps) >= 0.08
+    assert times[-1] - times[0] >= 1.0
+
+
+async def test_concurrency_limit_holds_at_the_server(server, tmp_path) -> None:
+    server.latency = 0.2
+    spec = provider("gpt-5.1", server, max_concurrency=2, rpm=None)
+    gw = gateway(tmp_path)
+    started = time.monotonic()
+    await asyncio.gather(*[gw.call(spec, ask(f"conc {i}")) for i in range(6)])
+    # Six calls of 0.2 s, two at a time: at least three rounds.
+    assert time.monotonic() - started >= 0.55
+
+
+async def test_sustained_429s_lower_concurrency_but_5xx_do_not() -> None:
+    limiter = AdaptiveConcurrency(8, rate_limits_to_shrink=2, successes_to_grow=3)
+    for _ in range(3):
+        limiter.record_success()
+    assert limiter.limit == 8
+    limiter.record_rate_limited()
+    assert limiter.limit == 8  # one 429 is noise
+    limiter.record_rate_limited()
+    assert limiter.limit == 4
+    limiter.record_rate_limited()
+    limiter.record_rate_limited()
+    assert limiter.limit == 2
+    for _ in range(3):
+        limiter.record_success()
+    assert limiter.limit == 3
+
+
+async def test_gateway_shrinks_concurrency_on_sustained_429s(server, tmp_path) -> None:
+    server.inject(*[Fault("429", retry_after=0.01)] * 4)
+    spec = provider("gpt-5.1", server, max_concurrency=8)
+    gw = gateway(tmp_path)
+    await gw.call(spec, ask("limited"))
+    state = gw._providers[spec.name]
+    assert state.concurrency.limit < 8
+    server.inject(*["500"] * 4)
+    gw500 = gateway(tmp_path / "other")
+    await gw500.call(spec, ask("server trouble"))
+    assert gw500._providers[spec.name].concurrency.limit == 8
+
+
+def _priced(server: ProviderServer, **changes) -> ProviderSpec:
+    # $1 per 1000 output tokens, free input: worst case of one call = max_tokens / 1000 dollars.
+    return provider(
+        "gpt-5.1", server, input_price=0.0, output_price=0.001, params={"max_tokens": 100}, **changes
+    )
+
+
+async def test_budget_stops_before_the_cap(server, tmp_path) -> None:
+    server.reply = lambda r: " ".join(["word"] * 80)  # 80 output tokens = $0.08 per call, worst case $0.10
+    gw = gateway(tmp_path, budget=Budget(max_cost=0.35))
+    spec = _priced(server, max_concurrency=1)
+    results = [await gw.call(spec, ask(f"budget {i}")) for i in range(8)]
+    sent = [r for r in results if r.status == "ok"]
+    skipped = [r for r in results if r.status == "skipped_budget"]
+    # Each call reserves its worst case ($0.10) and settles at $0.08: the fifth would need 0.32 + 0.10 > 0.35.
+    assert server.count() == len(sent) == 4
+    assert len(skipped) == 4
+    assert gw.budget.spent == pytest.approx(0.32)
+    assert gw.budget.spent <= 0.35
+    # Cached answers cost nothing and need no budget: a rerun with a zero cap still answers what was bought.
+    broke = gateway(tmp_path, budget=Budget(max_cost=0.0))
+    again = [await broke.call(spec, ask(f"budget {i}")) for i in range(3)]
+    assert all(r.ok and r.cached for r in again)
+    assert server.count() == 4
+
+
+async def test_budget_holds_under_concurrency(server, tmp_path) -> None:
+    server.latency = 0.05
+    server.reply = lambda r: " ".join(["word"] * 100)
+    gw = gateway(tmp_path, budget=Budget(max_cost=0.55))
+    spec = _priced(server, max_concurrency=8)
+    results = await asyncio.gather(*[gw.call(spec, ask(f"par {i}")) for i in range(12)])
+    assert sum(r.ok for r in results) == server.count() == 5
+    assert gw.budget.spent <= 0.55
+
+
+async def test_dry_run_sends_nothing_and_counts_the_plan(server, tmp_path) -> None:
+    spec = provider("gemini-3-flash", server)
+    await gateway(tmp_path).call(spec, ask("already paid"))
+    server.reset()
+    gw = gateway(tmp_path, mode="dry_run")
+    results = [await gw.call(spec, ask(text)) for text in ("already paid", "new one", "another")]
+    assert server.count() == 0
+    assert [r.status for r in results] == ["ok", "dry_run", "dry_run"]
+    stats = gw.stats()[0]
+    assert stats.cache_hits == 1 and stats.planned_calls == 2
+    assert stats.planned_completion_tokens == 2 * spec.params["max_tokens"]
+    assert stats.planned_cost_usd > 0
+
+
+async def test_cache_only_sends_nothing(server, tmp_path) -> None:
+    gw = gateway(tmp_path, mode="cache_only")
+    result = await gw.call(provider("gpt-5.1", server), ask("missing"))
+    assert result.status == "skipped_cache"
+    assert server.count() == 0
+
+
+async def test_a_key_quoted_back_by_the_provider_is_masked(server, tmp_path) -> None:
+    server.inject("echo-key")
+    result = await gateway(tmp_path).call(provider("gpt-5.1", server), ask("leak?"))
+    assert result.status == "api_error"
+    assert "oai-CANARY-2" not in (result.error or "")
+    assert "***" in (result.error or "")
+
+
+def test_missing_key_names_the_variable(server, monkeypatch) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY")
+    with pytest.raises(ConfigError, match="set the environment variable GEMINI_API_KEY"):
+        provider("gemini-3-flash", server).api_key()
+
+
+def test_a_paid_provider_without_a_price_is_a_configuration_error(tmp_path) -> None:
+    (tmp_path / "mystery.toml").write_text('model = "openai/mystery-model"\napi_key_env = "OPENAI_API_KEY"\n')
+    spec = resolve_provider("mystery", tmp_path)
+    with pytest.raises(ConfigError, match="no price known"):
+        spec.check_priced()
+    (tmp_path / "mystery2.toml").write_text(
+        'model = "openai/mystery-model"\n[price]\ninput = "litellm"\noutput = "litellm"\n'
+    )
+    with pytest.raises(ConfigError, match="price map has no entry"):
+        resolve_provider("mystery2", tmp_path)
+
+
+def test_user_profiles_override_bundled_ones(tmp_path) -> None:
+    (tmp_path / "gpt-5.1.toml").write_text(
+        'model = "openai/gpt-5.1-2025-11-13"\napi_key_env = "MY_KEY"\nrpm = 7\n[price]\ninput = 1\noutput = 2\n'
+    )
+    spec = resolve_provider("gpt-5.1", tmp_path)
+    assert spec.api_key_env == "MY_KEY" and spec.rpm == 7
+    assert spec.input_price == pytest.approx(1e-6) and spec.output_price == pytest.approx(2e-6)
+    assert resolve_provider("gemini-3-flash", tmp_path).model == "gemini/gemini-3-flash-preview"
+
+
+def test_bad_profile_field_is_named(tmp_path) -> None:
+    (tmp_path / "bad.toml").write_text('model = "openai/x"\nrpm = -3\n')
+    with pytest.raises(ConfigError, match=r"bad.toml: field 'rpm': expected a positive number"):
+        resolve_provider("bad", tmp_path)
