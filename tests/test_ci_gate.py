@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -51,3 +52,51 @@ def test_committed_sample_baseline_is_consistent() -> None:
         assert set(items) == set(baseline.items)
         assert sum(1 for v in items.values() if v) == row.correct
         assert sum(1 for v in items.values() if v is not None) == row.n_ok
+
+
+def test_every_judge_option_the_workflow_uses_exists() -> None:
+    help_text = CliRunner().invoke(main, ["judge", "--help"], terminal_width=200).output
+    judge_runs = [" ".join(s["run"].split()) for s in _steps() if s.get("run", "").startswith("prbj judge")]
+    assert len(judge_runs) == 2
+    for run in judge_runs:
+        for option in re.findall(r"(--[a-z-]+)", run):
+            assert option in help_text, option
+
+
+def test_a_replay_with_answers_missing_from_the_cache_fails_the_gate(tmp_path: Path) -> None:
+    """--cache-only sends nothing; a cache that lacks the answers leaves skipped judgments, and the gate
+    must fail on them rather than pass a run that judged nothing."""
+    out = tmp_path / "runs"
+    replay = CliRunner().invoke(
+        main,
+        [
+            "judge",
+            "--no-progress",
+            "--cache-only",
+            "-p",
+            "openai-compatible",
+            # Nothing listens there, and --cache-only must not try.
+            "--api-base",
+            "http://127.0.0.1:9/v1",
+            "--limit",
+            "2",
+            "--cache-dir",
+            str(tmp_path / "empty-cache"),
+            "--out",
+            str(out),
+        ],
+    )
+    assert replay.exit_code == 0, replay.output
+    (run_dir,) = list(out.iterdir())
+    baseline = tmp_path / "baseline.json"
+    assert (
+        CliRunner()
+        .invoke(main, ["check", str(run_dir), "--baseline", str(baseline), "--update-baseline"])
+        .exit_code
+        == 0
+    )
+    gate = CliRunner().invoke(main, ["check", str(run_dir), "--baseline", str(baseline), "--format", "json"])
+    assert gate.exit_code == 1
+    failures = json.loads(gate.output)["failures"]
+    assert any("'openai-compatible'" in f and "failed" in f for f in failures)
+    assert "## Failures" in (run_dir / "report.md").read_text()
