@@ -325,7 +325,8 @@ def report(run_dirs: tuple[Path, ...], out: Path | None, title: str | None, quie
     """
     from prbj.report.writer import write_reports
 
-    console = Console()
+    # Not a terminal (CI logs, pipes): Rich would squeeze the tables into 80 columns.
+    console = Console() if Console().is_terminal else Console(width=140)
     runs = _run_dirs_for_report(run_dirs)
     target = out if out is not None else (None if len(runs) == 1 else runs[0].parent / "leaderboard")
     files = write_reports(runs, target, console=None if quiet else console, title=title)

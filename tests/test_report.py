@@ -293,3 +293,38 @@ def test_headless_chromium_renders_the_charts(tmp_path: Path) -> None:
     assert counts["no-charts"] < 50
     # Dots, interval bars, legend squares and cost bars: thousands of pixels of the first palette colour.
     assert counts["report"] > 2000
+
+
+def test_report_of_a_real_pairwise_run_shows_an_always_a_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: `prbj judge` with a generative judge whose server always answers "A"."""
+    from loopback import ProviderServer
+
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "test-key")
+    with ProviderServer(reply=lambda request: "Result: A") as server:
+        result = _invoke(
+            "judge",
+            "--no-progress",
+            "-p",
+            "openai-compatible",
+            "--api-base",
+            server.url,
+            "--limit",
+            "4",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(tmp_path / "out"),
+        )
+    assert result.exit_code == 0, result.output
+    run_dir = _only_run_dir(tmp_path / "out")
+    markdown = (run_dir / "report.md").read_text()
+    section = markdown.split("## Position bias")[1].split("## Length")[0]
+    row = next(line for line in section.splitlines() if line.startswith("| openai-compatible |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # Right exactly when the chosen answer was shown as A; every verdict is "A".
+    assert (cells[2], cells[4], cells[6], cells[7]) == ("100.0", "0.0", "+100.0", "100.0")
+    assert int(cells[3]) + int(cells[5]) == 12
+    parsed = _assert_self_contained((run_dir / "report.html").read_text())
+    assert "figure-position-bias" in _figure_ids(parsed)

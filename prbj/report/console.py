@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from prbj.report.content import ReportContent
-from prbj.report.layout import DEMO_WARNING, Section
+from prbj.report.layout import DEMO_WARNING, Section, report_sections
 from prbj.report.tables import TextTable
 
 # The terminal report leaves out what only makes sense next to a chart or is already in the run header.
@@ -17,15 +17,18 @@ _SKIP_ON_TERMINAL = {"runs"}
 
 def rich_table(table: TextTable) -> Table:
     rendered = Table(title=table.title, caption=table.note or None, title_justify="left")
-    for header, numeric in zip(table.headers, table.numeric, strict=True):
-        rendered.add_column(header, justify="right" if numeric else "left", overflow="fold")
+    for index, (header, numeric) in enumerate(zip(table.headers, table.numeric, strict=True)):
+        # Names (judge, context, run) stay whole; numbers and free text give way first.
+        label = not numeric and index < len(table.headers) - 1
+        rendered.add_column(header, justify="right" if numeric else "left", overflow="fold", no_wrap=label)
     for row in table.rows:
         rendered.add_row(*row)
     return rendered
 
 
-def print_report(content: ReportContent, sections: Sequence[Section], console: Console) -> None:
+def print_report(content: ReportContent, console: Console) -> None:
     console.rule(content.title)
+    sections: Sequence[Section] = report_sections(content, terse=True)
     for run in content.runs:
         console.print(
             f"[bold]{run.run_id}[/bold]  dataset {run.dataset_source} ({run.n_pairs} pairs, "

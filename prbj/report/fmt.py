@@ -15,10 +15,13 @@ REPORT_SUBSET = {
 }
 
 
-def short_subset(subset: str) -> str:
+def short_subset(subset: str, *, terse: bool = False) -> str:
+    """A subset's column or panel name; `terse` for terminal columns."""
     if subset == ALL_SUBSETS:
         return "overall"
-    return REPORT_SUBSET.get(subset, subset)
+    from prbj.report.terminal import SHORT_SUBSET
+
+    return (SHORT_SUBSET if terse else REPORT_SUBSET).get(subset, subset)
 
 
 def percent(value: float | None, digits: int = 1) -> str:

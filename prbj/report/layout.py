@@ -25,13 +25,14 @@ class Section:
     figures: list[Figure] = field(default_factory=list)
 
 
-def report_sections(content: ReportContent) -> list[Section]:
+def report_sections(content: ReportContent, *, terse: bool = False) -> list[Section]:
+    """The report's sections in order; `terse` shortens column names for the terminal."""
     sections = [
         Section("runs", "Runs", tables=[tables.runs_table(content)]),
         Section(
             "leaderboard",
             "Leaderboard",
-            tables=[tables.leaderboard_table(content)],
+            tables=[tables.leaderboard_table(content, terse=terse)],
             figures=_present(plots.accuracy_figure(content)),
         ),
     ]

@@ -45,14 +45,14 @@ def runs_table(content: ReportContent) -> TextTable:
     return TextTable("runs", "Runs", headers, rows, [False, False, False, True, True, False, False])
 
 
-def leaderboard_table(content: ReportContent) -> TextTable:
+def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTable:
     several = len(content.runs) > 1
     costs = {row.entry: row for row in content.costs}
     headers = [
         "#",
         *_entry_headers(several),
         "overall % (95% CI)",
-        *[fmt.short_subset(s) + " %" for s in content.subsets],
+        *[fmt.short_subset(s, terse=terse) + " %" for s in content.subsets],
         "ties %",
         "LC acc %",
         "failed",

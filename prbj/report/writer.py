@@ -55,7 +55,7 @@ def write_reports(
     _write_text(markdown, render_markdown(content, sections))
     _write_text(html, render_html(content, sections))
     if console is not None:
-        print_report(content, sections, console)
+        print_report(content, console)
     return ReportFiles(markdown, html, plot_files, content)
 
 
