@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from prbj import __version__
-from prbj.errors import PrbjError
+from prbj.errors import DataError, PrbjError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -298,6 +298,345 @@ def cache_prune(cache_dir: Path | None, older_than: str) -> None:
         Console().print(f"deleted {cache.prune(seconds)} entries older than {older_than}")
 
 
+def _parse_k(value: str) -> int | str:
+    if value in ("max", "all"):
+        return value
+    try:
+        k = int(value)
+    except ValueError:
+        raise click.BadParameter("expected 'max', 'all' or a whole number such as 16") from None
+    if k < 1:
+        raise click.BadParameter("k must be at least 1")
+    return k
+
+
+@main.command()
+@click.option(
+    "--run",
+    "runs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="prbj run directory (reports/<run-id>/) whose accuracies are this benchmark's column; repeatable.",
+)
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    metavar="NAME",
+    help="Keep only these judges from the runs (repeatable). Default: all.",
+)
+@click.option(
+    "--context",
+    type=click.Choice(["none", "profile", "planner", "oracle"]),
+    default=None,
+    help="Keep only judgments made in this context. Needed when a judge ran in several contexts.",
+)
+@click.option(
+    "--map",
+    "mappings",
+    multiple=True,
+    metavar="JUDGE=RM",
+    help="RM name of a judge, as the downstream table names it (JUDGE@CONTEXT=RM for one context); "
+    "repeatable. Unmapped judges keep their own name.",
+)
+@click.option(
+    "--benchmarks",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="CSV",
+    help="Other benchmarks' accuracies, columns rm, benchmark, accuracy (e.g. RewardBench, PRISM); "
+    "each benchmark is one more column.",
+)
+@click.option(
+    "--benchmark-name",
+    default="Personalized-RewardBench",
+    show_default=True,
+    help="Name of the column built from --run directories.",
+)
+@click.option(
+    "--benchmark-subset",
+    type=click.Choice(["all", "same"]),
+    default="all",
+    show_default=True,
+    help="Accuracy the --run column uses: over all subsets, or on the downstream table's own subset.",
+)
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/downstream"),
+    show_default=True,
+    help="Downstream store written by 'prbj downstream add'.",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="NAME",
+    help="Keep only these downstream sources (bon, ppo, ...).",
+)
+@click.option(
+    "--k",
+    "k_choice",
+    default="max",
+    show_default=True,
+    metavar="K|max|all",
+    help="Best-of-k to use: a number, 'max' (the k most RMs share, largest on a tie) or 'all' (one row per k).",
+)
+@click.option(
+    "--rbo-p",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Persistence p of rank-biased overlap (weight of the top ranks).",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=100),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples per interval.",
+)
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the bootstrap.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/correlation"),
+    show_default=True,
+    help="Folder for correlation.json and correlation.md.",
+)
+@friendly_errors
+def correlate(
+    runs: tuple[Path, ...],
+    judges: tuple[str, ...],
+    context: str | None,
+    mappings: tuple[str, ...],
+    benchmarks: Path | None,
+    benchmark_name: str,
+    benchmark_subset: str,
+    store: Path,
+    sources: tuple[str, ...],
+    k_choice: str,
+    rbo_p: float,
+    resamples: int,
+    seed: int,
+    out: Path,
+) -> None:
+    """How well benchmark accuracy predicts downstream rank: Spearman ρ, Kendall τ-b, weighted τ,
+    Pearson r, NDCG and RBO between each benchmark column and each downstream table (source × subset
+    × k), with bootstrap intervals over RMs and, for prbj runs, over benchmark items.
+
+    RMs present on one side only are listed and left out; a pairing needs at least 3 shared RMs.
+    Formulas: docs/correlation.md.
+
+    \b
+    Examples:
+      prbj correlate --run reports/20260101-120000-abc123 --map bm25-profile=RM-A
+      prbj correlate --run reports/run1 --run reports/run2 --context profile --benchmarks other.csv
+      prbj correlate --benchmarks accuracies.csv --source bon --k all --out reports/corr-bon
+    """
+    from prbj.benchmark_scores import RunSelection, load_benchmark_csv, load_prbj_runs, parse_mapping
+    from prbj.correlate_run import CorrelateConfig, write_report
+    from prbj.correlate_run import correlate as correlate_tables
+    from prbj.downstream import read_store
+    from prbj.report.correlation import comparison_table, markdown, notes
+
+    try:
+        k = _parse_k(k_choice)
+    except click.BadParameter as err:
+        raise DataError(f"--k {k_choice!r}: {err.message}") from None
+    mapping = parse_mapping(mappings)
+    if mapping and not runs:
+        raise DataError("--map renames judges of --run directories; give at least one --run")
+    prbj_benchmark = (
+        load_prbj_runs(RunSelection(runs, judges, context, mapping), name=benchmark_name) if runs else None
+    )
+    external = load_benchmark_csv(benchmarks) if benchmarks else {}
+    config = CorrelateConfig(
+        k=k,  # type: ignore[arg-type]
+        sources=sources,
+        benchmark_subset=benchmark_subset,  # type: ignore[arg-type]
+        rbo_p=rbo_p,
+        resamples=resamples,
+        seed=seed,
+        inputs={
+            "runs": [str(r) for r in runs],
+            "judges": list(judges),
+            "context": context,
+            "map": mapping,
+            "benchmarks": str(benchmarks) if benchmarks else None,
+            "store": str(store),
+            "sources": list(sources),
+        },
+    )
+    report = correlate_tables(read_store(store), prbj_benchmark, external, config)
+    console = Console()
+    console.print(comparison_table(report, compact=console.width < 120))
+    for line in notes(report):
+        console.print(f"[dim]{line}[/dim]", soft_wrap=True)
+    json_path, md_path = write_report(report, out, markdown(report))
+    console.print(f"wrote {json_path} and {md_path}")
+
+
+@main.group()
+def downstream() -> None:
+    """Downstream outcomes per reward model (best-of-N, PPO, ...), the targets of 'prbj correlate'.
+
+    \b
+    Examples:
+      prbj downstream add BoN/data/evaluation_summary.json --rm Skywork-Reward-V2-Llama-3.1-8B
+      prbj downstream add ppo_results.csv
+      prbj downstream show
+    """
+
+
+@downstream.command("add")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--rm",
+    default=None,
+    metavar="NAME",
+    help="RM the file's outcomes belong to: required for evaluation_summary.json, fills a missing rm column.",
+)
+@click.option(
+    "--source",
+    default=None,
+    metavar="NAME",
+    help="Label of how the outcomes were produced. Default: the file's source column, else 'bon' for "
+    "evaluation_summary.json and downstream tables, 'ppo' for CSV/JSON records.",
+)
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/downstream"),
+    show_default=True,
+    help="Folder holding downstream.parquet; created when missing.",
+)
+@friendly_errors
+def downstream_add(paths: tuple[Path, ...], rm: str | None, source: str | None, store: Path) -> None:
+    """Add downstream outcomes to the store; rows with the same (rm, source, subset, k) are replaced.
+
+    \b
+    Inputs, by shape:
+      evaluation_summary.json  official BoN summary {subset: {k: {mean_score, std_score, num_examples}}}
+      *.csv, *.json, *.jsonl   records with rm, subset, score [, source, k, n, std] (e.g. PPO results)
+      *.parquet or a folder    a downstream table (a prbj BoN run holds downstream.parquet)
+
+    \b
+    Examples:
+      prbj downstream add BoN/data/evaluation_summary.json --rm Skywork-Reward-V2-Llama-3.1-8B
+      prbj downstream add ppo_results.csv --store reports/downstream
+      prbj downstream add reports/bon-run/ --source bon-qwen0.5b
+    """
+    from prbj.downstream import add_outcomes, read_outcomes
+
+    outcomes = [o for path in paths for o in read_outcomes(path, rm=rm, source=source)]
+    result = add_outcomes(store, outcomes)
+    rms = sorted({o.rm for o in outcomes})
+    Console().print(
+        f"{result.added} row(s) added, {result.replaced} replaced for {len(rms)} RM(s) "
+        f"({', '.join(rms)}); {result.total} in {result.path}",
+        soft_wrap=True,
+    )
+
+
+@downstream.command("show")
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/downstream"),
+    show_default=True,
+    help="Folder holding downstream.parquet.",
+)
+@friendly_errors
+def downstream_show(store: Path) -> None:
+    """Print the downstream table, one row per RM × source × subset × k.
+
+    \b
+    Examples:
+      prbj downstream show
+      prbj downstream show --store runs/downstream
+    """
+    from rich.table import Table
+
+    from prbj.downstream import read_store
+
+    frame = read_store(store)
+    table = Table(title=f"downstream outcomes ({frame.height} rows)")
+    for column in ("rm", "source", "subset", "k", "score", "n", "std"):
+        table.add_column(column, justify="right" if column in ("k", "score", "n", "std") else "left")
+    for row in frame.iter_rows(named=True):
+        table.add_row(
+            *(
+                "—" if row[c] is None else f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c])
+                for c in ("rm", "source", "subset", "k", "score", "n", "std")
+            )
+        )
+    Console().print(table)
+
+
+@main.command()
+@click.option(
+    "-p",
+    "--provider",
+    required=True,
+    metavar="NAME",
+    help="Judge that scores answers, as in 'prbj judge' (offline: random, length, bm25-profile, embed-profile).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(min=0, max=65535),
+    default=8000,
+    show_default=True,
+    help="Port to listen on (0 picks a free one and prints it).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Judge calls in flight at once; further requests wait.",
+)
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed for random judges.")
+@friendly_errors
+def serve(provider: str, host: str, port: int, concurrency: int, seed: int) -> None:
+    """Serve a judge as an HTTP reward model for PPO trainers (verl, TRL, OpenRLHF).
+
+    \b
+    POST /score        {response_text, query, profile}  ->  {"score": float}
+    POST /score/batch  {"items": [{...}, ...]}          ->  {"scores": [float, ...]}
+    POST /get_reward   OpenRLHF remote RM {query, prompts, labels}  ->  {"rewards": [...]}
+    GET  /health       ->  {"status": "ok", "judge": ..., "context": ...}
+    Add ?scale=0.1 to a URL for reward = score / 10, as the official PPO setup.
+
+    Stops on Ctrl-C or SIGTERM. Recipes for each trainer: docs/serving.md.
+
+    \b
+    Examples:
+      prbj serve -p bm25-profile
+      prbj serve -p embed-profile --host 0.0.0.0 --port 8000 --concurrency 32
+    """
+    import asyncio
+
+    from prbj.judges.registry import JudgeSettings, resolve_judges
+    from prbj.serve import serve as serve_judge
+    from prbj.serve import served_context
+
+    (judge,) = resolve_judges([provider], JudgeSettings(seed=seed))
+    context = served_context(judge)
+
+    def ready(url: str) -> None:
+        click.echo(
+            f"prbj serve: judge {judge.name} (context {context}) listening on {url} "
+            "(POST /score, POST /score/batch, POST /get_reward, GET /health); Ctrl-C stops"
+        )
+        sys.stdout.flush()
+
+    asyncio.run(serve_judge(judge, host=host, port=port, concurrency=concurrency, on_ready=ready))
+    click.echo("prbj serve: stopped")
+
+
 @main.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -308,20 +647,32 @@ def cache_prune(cache_dir: Path | None, older_than: str) -> None:
     "<parent of the first run>/leaderboard for several.",
 )
 @click.option("--title", default=None, metavar="TEXT", help="Title of the report (default: the run id).")
+@click.option(
+    "--downstream",
+    "downstream",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Downstream outcomes to draw against the runs' judges (repeatable): a `prbj downstream` store "
+    "such as reports/downstream, a downstream .parquet, or CSV/JSON records with rm, subset, score.",
+)
 @click.option("--quiet", is_flag=True, help="Write the files but print no tables on the terminal.")
 @friendly_errors
-def report(run_dirs: tuple[Path, ...], out: Path | None, title: str | None, quiet: bool) -> None:
+def report(
+    run_dirs: tuple[Path, ...], out: Path | None, title: str | None, downstream: tuple[Path, ...], quiet: bool
+) -> None:
     """Render run directories as a terminal report, report.md and a self-contained report.html.
 
     The HTML file opens offline (inline charts, no scripts): accuracy per judge × subset × context
     with 95% intervals, position bias, raw vs length-controlled accuracy, cost per 100 judgments,
-    and best-of-k curves with a benchmark-vs-downstream scatter when a run directory holds
-    downstream.parquet (columns rm, subset, k, score). Several runs make one leaderboard.
+    and best-of-k curves with a benchmark-vs-downstream scatter when there are downstream outcomes
+    (a downstream.parquet in a run directory, or --downstream). Several runs make one leaderboard.
 
     \b
     Examples:
       prbj report reports/20250101-120000-abc123
       prbj report reports/*/ --out reports/leaderboard --title "RMs on the full benchmark"
+      prbj report reports/<run-id> --downstream reports/downstream
     """
     from prbj.report.writer import write_reports
 
@@ -329,14 +680,15 @@ def report(run_dirs: tuple[Path, ...], out: Path | None, title: str | None, quie
     console = Console() if Console().is_terminal else Console(width=140)
     runs = _run_dirs_for_report(run_dirs)
     target = out if out is not None else (None if len(runs) == 1 else runs[0].parent / "leaderboard")
-    files = write_reports(runs, target, console=None if quiet else console, title=title)
+    files = write_reports(
+        runs, target, console=None if quiet else console, title=title, downstream=downstream
+    )
     console.print(f"report: {files.markdown} and {files.html}", highlight=False, soft_wrap=True)
 
 
 def _run_dirs_for_report(paths: tuple[Path, ...]) -> list[Path]:
     """Every path must exist; with several (a shell glob over reports/*), folders that are not runs, such as
     reports/baselines or an earlier leaderboard, are skipped with a note instead of stopping the report."""
-    from prbj.errors import DataError
     from prbj.report.load import SUMMARY_FILE
 
     for path in paths:

@@ -71,16 +71,16 @@ def synthetic_judgments(rng: np.random.Generator) -> pl.DataFrame:
 
 def synthetic_downstream(rng: np.random.Generator) -> pl.DataFrame:
     rows = []
+    # RM names as `prbj downstream` and `prbj correlate` use them: the judge, or judge@context.
     strength = {"gpt-judge": 0.9, "small-judge": 0.4, "scalar-rm": 0.7, "length": 0.1}
     for rm, skill in strength.items():
-        context = "profile" if rm == "gpt-judge" else None
         for subset in SUBSETS:
             for k in (1, 2, 4, 8, 16, 32):
                 gain = skill * 0.25 * np.log2(k) / 5
-                rows.append((rm, context, subset, k, 0.42 + gain + float(rng.normal(0, 0.01)), "best-of-k"))
-        rows.append((rm, context, "all", None, 0.4 + skill * 0.2, "ppo"))
+                rows.append((rm, "bon", subset, k, 0.42 + gain + float(rng.normal(0, 0.01)), 40))
+        rows.append((rm, "ppo", "all", None, 0.4 + skill * 0.2, 120))
     return pl.DataFrame(
-        rows, schema=["rm", "context", "subset", "k", "score", "method"], orient="row"
+        rows, schema=["rm", "source", "subset", "k", "score", "n"], orient="row"
     ).with_columns(pl.col("k").cast(pl.Int64))
 
 

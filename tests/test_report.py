@@ -190,24 +190,64 @@ def test_downstream_curves_scatter_and_correlations(tmp_path: Path) -> None:
     markdown = files.markdown.read_text()
     x = [accuracies[rm] for rm in final]
     y = [final[rm] for rm in final]
-    row = next(line for line in markdown.splitlines() if line.startswith("| best-of-k |"))
+    # A downstream table without a source column is BoN, as `prbj downstream` reads it.
+    row = next(line for line in markdown.splitlines() if line.startswith("| bon |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "4"
     assert float(cells[2]) == pytest.approx(stats.spearmanr(x, y).statistic, abs=5e-4)
     assert float(cells[3]) == pytest.approx(stats.kendalltau(x, y).statistic, abs=5e-4)
     assert float(cells[4]) == pytest.approx(stats.pearsonr(x, y).statistic, abs=5e-4)
     parsed = _assert_self_contained(files.html.read_text())
-    assert {"figure-best-of-k-best-of-k", "figure-benchmark-vs-best-of-k"} <= _figure_ids(parsed)
-    curves = (files.html.parent / "plots" / "best-of-k-best-of-k.svg").read_text()
+    assert {"figure-best-of-k-bon", "figure-benchmark-vs-bon"} <= _figure_ids(parsed)
+    curves = (files.html.parent / "plots" / "best-of-k-bon.svg").read_text()
     assert curves.count("<polyline") == 4
 
 
 def test_downstream_file_with_missing_columns_is_a_data_error(tmp_path: Path) -> None:
     run = write_run_dir(tmp_path / "run", outcomes("j", ART, [True, False, True]))
-    pl.DataFrame({"rm": ["j"], "score": [0.5]}).write_csv(run / "downstream.csv")
+    pl.DataFrame({"rm": ["j"], "subset": [ART], "k": [1]}).write_parquet(run / "downstream.parquet")
     result = CliRunner().invoke(main, ["report", str(run)])
     assert result.exit_code == 2
-    assert "downstream.csv" in result.output and "k" in result.output and "subset" in result.output
+    assert "downstream.parquet" in result.output and "score" in result.output
+
+
+def test_downstream_store_matches_judges_by_name_and_context(tmp_path: Path) -> None:
+    """A `prbj downstream` store given with --downstream: rows name judges as `judge` or `judge@context`,
+    PPO rows (no k) join the scatter but draw no curve."""
+    rows = []
+    for judge, context, hits in (
+        ("a", "profile", 18),
+        ("a", "none", 12),
+        ("b", "none", 14),
+        ("c", "none", 9),
+    ):
+        rows += outcomes(judge, ART, [i < hits for i in range(20)], prefix="a", context=context)
+    run = write_run_dir(tmp_path / "run", rows)
+    store = tmp_path / "store"
+    store.mkdir()
+    records = [
+        # Plain "a" is the context a ran in first (profile); a@none names the other one.
+        {"rm": "a", "source": "ppo", "subset": "all", "score": 0.9},
+        {"rm": "a@none", "source": "ppo", "subset": "all", "score": 0.5},
+        {"rm": "b", "source": "ppo", "subset": "all", "score": 0.7},
+        {"rm": "c", "source": "ppo", "subset": "all", "score": 0.2},
+        {"rm": "unknown-rm", "source": "ppo", "subset": "all", "score": 0.1},
+    ]
+    (store / "ppo.json").write_text(json.dumps(records))
+    result = _invoke("report", str(run), "--downstream", str(store / "ppo.json"), "--quiet")
+    assert result.exit_code == 0, result.output
+    markdown = (run / "report.md").read_text()
+    cells = [c.strip() for c in next(x for x in markdown.splitlines() if x.startswith("| ppo |")).split("|")]
+    assert cells[2] == "4"  # the unknown RM has no benchmark accuracy
+    accuracy = {"a · profile": 0.9, "a · none": 0.6, "b · none": 0.7, "c · none": 0.45}
+    downstream = {"a · profile": 0.9, "a · none": 0.5, "b · none": 0.7, "c · none": 0.2}
+    x = [accuracy[k] for k in accuracy]
+    y = [downstream[k] for k in accuracy]
+    assert float(cells[3]) == pytest.approx(stats.spearmanr(x, y).statistic, abs=5e-4)
+    assert float(cells[5]) == pytest.approx(stats.pearsonr(x, y).statistic, abs=5e-4)
+    svg = (run / "plots" / "benchmark-vs-ppo.svg").read_text()
+    assert unescape(svg).count("a · none: accuracy 60.0%, downstream 0.5") == 1
+    assert not (run / "plots" / "best-of-k-ppo.svg").exists()
 
 
 def test_several_runs_make_one_leaderboard(tmp_path: Path) -> None:

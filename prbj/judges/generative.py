@@ -44,9 +44,14 @@ _FAILURE_RANK: dict[str, int] = {
 
 
 def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
-    """Where the chosen answer goes for each pair, drawn in dataset order before any call."""
-    rng = random.Random(seed)
-    return {pair_id: ("A" if rng.random() < 0.5 else "B") for pair_id in pair_ids}
+    """Where the chosen answer goes for each pair (p = 0.5), fixed before any call.
+
+    The official script draws from one seeded stream in dataset order, so a pair's position changes with
+    --subset or --limit and cached verdicts stop matching. Here each pair gets its own stream seeded by
+    (seed, pair id): the same pair always lands in the same position, whatever else is selected."""
+    return {
+        pair_id: ("A" if random.Random(f"{seed}:{pair_id}").random() < 0.5 else "B") for pair_id in pair_ids
+    }
 
 
 @dataclass

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from prbj.report.load import RunData
@@ -87,7 +88,7 @@ class Curve:
 
     label: str
     subset: str
-    method: str
+    source: str
     points: list[tuple[int, float]]
 
 
@@ -100,7 +101,7 @@ class ScatterPoint:
 
 @dataclass(frozen=True)
 class Correlation:
-    method: str
+    source: str
     n: int
     spearman: float | None
     kendall: float | None
@@ -243,66 +244,99 @@ def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> Failu
     return FailureRow(entry, overall.n, parse_errors, api_errors, skipped, examples)
 
 
-def _downstream_rows(run: RunData, entry: Entry, first_context: dict[str, str]) -> pl.DataFrame | None:
-    frame = run.downstream
-    if frame is None:
-        return None
-    mine = frame.filter(pl.col("rm") == entry.judge)
-    explicit = mine.filter(pl.col("context") == entry.context)
-    if explicit.height:
-        return explicit
-    # Without a context column, a judge's outcomes belong to the first context it ran in.
+def _rm_names(entry: Entry, first_context: dict[str, str]) -> set[str]:
+    """The RM names a downstream row may give this entry: `judge@context`, or plain `judge` for the first
+    context the judge ran in (the names `prbj correlate --map` uses)."""
+    names = {f"{entry.judge}@{entry.context}"}
     if first_context.get(entry.judge) == entry.context:
-        mine = mine.filter(pl.col("context").is_null())
-        return mine if mine.height else None
-    return None
+        names.add(entry.judge)
+    return names
 
 
-def _curves(rows: pl.DataFrame, label: str) -> list[Curve]:
+def match_downstream(
+    runs: Sequence[RunData], entries: Sequence[tuple[RunData, Entry]], extra: pl.DataFrame | None
+) -> pl.DataFrame | None:
+    """All downstream rows that belong to a leaderboard entry, with `rm` replaced by the entry's label. A run's
+    own downstream.parquet speaks of its own judges; rows given with --downstream go to the first entry, in the
+    order the runs were given, whose judge they name."""
+    first_context: dict[int, dict[str, str]] = {}
+    for run in runs:
+        contexts: dict[str, str] = {}
+        for r in run.results:
+            contexts.setdefault(r.judge, r.context)
+        first_context[id(run)] = contexts
+    parts = []
+    claimed: set[str] = set()
+    for run, entry in entries:
+        names = _rm_names(entry, first_context[id(run)])
+        for frame, shared in ((run.downstream, False), (extra, True)):
+            if frame is None:
+                continue
+            wanted = names - claimed if shared else names
+            rows = frame.filter(pl.col("rm").is_in(sorted(wanted)))
+            if rows.height:
+                parts.append(rows.with_columns(pl.lit(entry.label).alias("rm")))
+                if shared:
+                    claimed |= set(rows["rm"].to_list())
+    return pl.concat(parts) if parts else None
+
+
+def _curves(rows: pl.DataFrame) -> list[Curve]:
     curves = []
     with_k = rows.filter(pl.col("k").is_not_null())
-    for (method, subset), part in sorted(with_k.group_by("method", "subset"), key=lambda g: g[0]):
+    for (label, source, subset), part in sorted(
+        with_k.group_by("rm", "source", "subset"), key=lambda g: g[0]
+    ):
         points = part.group_by("k").agg(pl.col("score").mean()).sort("k").rows()
-        curves.append(Curve(label, str(subset), str(method), [(int(k), float(s)) for k, s in points]))
+        curves.append(Curve(str(label), str(subset), str(source), [(int(k), float(s)) for k, s in points]))
     return curves
 
 
-def _downstream_value(rows: pl.DataFrame) -> float | None:
-    """One figure per RM and method: the score at the largest k (or the only score, for methods without k),
-    on subset 'all' when given, else the mean over subsets."""
-    overall = rows.filter(pl.col("subset") == ALL_SUBSETS)
-    rows = overall if overall.height else rows
-    if rows["k"].drop_nulls().len():
-        rows = rows.filter(pl.col("k") == rows["k"].max())
-    per_subset = rows.group_by("subset").agg(pl.col("score").mean())["score"]
-    return _mean(per_subset)
+def _overall_scores(rows: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """Per source, each RM's downstream figure as `prbj correlate` takes it by default: subset `all` (the
+    n-weighted mean over subsets when the source has no such rows), or the only subset a source has, at the
+    k most RMs report."""
+    from prbj.correlate_run import CorrelateConfig, downstream_tables
+
+    tables, _ = downstream_tables(rows, CorrelateConfig(k="max"))
+    by_source: dict[str, list[Any]] = {}
+    for table in tables:
+        by_source.setdefault(table.source, []).append(table)
+    scores = {}
+    for source, mine in by_source.items():
+        overall = [t for t in mine if t.subset == ALL_SUBSETS]
+        if overall or len(mine) == 1:
+            scores[source] = dict((overall or mine)[0].scores)
+    return scores
 
 
-def correlate(method: str, points: list[ScatterPoint]) -> Correlation:
+def correlate(source: str, points: list[ScatterPoint]) -> Correlation:
+    """Spearman, Kendall τ-b and Pearson with prbj.correlate, the same functions as `prbj correlate` (which
+    adds bootstrap intervals, weighted τ, NDCG and RBO)."""
     if len(points) < 3:
-        return Correlation(method, len(points), None, None, None, points)
-    from scipy import stats  # imported lazily: only reports with downstream data need it
+        return Correlation(source, len(points), None, None, None, points)
+    from prbj.correlate import kendall_tau_b, pearson, spearman
 
-    x = [p.benchmark for p in points]
-    y = [p.downstream for p in points]
+    x = np.array([p.benchmark for p in points])
+    y = np.array([p.downstream for p in points])
 
     def finite(value: Any) -> float | None:
         value = float(value)
         return None if math.isnan(value) else value
 
-    if len(set(x)) < 2 or len(set(y)) < 2:
-        return Correlation(method, len(points), None, None, None, points)
     return Correlation(
-        method,
+        source,
         len(points),
-        finite(stats.spearmanr(x, y).statistic),
-        finite(stats.kendalltau(x, y).statistic),
-        finite(stats.pearsonr(x, y).statistic),
+        finite(spearman(x, y)),
+        finite(kendall_tau_b(x, y)),
+        finite(pearson(x, y)),
         points,
     )
 
 
-def build_content(runs: Sequence[RunData], *, title: str | None = None) -> ReportContent:
+def build_content(
+    runs: Sequence[RunData], *, title: str | None = None, extra_downstream: pl.DataFrame | None = None
+) -> ReportContent:
     entries = _entries(runs)
     subsets = sorted({r.subset for run in runs for r in run.results if r.subset != ALL_SUBSETS})
     leaderboard, position, costs, failures, curves = [], [], [], [], []
@@ -319,24 +353,21 @@ def build_content(runs: Sequence[RunData], *, title: str | None = None) -> Repor
         costs.append(cost_row(frame, entry))
         if (failure := failure_row(frame, overall, entry)) is not None:
             failures.append(failure)
-        first_context: dict[str, str] = {}
-        for r in run.results:
-            first_context.setdefault(r.judge, r.context)
-        downstream = _downstream_rows(run, entry, first_context)
-        if downstream is None:
-            continue
-        curves.extend(_curves(downstream, entry.label))
-        if overall.accuracy is None:
-            continue
-        for (method,), part in downstream.group_by("method"):
-            value = _downstream_value(part)
-            if value is not None:
-                scatter.setdefault(str(method), []).append(ScatterPoint(entry.label, overall.accuracy, value))
+    downstream = match_downstream(runs, entries, extra_downstream)
+    if downstream is not None:
+        curves = _curves(downstream)
+        accuracy = {row.entry.label: row.overall.accuracy for row in leaderboard}
+        for source, scores in _overall_scores(downstream).items():
+            scatter[source] = [
+                ScatterPoint(label, value, score)
+                for label, score in scores.items()
+                if (value := accuracy.get(label)) is not None
+            ]
     leaderboard.sort(key=lambda r: -(r.overall.accuracy if r.overall.accuracy is not None else -1.0))
     order = {row.entry: i for i, row in enumerate(leaderboard)}
     for rows_ in (position, costs, failures):
         rows_.sort(key=lambda r: order[r.entry])
-    correlations = [correlate(method, points) for method, points in sorted(scatter.items())]
+    correlations = [correlate(source, points) for source, points in sorted(scatter.items())]
     return ReportContent(
         title=title or _default_title(runs),
         runs=[_run_info(run, label) for run, label in zip(runs, _run_labels(runs), strict=True)],

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from prbj.report import plots, tables
 from prbj.report.content import ReportContent
-from prbj.report.load import DOWNSTREAM_FILES
+from prbj.report.load import DOWNSTREAM_FILE
 from prbj.report.plots import Figure
 from prbj.report.tables import TextTable
 
@@ -92,9 +92,9 @@ def report_sections(content: ReportContent, *, terse: bool = False) -> list[Sect
             Section(
                 "downstream",
                 "Downstream",
-                intro=f"No downstream outcomes in these runs (add {DOWNSTREAM_FILES[0]} with columns rm, "
-                "subset, k, score to a run directory to draw best-of-k curves and the benchmark-vs-downstream "
-                "scatter).",
+                intro=f"No downstream outcomes for these runs: a {DOWNSTREAM_FILE} in a run directory (columns "
+                "rm, source, subset, k, score; see prbj downstream) or prbj report --downstream STORE draws "
+                "best-of-k curves and the benchmark-vs-downstream scatter.",
             )
         )
     return sections

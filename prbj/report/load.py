@@ -20,10 +20,8 @@ RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 JUDGMENTS_FILE = "judgments.parquet"
 
-# Downstream outcomes, when a run directory has them (see `load_downstream` for the format).
-DOWNSTREAM_FILES = ("downstream.parquet", "downstream.csv")
-DOWNSTREAM_REQUIRED = {"rm": pl.String, "subset": pl.String, "k": pl.Int64, "score": pl.Float64}
-DEFAULT_METHOD = "best-of-k"
+# Downstream outcomes, when a run directory has them: the table of prbj.downstream.
+DOWNSTREAM_FILE = "downstream.parquet"
 
 _KEY_FIELDS = ("judge", "context", "subset")
 
@@ -103,34 +101,15 @@ def load_run(run_dir: Path) -> RunData:
 
 
 def load_downstream(run_dir: Path) -> pl.DataFrame | None:
-    """Downstream outcomes per reward model, read from `downstream.parquet` (or `downstream.csv`) in the run
-    directory when present. One row per RM × subset × k:
+    """Downstream outcomes a run directory holds (a prbj BoN run writes them), in the table format of
+    `prbj downstream` (docs/downstream.md): columns rm, source, subset, k, score, n, std, origin."""
+    path = run_dir / DOWNSTREAM_FILE
+    return read_downstream(path) if path.exists() else None
 
-    | column | type | meaning |
-    |---|---|---|
-    | `rm` | string | the judge name as it appears in judgments.parquet |
-    | `subset` | string | a subset name, or `all` |
-    | `k` | integer or null | best-of-k's k; null for methods without one (e.g. PPO) |
-    | `score` | float | the downstream score (e.g. mean gold rubric score of the picked answers) |
-    | `method` | string, optional | e.g. `best-of-k` (default) or `ppo` |
-    | `context` | string, optional | the judge's context setting, when it ran in several |
-    """
-    path = next((run_dir / name for name in DOWNSTREAM_FILES if (run_dir / name).exists()), None)
-    if path is None:
-        return None
-    try:
-        frame = pl.read_parquet(path) if path.suffix == ".parquet" else pl.read_csv(path)
-    except Exception as err:
-        raise DataError(f"{path}: cannot read: {err}") from None
-    missing = set(DOWNSTREAM_REQUIRED) - set(frame.columns)
-    if missing:
-        raise DataError(f"{path}: missing columns {', '.join(sorted(missing))}")
-    try:
-        frame = frame.with_columns(pl.col(name).cast(dtype) for name, dtype in DOWNSTREAM_REQUIRED.items())
-    except pl.exceptions.PolarsError as err:
-        raise DataError(f"{path}: column types: {err}") from None
-    if "method" not in frame.columns:
-        frame = frame.with_columns(pl.lit(DEFAULT_METHOD).alias("method"))
-    if "context" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("context"))
-    return frame.with_columns(pl.col("method").fill_null(DEFAULT_METHOD)).drop_nulls("score")
+
+def read_downstream(path: Path) -> pl.DataFrame:
+    """Any input `prbj downstream add` reads without --rm: a store folder, a downstream .parquet, or CSV/JSON
+    records with rm, subset, score (source, k, n, std optional)."""
+    from prbj.downstream import outcomes_frame, read_outcomes
+
+    return outcomes_frame(read_outcomes(Path(path)))

@@ -287,25 +287,29 @@ def _y_axis(
     return to_y
 
 
+def _entry_colours(content: ReportContent) -> dict[str, str]:
+    """One colour per leaderboard entry, so that an RM has the same colour in every downstream chart."""
+    return {row.entry.label: colour(i) for i, row in enumerate(content.leaderboard)}
+
+
 def curve_figures(content: ReportContent) -> list[Figure]:
     figures = []
-    methods = sorted({c.method for c in content.curves})
-    for method in methods:
-        curves = [c for c in content.curves if c.method == method]
-        figures.append(_curve_figure(method, curves))
+    sources = sorted({c.source for c in content.curves})
+    for source in sources:
+        curves = [c for c in content.curves if c.source == source]
+        figures.append(_curve_figure(source, curves, _entry_colours(content)))
     return figures
 
 
-def _curve_figure(method: str, curves: Sequence[Curve]) -> Figure:
-    labels = list(dict.fromkeys(c.label for c in curves))
-    paint = {label: colour(i) for i, label in enumerate(labels)}
+def _curve_figure(source: str, curves: Sequence[Curve], paint: dict[str, str]) -> Figure:
+    labels = [label for label in paint if any(c.label == label for c in curves)]
     subsets = sorted({c.subset for c in curves}, key=lambda s: (s != ALL_SUBSETS, s))
     columns = min(3, len(subsets))
     panel_w = (WIDTH - 20) / columns
     panel_h = 250.0
     legend_h = 30.0
     rows = math.ceil(len(subsets) / columns)
-    canvas = Canvas(WIDTH, legend_h + rows * (panel_h + 40), title=f"{method}: downstream score by k")
+    canvas = Canvas(WIDTH, legend_h + rows * (panel_h + 40), title=f"{source}: downstream score by k")
     _legend(canvas, [(label, paint[label]) for label in labels], 60, 14)
     for index, subset in enumerate(subsets):
         mine = [c for c in curves if c.subset == subset]
@@ -340,25 +344,25 @@ def _curve_figure(method: str, curves: Sequence[Curve]) -> Figure:
                     x, y, 3.5, fill=paint[curve.label], tooltip=f"{curve.label}: k={k}, {score:.4g}"
                 )
     return Figure(
-        f"best-of-k-{_slug(method)}",
-        f"Best-of-k curves ({method})",
+        f"best-of-k-{_slug(source)}",
+        f"Best-of-k curves ({source})",
         "Downstream score of the answer each reward model picks from the first k samples, by k.",
         canvas,
     )
 
 
 def scatter_figures(content: ReportContent) -> list[Figure]:
-    return [_scatter(c) for c in content.correlations if c.points]
+    return [_scatter(c, _entry_colours(content)) for c in content.correlations if c.points]
 
 
-def _scatter(correlation: Correlation) -> Figure:
+def _scatter(correlation: Correlation, paint: dict[str, str]) -> Figure:
     points = correlation.points
     left, top, plot_w, plot_h = 70.0, 34.0, 640.0, 340.0
     label_room = max(text_width(p.label, 11) for p in points) + 20
     canvas = Canvas(left + plot_w + label_room, top + plot_h + 50, title="Benchmark accuracy vs downstream")
     x_low, x_high = _padded_range([p.benchmark for p in points])
     to_y = _y_axis(canvas, left, plot_w, top, plot_h, *_padded_range([p.downstream for p in points]))
-    canvas.text(left - 60, top - 22, f"downstream score ({correlation.method})", size=11, fill=MUTED)
+    canvas.text(left - 60, top - 22, f"downstream score ({correlation.source})", size=11, fill=MUTED)
 
     def to_x(value: float) -> float:
         return left + (value - x_low) / (x_high - x_low) * plot_w
@@ -371,22 +375,23 @@ def _scatter(correlation: Correlation) -> Figure:
     )
     canvas.line(left, top + plot_h, left + plot_w, top + plot_h, stroke=INK)
     canvas.line(left, top, left, top + plot_h, stroke=INK)
-    for i, point in enumerate(points):
+    for point in points:
         x, y = to_x(point.benchmark), to_y(point.downstream)
         tooltip = (
             f"{point.label}: accuracy {fmt.percent(point.benchmark)}%, downstream {point.downstream:.4g}"
         )
-        canvas.circle(x, y, 6, fill=colour(i), stroke="#ffffff", tooltip=tooltip)
+        canvas.circle(x, y, 6, fill=paint.get(point.label, INK), stroke="#ffffff", tooltip=tooltip)
         canvas.text(x + 9, y, point.label, size=11)
     figures = (
         f"Spearman ρ {fmt.correlation(correlation.spearman)}, Kendall τ {fmt.correlation(correlation.kendall)}, "
         f"Pearson r {fmt.correlation(correlation.pearson)} over {correlation.n} reward models"
     )
     return Figure(
-        f"benchmark-vs-{_slug(correlation.method)}",
-        f"Benchmark accuracy vs downstream ({correlation.method})",
-        f"{figures}. Downstream figure: score at the largest k (or the single score) on 'all', else the "
-        "mean over subsets.",
+        f"benchmark-vs-{_slug(correlation.source)}",
+        f"Benchmark accuracy vs downstream ({correlation.source})",
+        f"{figures}. Downstream figure: subset 'all' (else the n-weighted mean over subsets, or the only "
+        "subset) at the k most RMs report, as prbj correlate takes it; prbj correlate adds intervals, "
+        "weighted τ, NDCG and RBO.",
         canvas,
     )
 

@@ -205,10 +205,10 @@ def failures_table(content: ReportContent) -> TextTable:
 
 
 def correlation_table(content: ReportContent) -> TextTable:
-    headers = ["downstream", "RMs", "Spearman ρ", "Kendall τ", "Pearson r"]
+    headers = ["source", "RMs", "Spearman ρ", "Kendall τ-b", "Pearson r"]
     rows = [
         [
-            c.method,
+            c.source,
             str(c.n),
             fmt.correlation(c.spearman),
             fmt.correlation(c.kendall),
@@ -222,8 +222,9 @@ def correlation_table(content: ReportContent) -> TextTable:
         headers,
         rows,
         [False, True, True, True, True],
-        "Benchmark: overall accuracy. Downstream: score at the largest k (or the single score). Correlations "
-        "need at least three reward models.",
+        "Benchmark: overall accuracy. Downstream: subset 'all' (else the n-weighted mean over subsets, or "
+        "the only subset) at the k most RMs report. Correlations need at least three reward models; prbj "
+        "correlate gives intervals, weighted τ, NDCG and RBO.",
     )
 
 

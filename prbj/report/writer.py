@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
 from rich.console import Console
 
 from prbj.report.console import print_report
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import report_sections
-from prbj.report.load import load_run
+from prbj.report.load import load_run, read_downstream
 from prbj.report.markdown import PLOTS_DIR, render_markdown
 
 MARKDOWN_FILE = "report.md"
@@ -33,6 +34,7 @@ def write_reports(
     *,
     console: Console | None = None,
     title: str | None = None,
+    downstream: Sequence[Path] = (),
 ) -> ReportFiles:
     """Render the runs into `out_dir` (the run directory itself when there is one run and no out_dir);
     print the terminal report to `console` when given."""
@@ -40,7 +42,8 @@ def write_reports(
     if not runs:
         raise ValueError("write_reports needs at least one run directory")
     target = Path(out_dir) if out_dir is not None else runs[0].run_dir
-    content = build_content(runs, title=title)
+    extra = [read_downstream(Path(path)) for path in downstream]
+    content = build_content(runs, title=title, extra_downstream=pl.concat(extra) if extra else None)
     sections = report_sections(content)
     plots_dir = target / PLOTS_DIR
     plots_dir.mkdir(parents=True, exist_ok=True)

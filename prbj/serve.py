@@ -1,0 +1,329 @@
+"""An HTTP reward server that exposes any prbj pointwise judge to PPO trainers (verl, TRL, OpenRLHF).
+
+Endpoints (JSON in, JSON out):
+
+- `POST /score {response_text, query, profile}` → `{"score": float}`: the contract of the official verl
+  reward function. Optional fields: `pair_id` (or `id`), `subset` (or `category`).
+- `POST /score/batch {"items": [{...}, ...]}` → `{"scores": [float, ...]}` in the order of `items`.
+- `POST /get_reward {"query": [...], "prompts": [...], "labels": [...]}` → `{"rewards": [...], "scores": [...]}`:
+  OpenRLHF's remote reward model contract (`--remote_rm_url http://host:port/get_reward`). `query[i]` is the
+  prompt followed by the response; `labels[i]` (from `--label_key`) is a JSON object, or a string holding
+  one, with `query` and `profile` (optionally `pair_id`, `subset`).
+- `GET /health` → `{"status": "ok", "judge": ..., "context": ..., "scored": n}`.
+
+Every scoring endpoint takes an optional `?scale=FACTOR` that multiplies the returned scores (e.g. 0.1 for the
+official setup's reward = score / 10 when the trainer cannot scale it itself).
+
+`profile` may be a list of `{id?, category?, text}` objects, a list of strings, or one string; a string in the
+official prompt format ("Post 1 (Category: c):\\ntext\\nPost 2 ...") is split back into its posts. The judge
+gets a `JudgeView` of context "profile" when it reads the profile and "none" otherwise, exactly as in
+`prbj judge`, so a served score equals the score `prbj judge` gives the same texts (for the `random` baseline
+pass the pair's `pair_id`: its draw depends on it). Malformed requests get 400 with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import re
+import signal
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from prbj.data.schema import Context, JudgeView, ProfilePost
+from prbj.errors import ConfigError
+from prbj.judges.base import Judge, PointwiseJudge
+
+MAX_BODY_BYTES = 64 * 2**20
+DEFAULT_SUBSET = "served"
+# The official verl data preparation joins the top-k posts as "Post i (Category: c):\n<text>" lines.
+_OFFICIAL_POST = re.compile(r"^Post \d+ \(Category: (?P<category>[^\n]*?)\):\n", re.MULTILINE)
+
+
+class RequestError(ValueError):
+    """A request the server cannot score: answered with 400 and this message."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRequest:
+    view: JudgeView
+    response_text: str
+
+
+def _text(body: Mapping[str, Any], field: str, where: str, *, required: bool) -> str | None:
+    value = body.get(field)
+    if value is None:
+        if required:
+            raise RequestError(f"field '{where}{field}': missing")
+        return None
+    if not isinstance(value, str):
+        raise RequestError(f"field '{where}{field}': expected a string, got {type(value).__name__}")
+    return value
+
+
+def parse_profile(value: Any, where: str = "") -> tuple[ProfilePost, ...]:
+    """The user's past posts from any of the accepted shapes (see the module docstring)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return _profile_from_string(value)
+    if not isinstance(value, list):
+        raise RequestError(f"field '{where}profile': expected a list or a string, got {type(value).__name__}")
+    posts = []
+    for index, item in enumerate(value):
+        if isinstance(item, str):
+            posts.append(ProfilePost(id=f"p{index + 1}", category="", text=item))
+            continue
+        if not isinstance(item, dict):
+            raise RequestError(f"field '{where}profile[{index}]': expected a string or an object with 'text'")
+        text = _text(item, "text", f"{where}profile[{index}].", required=True)
+        category = _text(item, "category", f"{where}profile[{index}].", required=False) or ""
+        post_id = item.get("id")
+        posts.append(
+            ProfilePost(
+                id=str(post_id) if post_id is not None else f"p{index + 1}", category=category, text=text
+            )
+        )
+    return tuple(posts)
+
+
+def _profile_from_string(value: str) -> tuple[ProfilePost, ...]:
+    if not value.strip():
+        return ()
+    headers = list(_OFFICIAL_POST.finditer(value))
+    if not headers or headers[0].start() != 0:
+        return (ProfilePost(id="p1", category="", text=value),)
+    posts = []
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(value)
+        text = value[header.end() : end].removesuffix("\n")
+        posts.append(ProfilePost(id=f"p{index + 1}", category=header["category"], text=text))
+    return tuple(posts)
+
+
+def parse_request(body: Any, context: Context, where: str = "") -> ScoreRequest:
+    if not isinstance(body, dict):
+        raise RequestError(f"{where.rstrip('.') or 'body'}: expected a JSON object")
+    response_text = _text(body, "response_text", where, required=True)
+    query = _text(body, "query", where, required=False) or ""
+    profile = parse_profile(body.get("profile"), where)
+    pair_id = _text(body, "pair_id", where, required=False) or _text(body, "id", where, required=False)
+    subset = _text(body, "subset", where, required=False) or _text(body, "category", where, required=False)
+    view = JudgeView(
+        pair_id=pair_id or _derived_pair_id(query, profile),
+        subset=subset or DEFAULT_SUBSET,
+        question=query,
+        profile=profile if context != "none" else (),
+        context=context,
+    )
+    return ScoreRequest(view=view, response_text=response_text or "")
+
+
+def _derived_pair_id(query: str, profile: Sequence[ProfilePost]) -> str:
+    """Answers to the same question for the same user share an id, as they would in one benchmark pair."""
+    blob = json.dumps([query, [(p.id, p.category, p.text) for p in profile]], ensure_ascii=False)
+    return "served-" + hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def served_context(judge: Judge) -> Context:
+    if not isinstance(judge, PointwiseJudge):
+        raise ConfigError(
+            f"judge {judge.name!r} compares two answers; a reward server needs a judge that scores one answer"
+        )
+    if judge.context == "oracle":
+        raise ConfigError(
+            f"judge {judge.name!r} reads the scoring rubric (oracle context), which a training request lacks"
+        )
+    return judge.context
+
+
+class RewardService:
+    """Scores requests with one judge; answers that share a question and profile go to the judge together."""
+
+    def __init__(self, judge: Judge, *, concurrency: int = 16) -> None:
+        self.context = served_context(judge)
+        self.judge: PointwiseJudge = judge  # type: ignore[assignment]
+        self._gate = asyncio.Semaphore(concurrency)
+        self.scored = 0
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[float]:
+        groups: dict[Hashable, list[int]] = {}
+        for index, request in enumerate(requests):
+            view = request.view
+            groups.setdefault((view.pair_id, view.subset, view.question, view.profile), []).append(index)
+        scores: list[float] = [math.nan] * len(requests)
+
+        async def run(indexes: list[int]) -> None:
+            view = requests[indexes[0]].view
+            async with self._gate:
+                values = await self.judge.score(view, [requests[i].response_text for i in indexes])
+            if len(values) != len(indexes):
+                raise RuntimeError(f"judge returned {len(values)} scores for {len(indexes)} answers")
+            for i, value in zip(indexes, values, strict=True):
+                scores[i] = float(value)
+
+        async with asyncio.TaskGroup() as group:
+            for indexes in groups.values():
+                group.create_task(run(indexes))
+        if not all(math.isfinite(s) for s in scores):
+            raise RuntimeError("judge returned a non-finite score")
+        self.scored += len(requests)
+        return scores
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app.router.add_get("/health", self._health)
+        app.router.add_post("/score", self._score_one)
+        app.router.add_post("/score/batch", self._score_batch)
+        app.router.add_post("/get_reward", self._get_reward)
+        return app
+
+    async def _health(self, _: web.Request) -> web.Response:
+        return web.json_response(
+            {"status": "ok", "judge": self.judge.name, "context": self.context, "scored": self.scored}
+        )
+
+    async def _score_one(self, request: web.Request) -> web.Response:
+        return await self._answer(request, batch=False)
+
+    async def _score_batch(self, request: web.Request) -> web.Response:
+        return await self._answer(request, batch=True)
+
+    async def _get_reward(self, request: web.Request) -> web.Response:
+        return await self._answer(request, batch=True, shape="openrlhf")
+
+    async def _answer(self, request: web.Request, *, batch: bool, shape: str = "prbj") -> web.Response:
+        try:
+            scale = _scale(request.query.get("scale"))
+            body = json.loads(await request.text())
+        except RequestError as err:
+            return _error(400, str(err))
+        except json.JSONDecodeError as err:
+            return _error(400, f"body: invalid JSON at line {err.lineno}: {err.msg}")
+        try:
+            if shape == "openrlhf":
+                requests = _openrlhf_requests(body, self.context)
+            elif batch:
+                requests = _batch_requests(body, self.context)
+            else:
+                requests = [parse_request(body, self.context)]
+        except RequestError as err:
+            return _error(400, str(err))
+        try:
+            scores = [scale * s for s in await self.score(requests)]
+        except Exception as err:  # a judge failure must reach the trainer as an error, never as a score
+            detail = err.exceptions[0] if isinstance(err, ExceptionGroup) else err
+            return _error(500, f"judge {self.judge.name} failed: {type(detail).__name__}: {detail}")
+        if shape == "openrlhf":
+            return web.json_response({"rewards": scores, "scores": scores})
+        return web.json_response({"scores": scores} if batch else {"score": scores[0]})
+
+
+def _scale(value: str | None) -> float:
+    if value is None:
+        return 1.0
+    try:
+        scale = float(value)
+    except ValueError:
+        raise RequestError(f"query parameter 'scale': expected a number, got {value!r}") from None
+    if not math.isfinite(scale):
+        raise RequestError("query parameter 'scale': expected a finite number")
+    return scale
+
+
+def _openrlhf_requests(body: Any, context: Context) -> list[ScoreRequest]:
+    """OpenRLHF sends the prompt+response texts, the prompts, and one label per sample; the response is what
+    follows the prompt, and the label carries the question and profile the prompt was built from."""
+    if not isinstance(body, dict):
+        raise RequestError("body: expected a JSON object with query, prompts and labels")
+    fields = {}
+    for field in ("query", "prompts", "labels"):
+        value = body.get(field)
+        if not isinstance(value, list):
+            hint = (
+                " (start OpenRLHF with --label_key naming a column of {query, profile} JSON)"
+                if field == "labels"
+                else ""
+            )
+            raise RequestError(f"field '{field}': expected a list{hint}")
+        fields[field] = value
+    if not len(fields["query"]) == len(fields["prompts"]) == len(fields["labels"]):
+        raise RequestError("fields 'query', 'prompts' and 'labels' differ in length")
+    requests = []
+    for index, (full, prompt, label) in enumerate(
+        zip(fields["query"], fields["prompts"], fields["labels"], strict=True)
+    ):
+        if not isinstance(full, str) or not isinstance(prompt, str):
+            raise RequestError(f"field 'query[{index}]' / 'prompts[{index}]': expected strings")
+        start = full.find(prompt)
+        if start < 0:
+            raise RequestError(f"field 'query[{index}]': does not contain prompts[{index}]")
+        if isinstance(label, str):
+            try:
+                label = json.loads(label)
+            except json.JSONDecodeError:
+                raise RequestError(f"field 'labels[{index}]': expected JSON with query and profile") from None
+        if not isinstance(label, dict):
+            raise RequestError(f"field 'labels[{index}]': expected an object with query and profile")
+        body_for_item = {**label, "response_text": full[start + len(prompt) :]}
+        requests.append(parse_request(body_for_item, context, f"labels[{index}]."))
+    return requests
+
+
+def _batch_requests(body: Any, context: Context) -> list[ScoreRequest]:
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        raise RequestError("field 'items': expected a list of {response_text, query, profile} objects")
+    return [parse_request(item, context, f"items[{index}].") for index, item in enumerate(items)]
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def serve(
+    judge: Judge,
+    *,
+    host: str,
+    port: int,
+    concurrency: int = 16,
+    on_ready: Callable[[str], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Serve until `stop` is set (or SIGINT/SIGTERM arrives); `on_ready` gets the base URL once bound, with the
+    real port when `port` is 0."""
+    service = RewardService(judge, concurrency=concurrency)
+    runner = web.AppRunner(service.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    handled = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+            handled.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass  # not the main thread, or a platform without loop signal handlers
+    try:
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except OSError as err:
+            raise ConfigError(f"--host {host} --port {port}: cannot listen: {err.strerror or err}") from err
+        bound_host, bound_port = runner.addresses[0][:2]
+        if on_ready is not None:
+            on_ready(f"http://{_url_host(bound_host)}:{bound_port}")
+        await stop.wait()
+    finally:
+        for signum in handled:
+            loop.remove_signal_handler(signum)
+        await runner.cleanup()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
