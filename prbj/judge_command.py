@@ -95,6 +95,7 @@ def run_judge_command(
     if usage:
         console.print(usage_table(usage))
     console.print(f"run directory: {result.run_dir}")
+    console.print(f"report: {result.run_dir / 'report.html'}")
     if cache_only:
         missing = int((result.judgments["status"] == "skipped_cache").sum())
         if missing:

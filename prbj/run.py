@@ -110,6 +110,7 @@ def execute(
         extra["planner"] = planner.describe()
         _write_planner_outputs(run_dir / "planner.jsonl", planner)
     write_run(run_dir, dataset, judges, config, frame, summary, started, finished, extra)
+    _write_reports(run_dir)
     return RunResult(run_dir, frame, summary, started, finished, extra)
 
 
@@ -127,6 +128,13 @@ def _write_planner_outputs(path: Path, planner: Planner) -> None:
         for out in sorted(planner.outputs(), key=lambda o: o.pair_id)
     ]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def _write_reports(run_dir: Path) -> None:
+    # Imported here: the report modules are only needed once the run's data is on disk.
+    from prbj.report.writer import write_reports
+
+    write_reports([run_dir])
 
 
 def _config_hash(dataset: Dataset, judges: Sequence[Judge], config: RunConfig) -> str:

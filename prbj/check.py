@@ -1,0 +1,262 @@
+"""`prbj check`: a regression gate comparing a run with a baseline, for CI.
+
+For every judge × context × subset in the baseline (subset `all` included):
+- accuracy: FAIL when it dropped by more than the tolerance AND McNemar's paired test on the items both runs
+  judged says the drop is significant at alpha; WARN (and pass) when it dropped beyond the tolerance but
+  the test cannot tell the drop from noise;
+- failures: FAIL when the share of judgments that failed (parse or API error, budget skip) exceeds the bound.
+For the run as a whole, FAIL when its spend exceeds the cost bound.
+A baseline group missing from the run, or a baseline made on other data, is a data error (exit 2), not a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from prbj.baseline import Baseline, GroupKey, Outcomes, item_outcomes, spent_usd
+from prbj.errors import DataError
+from prbj.mcnemar import McNemarResult, paired_test
+from prbj.report.load import RunData
+from prbj.stats import ALL_SUBSETS, GroupStats
+
+Status = Literal["pass", "warn", "fail"]
+EXIT_PASS = 0
+EXIT_REGRESSION = 1
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    tolerance_points: float = 2.0
+    alpha: float = 0.05
+    max_error_rate: float | None = 0.05
+    max_cost_usd: float | None = None
+    judges: tuple[str, ...] = ()
+    subsets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupCheck:
+    judge: str
+    context: str
+    subset: str
+    baseline_accuracy: float | None
+    accuracy: float | None
+    delta_points: float | None
+    paired_items: int
+    lost: int
+    gained: int
+    p_value: float
+    test: str
+    error_rate: float | None
+    status: Status
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    run: str
+    baseline: str
+    settings: CheckSettings
+    groups: list[GroupCheck]
+    spent_usd: float | None
+    failures: list[str]
+    warnings: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_PASS if self.passed else EXIT_REGRESSION
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "run": self.run,
+            "baseline": self.baseline,
+            "settings": asdict(self.settings),
+            "spent_usd": self.spent_usd,
+            "failures": self.failures,
+            "warnings": self.warnings,
+            "groups": [asdict(g) for g in self.groups],
+        }
+
+
+def group_label(judge: str, context: str, subset: str) -> str:
+    return f"judge {judge!r} (context {context}) on subset {subset!r}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _error_rate(row: GroupStats) -> float | None:
+    if not row.n:
+        return None
+    # Everything not "ok": parse and API errors, budget and cache skips, statuses added later alike.
+    return (row.n - (row.n_ok or 0)) / row.n
+
+
+def _known_outcomes(outcomes: Outcomes, keys: set[str] | None) -> dict[str, bool]:
+    return {k: v for k, v in outcomes.items() if v is not None and (keys is None or k in keys)}
+
+
+def check_group(
+    base: GroupStats,
+    current: GroupStats,
+    base_items: Outcomes,
+    run_items: Outcomes,
+    subset_keys: set[str] | None,
+    settings: CheckSettings,
+) -> GroupCheck:
+    paired, test = paired_test(
+        _known_outcomes(base_items, subset_keys), _known_outcomes(run_items, subset_keys)
+    )
+    delta = (
+        None
+        if base.accuracy is None or current.accuracy is None
+        else 100.0 * (current.accuracy - base.accuracy)
+    )
+    status: Status = "pass"
+    reasons: list[str] = []
+    label = group_label(base.judge, base.context, base.subset)
+    if current.accuracy is None and base.accuracy is not None:
+        status = "fail"
+        reasons.append(f"{label}: no successful judgments (baseline accuracy {_pct(base.accuracy)})")
+    elif delta is not None and delta < -settings.tolerance_points:
+        change = (
+            f"{label}: accuracy {_pct(base.accuracy)} → {_pct(current.accuracy)} ({delta:+.1f} pts, "
+            f"tolerance {settings.tolerance_points:g}); {test.describe()}"
+        )
+        if test.p_value < settings.alpha:
+            status = "fail"
+            reasons.append(f"{change} < alpha {settings.alpha:g}")
+        else:
+            status = "warn"
+            reasons.append(f"{change} ≥ alpha {settings.alpha:g}: not significant, passing")
+    error_rate = _error_rate(current)
+    if (
+        settings.max_error_rate is not None
+        and error_rate is not None
+        and error_rate > settings.max_error_rate
+    ):
+        status = "fail"
+        reasons.append(
+            f"{label}: {_pct(error_rate)} of judgments failed (bound {_pct(settings.max_error_rate)})"
+        )
+    return _group(base, current, delta, paired, test, error_rate, status, reasons)
+
+
+def _group(
+    base: GroupStats,
+    current: GroupStats,
+    delta: float | None,
+    paired: int,
+    test: McNemarResult,
+    error_rate: float | None,
+    status: Status,
+    reasons: list[str],
+) -> GroupCheck:
+    return GroupCheck(
+        judge=base.judge,
+        context=base.context,
+        subset=base.subset,
+        baseline_accuracy=base.accuracy,
+        accuracy=current.accuracy,
+        delta_points=delta,
+        paired_items=paired,
+        lost=test.lost,
+        gained=test.gained,
+        p_value=test.p_value,
+        test=test.method,
+        error_rate=error_rate,
+        status=status,
+        reasons=reasons,
+    )
+
+
+def _match_subset(name: str, available: list[str]) -> str:
+    lowered = name.lower()
+    exact = [s for s in available if s.lower() == lowered]
+    if exact:
+        return exact[0]
+    matches = [s for s in available if s.lower().startswith(lowered)]
+    if len(matches) == 1:
+        return matches[0]
+    raise DataError(f"--subset {name!r}: not in the baseline; it has {', '.join(available)}")
+
+
+def _selected(baseline: Baseline, settings: CheckSettings) -> list[GroupStats]:
+    rows = baseline.results
+    if settings.judges:
+        known = {r.judge for r in rows}
+        for judge in settings.judges:
+            if judge not in known:
+                raise DataError(f"--judge {judge!r}: not in the baseline; it has {', '.join(sorted(known))}")
+        rows = [r for r in rows if r.judge in settings.judges]
+    if settings.subsets:
+        available = list(dict.fromkeys(r.subset for r in baseline.results))
+        wanted = {_match_subset(name, available) for name in settings.subsets}
+        rows = [r for r in rows if r.subset in wanted]
+    return rows
+
+
+def check_run(
+    run: RunData, baseline: Baseline, settings: CheckSettings, *, baseline_path: str
+) -> CheckReport:
+    base_print = baseline.dataset.get("fingerprint")
+    run_print = run.dataset.get("fingerprint")
+    if base_print and run_print and base_print != run_print:
+        raise DataError(
+            f"{run.run_dir}: dataset fingerprint {run_print} differs from the baseline's {base_print} "
+            f"({baseline_path}): the runs judged different pairs; write a new baseline with --update-baseline"
+        )
+    run_rows = {(r.judge, r.context, r.subset): r for r in run.results}
+    run_outcomes, _ = item_outcomes(run.judgments)
+    keys_by_subset: dict[str, set[str]] = {}
+    for key, subset in baseline.items.items():
+        keys_by_subset.setdefault(subset, set()).add(key)
+    groups: list[GroupCheck] = []
+    for base in _selected(baseline, settings):
+        current = run_rows.get((base.judge, base.context, base.subset))
+        if current is None:
+            raise DataError(
+                f"{run.run_dir}: {group_label(base.judge, base.context, base.subset)} is in the baseline "
+                f"{baseline_path} but not in the run"
+            )
+        group_key: GroupKey = (base.judge, base.context)
+        subset_keys = None if base.subset == ALL_SUBSETS else keys_by_subset.get(base.subset, set())
+        groups.append(
+            check_group(
+                base,
+                current,
+                baseline.outcomes.get(group_key, {}),
+                run_outcomes.get(group_key, {}),
+                subset_keys,
+                settings,
+            )
+        )
+    failures = [reason for g in groups if g.status == "fail" for reason in g.reasons]
+    warnings = [reason for g in groups if g.status == "warn" for reason in g.reasons]
+    checked = {(r.judge, r.context) for r in baseline.results}
+    for judge, context in dict.fromkeys((r.judge, r.context) for r in run.results):
+        if (judge, context) not in checked and not settings.judges:
+            warnings.append(f"judge {judge!r} (context {context}) is not in the baseline: not checked")
+    spent = spent_usd(run.judgments)
+    if settings.max_cost_usd is not None:
+        if spent is None:
+            warnings.append("the run recorded no cost (no cost_usd column): --max-cost not checked")
+        elif spent > settings.max_cost_usd:
+            failures.append(f"the run spent ${spent:.4f}, above --max-cost ${settings.max_cost_usd:g}")
+    return CheckReport(
+        run=str(run.run_dir),
+        baseline=baseline_path,
+        settings=settings,
+        groups=groups,
+        spent_usd=spent,
+        failures=failures,
+        warnings=warnings,
+    )

@@ -1,0 +1,49 @@
+"""The report on the terminal: the same tables as report.md, drawn with Rich."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from prbj.report.content import ReportContent
+from prbj.report.layout import DEMO_WARNING, Section, report_sections
+from prbj.report.tables import TextTable
+
+# The terminal report leaves out what only makes sense next to a chart or is already in the run header.
+_SKIP_ON_TERMINAL = {"runs"}
+
+
+def rich_table(table: TextTable) -> Table:
+    rendered = Table(title=table.title, caption=table.note or None, title_justify="left")
+    for index, (header, numeric) in enumerate(zip(table.headers, table.numeric, strict=True)):
+        # Names (judge, context, run) stay whole; numbers and free text give way first.
+        label = not numeric and index < len(table.headers) - 1
+        rendered.add_column(header, justify="right" if numeric else "left", overflow="fold", no_wrap=label)
+    for row in table.rows:
+        rendered.add_row(*row)
+    return rendered
+
+
+def print_report(content: ReportContent, console: Console) -> None:
+    console.rule(content.title)
+    sections: Sequence[Section] = report_sections(content, terse=True)
+    for run in content.runs:
+        console.print(
+            f"[bold]{run.run_id}[/bold]  dataset {run.dataset_source} ({run.n_pairs} pairs, "
+            f"fingerprint {run.fingerprint}), seed {run.seed}",
+            highlight=False,
+        )
+    for section in sections:
+        if section.key in _SKIP_ON_TERMINAL:
+            continue
+        if section.intro:
+            console.print(f"[bold]{section.title}[/bold]: [dim]{section.intro}[/dim]", highlight=False)
+        if section.key == "cost" and not content.has_cost:
+            continue
+        for table in section.tables:
+            if table.rows:
+                console.print(rich_table(table))
+    if any(run.is_demo_sample for run in content.runs):
+        console.print(f"[dim]{DEMO_WARNING}[/dim]")

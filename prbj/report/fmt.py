@@ -1,0 +1,67 @@
+"""Number formats shared by the terminal, Markdown and HTML reports, so the three print the same figures."""
+
+from __future__ import annotations
+
+from prbj.stats import ALL_SUBSETS, GroupStats
+
+NA = "n/a"
+DASH = "—"
+
+# Report headers have more room than terminal columns: shorter than the official names, still readable.
+REPORT_SUBSET = {
+    "Art_and_Entertainment": "Art & Entertainment",
+    "Lifestyle_and_Personal_Development": "Lifestyle & Personal Dev.",
+    "Society_and_Culture": "Society & Culture",
+}
+
+
+def short_subset(subset: str, *, terse: bool = False) -> str:
+    """A subset's column or panel name; `terse` for terminal columns."""
+    if subset == ALL_SUBSETS:
+        return "overall"
+    from prbj.report.terminal import SHORT_SUBSET
+
+    return (SHORT_SUBSET if terse else REPORT_SUBSET).get(subset, subset)
+
+
+def percent(value: float | None, digits: int = 1) -> str:
+    return DASH if value is None else f"{100 * value:.{digits}f}"
+
+
+def points(value: float | None) -> str:
+    """A signed difference in percentage points."""
+    if value is None:
+        return DASH
+    rounded = round(100 * value, 1)
+    # A difference that rounds to zero is zero, not "-0.0".
+    return "0.0" if rounded == 0 else f"{rounded:+.1f}"
+
+
+def accuracy_with_ci(row: GroupStats | None) -> str:
+    if row is None or row.accuracy is None:
+        return DASH
+    if row.ci_low is None or row.ci_high is None:
+        return percent(row.accuracy)
+    return f"{percent(row.accuracy)} ({percent(row.ci_low)}–{percent(row.ci_high)})"
+
+
+def usd(value: float | None) -> str:
+    if value is None:
+        return NA
+    if value == 0:
+        return "$0"
+    return f"${value:.4f}" if value < 0.01 else f"${value:.2f}"
+
+
+def seconds(value: float | None) -> str:
+    return NA if value is None else f"{value:.2f} s"
+
+
+def p_value(value: float | None) -> str:
+    if value is None:
+        return DASH
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def correlation(value: float | None) -> str:
+    return NA if value is None else f"{value:+.3f}"

@@ -1,0 +1,104 @@
+"""The order and wording of a report's sections, shared by the Markdown and HTML renderers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prbj.report import plots, tables
+from prbj.report.content import ReportContent
+from prbj.report.load import DOWNSTREAM_FILE
+from prbj.report.plots import Figure
+from prbj.report.tables import TextTable
+
+DEMO_WARNING = (
+    "This run used the bundled demo sample, not the benchmark: its figures say nothing about a model's real "
+    "accuracy. Use --dataset hf:QiyaoMa/Personalized-RewardBench for real figures."
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    intro: str = ""
+    tables: list[TextTable] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+
+
+def report_sections(content: ReportContent, *, terse: bool = False) -> list[Section]:
+    """The report's sections in order; `terse` shortens column names for the terminal."""
+    sections = [
+        Section("runs", "Runs", tables=[tables.runs_table(content)]),
+        Section(
+            "leaderboard",
+            "Leaderboard",
+            tables=[tables.leaderboard_table(content, terse=terse)],
+            figures=_present(plots.accuracy_figure(content)),
+        ),
+    ]
+    if content.position:
+        sections.append(
+            Section(
+                "position",
+                "Position bias",
+                tables=[tables.position_table(content)],
+                figures=_present(plots.position_figure(content)),
+            )
+        )
+    else:
+        sections.append(
+            Section(
+                "position",
+                "Position bias",
+                intro="No pairwise judgments in these runs: position bias applies to judges that see both "
+                "answers at once as A and B.",
+            )
+        )
+    sections.append(
+        Section(
+            "length",
+            "Length control",
+            tables=[tables.length_table(content)],
+            figures=_present(plots.length_figure(content)),
+        )
+    )
+    cost_intro = (
+        ""
+        if content.has_cost
+        else "No judgment in these runs recorded a cost (column cost_usd): cost per 100 judgments is n/a."
+    )
+    sections.append(
+        Section(
+            "cost",
+            "Cost",
+            intro=cost_intro,
+            tables=[tables.cost_table(content)],
+            figures=_present(plots.cost_figure(content)),
+        )
+    )
+    if content.failures:
+        sections.append(Section("failures", "Failures", tables=[tables.failures_table(content)]))
+    if content.has_downstream:
+        sections.append(
+            Section(
+                "downstream",
+                "Downstream",
+                tables=[tables.correlation_table(content)] if content.correlations else [],
+                figures=plots.curve_figures(content) + plots.scatter_figures(content),
+            )
+        )
+    else:
+        sections.append(
+            Section(
+                "downstream",
+                "Downstream",
+                intro=f"No downstream outcomes for these runs: a {DOWNSTREAM_FILE} in a run directory (columns "
+                "rm, source, subset, k, score; see prbj downstream) or prbj report --downstream STORE draws "
+                "best-of-k curves and the benchmark-vs-downstream scatter.",
+            )
+        )
+    return sections
+
+
+def _present(figure: Figure | None) -> list[Figure]:
+    return [] if figure is None else [figure]

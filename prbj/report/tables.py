@@ -1,0 +1,233 @@
+"""The report's tables as rows of formatted strings: one definition that the terminal, Markdown and HTML
+renderers each lay out in their own way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prbj.report import fmt
+from prbj.report.content import ReportContent
+
+
+@dataclass(frozen=True)
+class TextTable:
+    name: str
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    # Which columns hold numbers: right-aligned everywhere.
+    numeric: list[bool]
+    note: str = ""
+
+
+def _entry_cells(entry_run: str, judge: str, context: str, several: bool) -> list[str]:
+    return [judge, context, *([entry_run] if several else [])]
+
+
+def _entry_headers(several: bool) -> list[str]:
+    return ["judge", "context", *(["run"] if several else [])]
+
+
+def runs_table(content: ReportContent) -> TextTable:
+    rows = [
+        [
+            run.run_id,
+            run.dataset_source,
+            run.fingerprint,
+            fmt.DASH if run.n_pairs is None else str(run.n_pairs),
+            str(run.seed),
+            run.started or fmt.DASH,
+            run.version or fmt.DASH,
+        ]
+        for run in content.runs
+    ]
+    headers = ["run", "dataset", "fingerprint", "pairs", "seed", "started", "prbj"]
+    return TextTable("runs", "Runs", headers, rows, [False, False, False, True, True, False, False])
+
+
+def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTable:
+    several = len(content.runs) > 1
+    costs = {row.entry: row for row in content.costs}
+    headers = [
+        "#",
+        *_entry_headers(several),
+        "overall % (95% CI)",
+        *[fmt.short_subset(s, terse=terse) + " %" for s in content.subsets],
+        "ties %",
+        "LC acc %",
+        "failed",
+        "$ / 100",
+    ]
+    rows = []
+    for rank, row in enumerate(content.leaderboard, start=1):
+        e = row.entry
+        cost = costs.get(e)
+        rows.append(
+            [
+                str(rank),
+                *_entry_cells(e.run, e.judge, e.context, several),
+                fmt.accuracy_with_ci(row.overall),
+                *[
+                    fmt.percent(row.by_subset[s].accuracy) if s in row.by_subset else fmt.DASH
+                    for s in content.subsets
+                ],
+                fmt.percent(row.overall.tie_rate),
+                fmt.percent(row.overall.length_controlled_accuracy),
+                f"{row.failed}/{row.overall.n}",
+                fmt.usd(cost.per_100_usd if cost else None),
+            ]
+        )
+    k = len(_entry_headers(several))
+    numeric = [True, *[False] * k, *[True] * (len(headers) - 1 - k)]
+    return TextTable(
+        "leaderboard",
+        "Leaderboard",
+        headers,
+        rows,
+        numeric,
+        "Accuracy over judgments that succeeded; ties and failures never count as correct. LC acc: "
+        "length-controlled accuracy. $ / 100: cost per 100 judgments (n/a when not recorded).",
+    )
+
+
+def position_table(content: ReportContent) -> TextTable:
+    several = len(content.runs) > 1
+    headers = [
+        *_entry_headers(several),
+        "chosen as A %",
+        "n (A)",
+        "chosen as B %",
+        "n (B)",
+        "A − B pts",
+        "picked A %",
+    ]
+    consistency = any(r.order_consistency is not None for r in content.position)
+    headers += ["order-consistent %"] if consistency else []
+    rows = [
+        [
+            *_entry_cells(r.entry.run, r.entry.judge, r.entry.context, several),
+            fmt.percent(r.accuracy_a),
+            str(r.n_a),
+            fmt.percent(r.accuracy_b),
+            str(r.n_b),
+            fmt.points(r.gap),
+            fmt.percent(r.picked_a),
+            *([fmt.percent(r.order_consistency)] if consistency else []),
+        ]
+        for r in content.position
+    ]
+    k = len(_entry_headers(several))
+    return TextTable(
+        "position",
+        "Position bias",
+        headers,
+        rows,
+        [False] * k + [True] * (len(headers) - k),
+        "Pairwise judges only. An unbiased judge has the same accuracy whichever slot the chosen answer is "
+        "shown in, and picks A about half the time. Order-consistent (--order both): share of pairs with the "
+        "same answer picked in both orders.",
+    )
+
+
+def length_table(content: ReportContent) -> TextTable:
+    several = len(content.runs) > 1
+    headers = [*_entry_headers(several), "raw %", "length-controlled %", "LC − raw pts", "picked longer %"]
+    rows = []
+    for row in content.leaderboard:
+        raw, lc = row.overall.accuracy, row.overall.length_controlled_accuracy
+        rows.append(
+            [
+                *_entry_cells(row.entry.run, row.entry.judge, row.entry.context, several),
+                fmt.percent(raw),
+                fmt.percent(lc),
+                fmt.points(None if raw is None or lc is None else lc - raw),
+                fmt.percent(row.overall.picked_longer),
+            ]
+        )
+    k = len(_entry_headers(several))
+    return TextTable(
+        "length",
+        "Length control",
+        headers,
+        rows,
+        [False] * k + [True] * 4,
+        "Length-controlled accuracy weighs chosen-longer and chosen-shorter pairs equally.",
+    )
+
+
+def cost_table(content: ReportContent) -> TextTable:
+    several = len(content.runs) > 1
+    headers = [*_entry_headers(several), "judgments", "total", "per 100", "cached %", "median latency"]
+    rows = [
+        [
+            *_entry_cells(r.entry.run, r.entry.judge, r.entry.context, several),
+            str(r.judgments),
+            fmt.usd(r.total_usd),
+            fmt.usd(r.per_100_usd),
+            fmt.percent(r.cached_share) if r.cached_share is not None else fmt.NA,
+            fmt.seconds(r.median_latency_s),
+        ]
+        for r in content.costs
+    ]
+    k = len(_entry_headers(several))
+    return TextTable("cost", "Cost", headers, rows, [False] * k + [True] * 5)
+
+
+def failures_table(content: ReportContent) -> TextTable:
+    several = len(content.runs) > 1
+    headers = [
+        *_entry_headers(several),
+        "parse errors",
+        "API errors",
+        "skipped (budget)",
+        "most common errors",
+    ]
+    rows = [
+        [
+            *_entry_cells(r.entry.run, r.entry.judge, r.entry.context, several),
+            f"{r.parse_errors}/{r.total}",
+            f"{r.api_errors}/{r.total}",
+            f"{r.skipped}/{r.total}",
+            "; ".join(_shorten(message) for message in r.examples) or fmt.DASH,
+        ]
+        for r in content.failures
+    ]
+    k = len(_entry_headers(several))
+    return TextTable(
+        "failures",
+        "Failures",
+        headers,
+        rows,
+        [False] * k + [True] * 3 + [False],
+        "Failures are counted apart and excluded from accuracy. Skipped: not sent because of the budget "
+        "(--max-cost) or absent from the cache (--cache-only).",
+    )
+
+
+def correlation_table(content: ReportContent) -> TextTable:
+    headers = ["source", "RMs", "Spearman ρ", "Kendall τ-b", "Pearson r"]
+    rows = [
+        [
+            c.source,
+            str(c.n),
+            fmt.correlation(c.spearman),
+            fmt.correlation(c.kendall),
+            fmt.correlation(c.pearson),
+        ]
+        for c in content.correlations
+    ]
+    return TextTable(
+        "correlation",
+        "Benchmark vs downstream",
+        headers,
+        rows,
+        [False, True, True, True, True],
+        "Benchmark: overall accuracy. Downstream: subset 'all' (else the n-weighted mean over subsets, or "
+        "the only subset) at the k most RMs report. Correlations need at least three reward models; prbj "
+        "correlate gives intervals, weighted τ, NDCG and RBO.",
+    )
+
+
+def _shorten(message: str, limit: int = 120) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
