@@ -117,6 +117,7 @@ def chain(keys: None, server: ProviderServer, tmp_path_factory: pytest.TempPathF
     before = ws.sent()
     output = prbj("bon", "evaluate", str(run), "--gold", "gold", *ws.cache)
     counts["evaluate"] = ws.sent() - before
+    first_summary = (run / "summary.json").read_bytes()
     before = ws.sent()
     prbj("bon", "evaluate", str(run), "--gold", "gold", *ws.cache)
     counts["evaluate rerun"] = ws.sent() - before
@@ -127,6 +128,7 @@ def chain(keys: None, server: ProviderServer, tmp_path_factory: pytest.TempPathF
         "counts": counts,
         "requests": list(server.requests),
         "evaluate_output": output,
+        "first_summary": first_summary,
     }
 
 
@@ -214,8 +216,10 @@ def test_summary_matches_an_independent_recomputation(chain) -> None:
     picks = pl.read_parquet(run / "picks.parquet")
     llm_k4 = picks.filter(pl.col("rm") == "gemini-3-flash:pointwise", pl.col("k") == 4)
     assert llm_k4["sample_index"].to_list() == [1] * len(QUESTIONS)
-    # Summary and evaluate's table show the same figures; a rerun writes the same summary.json.
-    assert "length" in chain["evaluate_output"] and "k=4" in chain["evaluate_output"]
+    # The terminal table shows the same figures; evaluating again writes the same summary.json.
+    length_row = next(line for line in chain["evaluate_output"].splitlines() if line.startswith("length"))
+    assert length_row.split()[1:4] == ["0.500", "1.000", "—"]
+    assert (run / "summary.json").read_bytes() == chain["first_summary"]
 
 
 def test_official_summary_and_downstream_table(chain) -> None:
