@@ -243,6 +243,10 @@ async def test_gold_grade_normalises_and_counts_failures_apart() -> None:
     assert grade.status == "skipped_budget" and grade.score is None
     assert GoldGrade("ok", [0, 0, 0]).score == 0.0
 
+    gateway = _Gateway([])
+    grade = await GoldJudge.for_mode(_provider(), gateway, "per-aspect").grade(_pair(rubric_aspects=[]), "x")  # type: ignore[arg-type]
+    assert grade.status == "no_rubric" and grade.score is None and gateway.requests == []
+
 
 def test_curves_exclude_failures_from_the_mean_and_count_them() -> None:
     picks = pl.DataFrame(

@@ -41,7 +41,7 @@ EVALUATION_SCHEMA: dict[str, Any] = {
     "k": pl.Int64,
     "sample_index": pl.Int64,
     "gold_score": pl.Float64,
-    # ok, no_pick, or the gold judge's failure (parse_error, api_error, skipped_budget, skipped_cache)
+    # ok, no_pick, or the gold judge's failure (parse_error, api_error, skipped_budget, skipped_cache, no_rubric)
     "status": pl.String,
 }
 DOWNSTREAM_SOURCE = "bon"

@@ -155,6 +155,8 @@ class GoldJudge:
         ]
 
     async def grade(self, pair: Pair, answer: str) -> GoldGrade:
+        if not pair.view("oracle").rubric_aspects:
+            return GoldGrade(status="no_rubric", error=f"question {pair.id} has no rubric aspects to grade")
         requests = self.requests(pair, answer)
         results = await asyncio.gather(*(self.gateway.call(self.provider, r) for r in requests))
         grade = GoldGrade(status="ok")
