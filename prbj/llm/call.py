@@ -26,6 +26,9 @@ Mode = Literal["live", "cache_only", "dry_run"]
 CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
 # Output tokens assumed for a worst-case reservation when neither the request nor the profile bounds them.
 DEFAULT_MAX_TOKENS = 1024
+# Self-hosted servers (vLLM, llama.cpp) need no key, but the OpenAI and Anthropic clients refuse to send a
+# request without one: they get this placeholder, as vLLM's own docs suggest.
+KEYLESS_PLACEHOLDER = "EMPTY"
 
 
 @dataclass(frozen=True)
@@ -300,7 +303,7 @@ class Gateway:
                     model=spec.model,
                     messages=[dict(m) for m in request.messages],
                     api_base=spec.api_base,
-                    api_key=api_key,
+                    api_key=api_key if api_key is not None or not spec.api_base else KEYLESS_PLACEHOLDER,
                     timeout=spec.timeout,
                     num_retries=0,
                     max_retries=0,

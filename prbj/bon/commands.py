@@ -1,0 +1,369 @@
+"""`prbj bon sample | score | evaluate` behind the CLI: options in, run directory out, an exit code back."""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from prbj import __version__
+from prbj.bon.evaluate import (
+    BOOTSTRAP_RESAMPLES,
+    CONFIDENCE,
+    CurvePoint,
+    curves,
+    downstream_frame,
+    evaluations,
+    grade_picks,
+    official_summary,
+    picked_samples,
+)
+from prbj.bon.gold import GoldJudge, GoldMode
+from prbj.bon.rundir import (
+    EVALUATIONS_FILE,
+    GOLD_FILE,
+    OFFICIAL_SUMMARY_FILE,
+    PICKS_FILE,
+    RMS_FOLDER,
+    SAMPLES_FILE,
+    SCORES_FILE,
+    SUMMARY_FILE,
+    BonRun,
+    load_questions,
+    now,
+    slug,
+    write_json,
+)
+from prbj.bon.sample import Policy, SamplingSettings, sample_answers
+from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
+from prbj.downstream import STORE_FILE
+from prbj.judge_setup import PointwiseJudgeOptions, build_pointwise_judges
+from prbj.llm.call import Gateway
+from prbj.llm.setup import GatewayOptions
+from prbj.report.terminal import SHORT_SUBSET, usage_table
+from prbj.stats import ALL_SUBSETS
+
+
+def _versions() -> dict[str, str]:
+    versions = {"prbj": __version__, "python": platform.python_version()}
+    for package in ("polars", "numpy", "litellm", "wordllama", "torch", "transformers"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def _usage(gateway: Gateway) -> list[dict[str, Any]]:
+    return [s.as_dict() for s in gateway.stats()]
+
+
+def _finish(gateway: Gateway, console: Console) -> list[dict[str, Any]]:
+    if gateway.cache is not None:
+        gateway.cache.close()
+    usage = _usage(gateway)
+    if usage:
+        console.print(usage_table(usage, dry_run=gateway.mode == "dry_run"))
+    return usage
+
+
+def _counts(frame: pl.DataFrame, column: str = "status") -> dict[str, int]:
+    return {str(k): int(v) for k, v in sorted(frame.group_by(column).len().iter_rows())}
+
+
+# --- sample ---------------------------------------------------------------------------------------------
+
+
+def run_sample_command(
+    *,
+    policy: str,
+    n: int,
+    k_profile: int,
+    temperature: float,
+    top_p: float,
+    max_tokens: int,
+    seed: int | None,
+    dataset: str,
+    subsets: tuple[str, ...],
+    limit: int | None,
+    out: Path,
+    concurrency: int,
+    progress: bool,
+    **gateway_options: Any,
+) -> int:
+    shared = GatewayOptions.pop_from(gateway_options)
+    console = Console()
+    gateway = shared.open()
+    settings = SamplingSettings(n, k_profile, temperature, top_p, max_tokens, seed)
+    sampler = Policy(shared.provider(policy), settings)
+    questions = load_questions(dataset, subsets, limit)
+    started = now()
+    try:
+        frame = asyncio.run(
+            sample_answers(sampler, gateway, questions.pairs, concurrency=concurrency, show_progress=progress)
+        )
+    finally:
+        usage = _finish(gateway, console)
+    if gateway.mode == "dry_run":
+        return 0
+    recorded = {
+        "spec": dataset,
+        "source": questions.source,
+        "subsets": list(subsets),
+        "limit": limit,
+        "fingerprint": questions.fingerprint(),
+        "n_questions": len(questions.pairs),
+        "questions_by_subset": _counts(frame.filter(pl.col("sample_index") == 0), "subset"),
+    }
+    run = BonRun.create(
+        out,
+        {"dataset": recorded["fingerprint"], "policy": sampler.describe()},
+        {"created": started, "dataset": recorded, "versions": _versions()},
+    )
+    run.write(SAMPLES_FILE, frame)
+    counts = _counts(frame)
+    run.meta["sample"] = {**sampler.describe(), "counts": counts}
+    run.log("sample", {"started": started, "finished": now(), "mode": gateway.mode, "usage": usage})
+    run.save()
+    ok = counts.get("ok", 0)
+    console.print(
+        f"{ok}/{frame.height} samples written for {len(questions.pairs)} questions "
+        f"(N = {n}, policy {sampler.provider.name})",
+        soft_wrap=True,
+    )
+    _report_failures(frame, console, what="samples")
+    console.print(f"run directory: {run.path}")
+    console.print(f"[dim]Next: prbj bon score {run.path} -p bm25-profile -p length[/dim]", soft_wrap=True)
+    return 0 if ok else 1
+
+
+def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> None:
+    failed = frame.filter(pl.col("status") != "ok")
+    if failed.height:
+        kinds = ", ".join(f"{status}: {count}" for status, count in _counts(failed).items())
+        console.print(f"[yellow]{failed.height} {what} failed ({kinds})[/yellow]")
+        first = failed.filter(pl.col("error").is_not_null())
+        if first.height:
+            console.print(f"[dim]first error: {first['error'][0]}[/dim]", soft_wrap=True)
+    if (frame["status"] == "skipped_cache").any():
+        console.print("[yellow]some answers were not in the cache (--cache-only): rerun without it.[/yellow]")
+
+
+# --- score ----------------------------------------------------------------------------------------------
+
+
+def run_score_command(
+    *,
+    run_dir: Path,
+    providers: tuple[str, ...],
+    dataset: str | None,
+    contexts: tuple[str, ...],
+    mode: str,
+    profile_k: int,
+    planner: str | None,
+    repair: bool,
+    judge_template_system: Path | None,
+    judge_template_user: Path | None,
+    seed: int,
+    concurrency: int,
+    progress: bool,
+    **gateway_options: Any,
+) -> int:
+    del mode  # pointwise is the only mode a best-of-N ranking can use; the option exists for symmetry
+    shared = GatewayOptions.pop_from(gateway_options)
+    console = Console()
+    run = BonRun.open(run_dir)
+    samples = run.read(SAMPLES_FILE)
+    questions = run.questions(dataset)
+    gateway = shared.open()
+    options = PointwiseJudgeOptions(
+        seed, contexts, profile_k, planner, repair, judge_template_system, judge_template_user
+    )
+    judges, _ = build_pointwise_judges(providers, options, shared, gateway)
+    rms = reward_models(judges)
+    started = now()
+    try:
+        scores = asyncio.run(
+            score_samples(rms, questions, samples, concurrency=concurrency, show_progress=progress)
+        )
+    finally:
+        usage = _finish(gateway, console)
+    if gateway.mode == "dry_run":
+        return 0
+    picks = best_of_k(scores, samples, run.ks)
+    names = [rm.name for rm in rms]
+    run.write(SCORES_FILE, upsert(run.read(SCORES_FILE) if run.has(SCORES_FILE) else None, scores, names))
+    run.write(PICKS_FILE, upsert(run.read(PICKS_FILE) if run.has(PICKS_FILE) else None, picks, names))
+    section = run.meta.setdefault("score", {"k": run.ks, "tie_break": TIE_BREAK, "rms": {}})
+    for rm in rms:
+        mine = scores.filter(pl.col("rm") == rm.name)
+        section["rms"][rm.name] = {**rm.describe(), "counts": _counts(mine) if mine.height else {}}
+    run.log(
+        "score", {"started": started, "finished": now(), "rms": names, "mode": gateway.mode, "usage": usage}
+    )
+    run.save()
+    console.print(_score_table(scores, picks, names, max(run.ks)))
+    _report_failures(scores, console, what="scores")
+    console.print(f"wrote {run.path / SCORES_FILE} and {run.path / PICKS_FILE}")
+    console.print(f"[dim]Next: prbj bon evaluate {run.path} --gold <provider>[/dim]", soft_wrap=True)
+    empty = [
+        name for name in names if scores.filter(pl.col("rm") == name, pl.col("status") == "ok").is_empty()
+    ]
+    if empty:
+        console.print(f"[bold red]error:[/bold red] no sample got a score from {', '.join(empty)}")
+        return 1
+    return 0
+
+
+def _score_table(scores: pl.DataFrame, picks: pl.DataFrame, names: Sequence[str], n: int) -> Table:
+    table = Table(title="Reward model scores", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("rm", style="bold", overflow="fold")
+    for column in ("scored", "failed", f"no pick (k={n})"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for name in names:
+        mine = scores.filter(pl.col("rm") == name)
+        ok = int((mine["status"] == "ok").sum())
+        no_pick = picks.filter(
+            pl.col("rm") == name, pl.col("k") == n, pl.col("sample_index").is_null()
+        ).height
+        table.add_row(name, str(ok), str(mine.height - ok), str(no_pick))
+    return table
+
+
+# --- evaluate -------------------------------------------------------------------------------------------
+
+
+def run_evaluate_command(
+    *,
+    run_dir: Path,
+    gold: str,
+    gold_mode: GoldMode,
+    dataset: str | None,
+    seed: int,
+    concurrency: int,
+    progress: bool,
+    **gateway_options: Any,
+) -> int:
+    shared = GatewayOptions.pop_from(gateway_options)
+    console = Console()
+    run = BonRun.open(run_dir)
+    picks = run.read(PICKS_FILE)
+    samples = run.read(SAMPLES_FILE)
+    questions = run.questions(dataset)
+    gateway = shared.open()
+    judge = GoldJudge.for_mode(shared.provider(gold), gateway, gold_mode)
+    started = now()
+    try:
+        graded = asyncio.run(
+            grade_picks(judge, questions, samples, picks, concurrency=concurrency, show_progress=progress)
+        )
+    finally:
+        usage = _finish(gateway, console)
+    if gateway.mode == "dry_run":
+        return 0
+    evaluated = evaluations(picks, graded)
+    points = curves(evaluated, seed=seed)
+    run.write(GOLD_FILE, graded)
+    run.write(EVALUATIONS_FILE, evaluated)
+    write_json(run.path / SUMMARY_FILE, _summary_document(run, judge, points, seed))
+    official = _write_official_summaries(run, points)
+    run.write(STORE_FILE, downstream_frame(points, origin=f"prbj bon run {run.meta['run_id']}"))
+    run.meta["evaluate"] = {
+        "gold": judge.describe(),
+        "graded_picks": graded.height,
+        "counts": _counts(graded) if graded.height else {},
+        "official_summaries": official,
+    }
+    run.log("evaluate", {"started": started, "finished": now(), "mode": gateway.mode, "usage": usage})
+    run.save()
+    console.print(curve_table(points))
+    _report_failures(graded, console, what="gold grades")
+    console.print(
+        f"{picked_samples(picks).height} distinct picks graded for {len(official)} RM(s); wrote "
+        f"{SUMMARY_FILE}, {STORE_FILE} and {RMS_FOLDER}/<rm>/{OFFICIAL_SUMMARY_FILE} in {run.path}",
+        soft_wrap=True,
+    )
+    console.print(f"[dim]Next: prbj downstream add {run.path}[/dim]", soft_wrap=True)
+    return 0 if (graded["status"] == "ok").any() else 1
+
+
+def _summary_document(
+    run: BonRun, judge: GoldJudge, points: Sequence[CurvePoint], seed: int
+) -> dict[str, Any]:
+    """summary.json: a pure function of the run's files, the gold judge and the seed (no times), so that
+    evaluating the same run twice writes the same file."""
+    sample = run.meta["sample"]
+    return {
+        "prbj_version": __version__,
+        "run_id": run.meta["run_id"],
+        "dataset": {k: run.meta["dataset"][k] for k in ("source", "fingerprint", "n_questions")},
+        "policy": {k: sample[k] for k in ("provider", "model", "n", "k_profile", "temperature", "top_p")},
+        "gold": judge.describe(),
+        "tie_break": TIE_BREAK,
+        "score_scale": "per question: sum of aspect scores (0/1/2) / (2 * aspects), in [0, 1]",
+        "seed": seed,
+        "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE, "over": "questions"},
+        "results": [p.as_dict() for p in points],
+    }
+
+
+def _write_official_summaries(run: BonRun, points: Sequence[CurvePoint]) -> dict[str, str]:
+    written = {}
+    for rm in dict.fromkeys(p.rm for p in points):
+        folder = run.path / RMS_FOLDER / slug(rm)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / OFFICIAL_SUMMARY_FILE, official_summary(points, rm))
+        written[rm] = str((folder / OFFICIAL_SUMMARY_FILE).relative_to(run.path))
+    return written
+
+
+def _cell(point: CurvePoint | None) -> str:
+    return "—" if point is None or point.mean is None else f"{point.mean:.3f}"
+
+
+def curve_table(points: Sequence[CurvePoint]) -> Table:
+    """Best-of-k curves over all questions: one row per RM, one column per k, then each subset at the largest k."""
+    overall = [p for p in points if p.subset == ALL_SUBSETS]
+    ks = sorted({p.k for p in overall})
+    subsets = sorted({p.subset for p in points if p.subset != ALL_SUBSETS})
+    by_key = {(p.rm, p.subset, p.k): p for p in points}
+    top = ks[-1] if ks else 0
+    table = Table(
+        title="Best-of-k: mean gold score of the picks (0-1)",
+        caption=f"subset columns at k={top}; CI: 95% bootstrap over questions at k={top}",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    table.add_column("rm", style="bold", overflow="fold")
+    for k in ks:
+        table.add_column(f"k={k}", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
+    for subset in subsets:
+        table.add_column(SHORT_SUBSET.get(subset, subset), justify="right", no_wrap=True)
+    table.add_column("failed", justify="right", no_wrap=True)
+    for rm in dict.fromkeys(p.rm for p in overall):
+        last = by_key.get((rm, ALL_SUBSETS, top))
+        interval = (
+            f"{last.ci_low:.3f}-{last.ci_high:.3f}"
+            if last is not None and last.ci_low is not None and last.ci_high is not None
+            else "—"
+        )
+        failed = f"{last.no_pick + last.gold_failed}/{last.n}" if last is not None else "—"
+        table.add_row(
+            rm,
+            *(_cell(by_key.get((rm, ALL_SUBSETS, k))) for k in ks),
+            interval,
+            *(_cell(by_key.get((rm, subset, top))) for subset in subsets),
+            failed,
+        )
+    return table

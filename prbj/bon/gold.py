@@ -1,0 +1,190 @@
+"""The gold judge: grades an answer against the question's rubric aspects, 0/1/2 per aspect.
+
+This is the only place in the BoN pipeline that reads the rubric (through `Pair.view("oracle")`): it is the
+scoring standard, so the policy and the reward models never see it.
+
+Two modes:
+- `per-answer`: one call lists every aspect and asks for JSON `{"scores": [s1, …, sm]}` (as the official BoN
+  evaluation, which asks for a bare list);
+- `per-aspect`: one call per aspect asking for JSON `{"match_score": 0|1|2}`, as LaMP-QA's own scorer does.
+
+Example score = Σ aspect scores / (2 · number of aspects), in [0, 1]: the official "mean over aspects" (0–2)
+divided by 2. A reply that does not hold a valid score for every aspect is a counted parse error, never a 0
+(the official script scores an unreadable reply as 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from prbj.data.schema import Pair, RubricAspect
+from prbj.judges.verdict import final_part, strip_quotes
+from prbj.llm.call import Gateway, LLMRequest, LLMResult
+from prbj.prompts import Template, builtin, combined_sha
+from prbj.providers import ProviderSpec
+
+GoldMode = Literal["per-answer", "per-aspect"]
+GOLD_MODES: tuple[str, ...] = ("per-answer", "per-aspect")
+MAX_MATCH = 2
+_FAILURE_ORDER = ("skipped_budget", "skipped_cache", "dry_run", "api_error", "parse_error")
+_FENCE = re.compile(r"```(?:json)?", re.I)
+
+
+@dataclass
+class GoldGrade:
+    status: str
+    aspect_scores: list[int] | None = None
+    error: str | None = None
+    cost: float = 0.0
+    calls: int = 0
+    cached_calls: int = 0
+
+    @property
+    def score(self) -> float | None:
+        if self.status != "ok" or not self.aspect_scores:
+            return None
+        return sum(self.aspect_scores) / (MAX_MATCH * len(self.aspect_scores))
+
+    def add(self, result: LLMResult) -> None:
+        self.cost += result.cost_usd
+        self.calls += 1
+        self.cached_calls += int(result.cached)
+
+
+def match_value(value: Any) -> int | None:
+    """0, 1 or 2 from a JSON value (integers, integral floats, digit strings); anything else is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= MAX_MATCH:
+        return value
+    return None
+
+
+def json_field(reply: str | None, name: str, shown: Sequence[str] = ()) -> Any:
+    """The value of `name` in the last JSON object of the reply's final part that has it (code fences, text
+    around the object and copies of the graded answer are ignored); None when there is none."""
+    if not reply:
+        return None
+    text = _FENCE.sub(" ", strip_quotes(final_part(reply), shown))
+    decoder = json.JSONDecoder()
+    found = None
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and name in value:
+            found = value[name]
+    return found
+
+
+def parse_scores(reply: str | None, count: int, shown: Sequence[str] = ()) -> tuple[list[int] | None, str]:
+    """`{"scores": [...]}` with exactly `count` values in 0..2, or None and why not."""
+    value = json_field(reply, "scores", shown)
+    if value is None:
+        return None, f'no {{"scores": [...]}} object in reply: {_snippet(reply)}'
+    if not isinstance(value, list):
+        return None, f"'scores' is not a list: {_snippet(json.dumps(value))}"
+    if len(value) != count:
+        return None, f"expected {count} scores, got {len(value)}"
+    scores = [match_value(v) for v in value]
+    if any(s is None for s in scores):
+        return None, f"scores must be 0, 1 or 2: {_snippet(json.dumps(value))}"
+    return scores, ""  # type: ignore[return-value]
+
+
+def parse_match_score(reply: str | None, shown: Sequence[str] = ()) -> tuple[int | None, str]:
+    value = json_field(reply, "match_score", shown)
+    if value is None:
+        return None, f'no {{"match_score": ...}} object in reply: {_snippet(reply)}'
+    score = match_value(value)
+    if score is None:
+        return None, f"match_score must be 0, 1 or 2, got {_snippet(json.dumps(value))}"
+    return score, ""
+
+
+def format_aspect(aspect: RubricAspect) -> str:
+    return f"{aspect.aspect}: {aspect.reason}" if aspect.reason else aspect.aspect
+
+
+@dataclass
+class GoldJudge:
+    provider: ProviderSpec
+    gateway: Gateway
+    mode: GoldMode = "per-answer"
+    system: Template = field(default_factory=lambda: builtin("gold_answer_system"))
+    user: Template = field(default_factory=lambda: builtin("gold_answer_user"))
+
+    @classmethod
+    def for_mode(cls, provider: ProviderSpec, gateway: Gateway, mode: GoldMode) -> GoldJudge:
+        stem = "gold_answer" if mode == "per-answer" else "gold_aspect"
+        return cls(provider, gateway, mode, builtin(f"{stem}_system"), builtin(f"{stem}_user"))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider.name,
+            "model": self.provider.model,
+            "api_base": self.provider.api_base,
+            "mode": self.mode,
+            "templates": {t.name: t.sha for t in (self.system, self.user)},
+            "example_score": "sum of aspect scores (0/1/2) / (2 * aspects), in [0, 1]",
+        }
+
+    def requests(self, pair: Pair, answer: str) -> list[LLMRequest]:
+        """The calls that grade `answer`: one for the whole rubric, or one per aspect."""
+        aspects = pair.view("oracle").rubric_aspects
+        template_hash = combined_sha(self.system, self.user)
+        values = {"question": pair.question, "answer": answer}
+        if self.mode == "per-answer":
+            listing = "\n".join(f"{i}. {format_aspect(a)}" for i, a in enumerate(aspects, start=1))
+            users = [self.user.render({**values, "aspects": listing, "count": str(len(aspects))})]
+        else:
+            users = [self.user.render({**values, "aspect": format_aspect(a)}) for a in aspects]
+        return [
+            LLMRequest.chat(self.system.text, user, template_hash=template_hash, purpose="gold")
+            for user in users
+        ]
+
+    async def grade(self, pair: Pair, answer: str) -> GoldGrade:
+        if not pair.view("oracle").rubric_aspects:
+            return GoldGrade(status="no_rubric", error=f"question {pair.id} has no rubric aspects to grade")
+        requests = self.requests(pair, answer)
+        results = await asyncio.gather(*(self.gateway.call(self.provider, r) for r in requests))
+        grade = GoldGrade(status="ok")
+        for result in results:
+            grade.add(result)
+        failed = [r for r in results if not r.ok]
+        if failed:
+            worst = min(
+                failed, key=lambda r: _FAILURE_ORDER.index(r.status) if r.status in _FAILURE_ORDER else 9
+            )
+            grade.status, grade.error = worst.status, worst.error
+            return grade
+        if self.mode == "per-answer":
+            scores, why = parse_scores(results[0].text, len(pair.view("oracle").rubric_aspects), [answer])
+            if scores is None:
+                grade.status, grade.error = "parse_error", why
+                return grade
+            grade.aspect_scores = scores
+            return grade
+        parsed = [parse_match_score(r.text, [answer]) for r in results]
+        problems = [f"aspect {i}: {why}" for i, (score, why) in enumerate(parsed, start=1) if score is None]
+        if problems:
+            grade.status, grade.error = "parse_error", "; ".join(problems)
+            return grade
+        grade.aspect_scores = [score for score, _ in parsed]  # type: ignore[misc]
+        return grade
+
+
+def _snippet(text: str | None, limit: int = 120) -> str:
+    flat = " ".join((text or "").split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")

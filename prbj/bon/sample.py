@@ -1,0 +1,141 @@
+"""`prbj bon sample`: a policy writes N answers per question, each through the gateway as its own cached call.
+
+Sample i of a question is the request (policy prompt, sampling parameters, sample_index=i). The sample index is
+part of the cache key, so asking again for N=128 after N=16 reuses samples 0-15 and buys only 16-127. Where the
+provider honours a seed (vLLM, OpenAI, Gemini, in-process models) sample i is also sent with seed SEED + i, so
+the same samples come back even without the cache.
+
+The policy sees the question and the user's past posts ranked by relevance to it (top k). The official setup
+ranks them with Contriever; prbj ranks them with BM25 offline (prbj.retrieval), so the k posts shown can differ.
+The gold rubric is never shown: the prompt is built from `Pair.view("profile")`, which cannot read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import partial
+from typing import Any
+
+import polars as pl
+
+from prbj.data.schema import Pair
+from prbj.engine import run_jobs
+from prbj.llm.call import Gateway, LLMRequest
+from prbj.planner import format_profile
+from prbj.prompts import Template, builtin, combined_sha
+from prbj.providers import ProviderSpec
+
+SAMPLE_SCHEMA: dict[str, Any] = {
+    "pair_id": pl.String,
+    "subset": pl.String,
+    "sample_index": pl.Int64,
+    "text": pl.String,
+    "status": pl.String,
+    "tokens": pl.Int64,
+    "prompt_tokens": pl.Int64,
+    "cost": pl.Float64,
+    "cached": pl.Boolean,
+    "error": pl.String,
+}
+RETRIEVAL_NOTE = "BM25 over the profile posts (offline); the official setup ranks them with Contriever"
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """Defaults are the official BoN setup (Qwen2.5-0.5B-Instruct policy): N=128, T=1.0, top_p=0.9, k=10,
+    at most 512 new tokens."""
+
+    n: int = 128
+    k_profile: int = 10
+    temperature: float = 1.0
+    top_p: float = 0.9
+    max_tokens: int = 512
+    seed: int | None = 42
+
+    def params(self, index: int) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+        }
+        if self.seed is not None:
+            params["seed"] = self.seed + index
+        return params
+
+
+class Policy:
+    """Builds the policy's requests: one per (question, sample index)."""
+
+    def __init__(
+        self,
+        provider: ProviderSpec,
+        settings: SamplingSettings,
+        *,
+        system: Template | None = None,
+        user: Template | None = None,
+    ) -> None:
+        self.provider = provider
+        self.settings = settings
+        self.system = system or builtin("bon_policy_system")
+        self.user = user or builtin("bon_policy_user")
+
+    def prompt(self, pair: Pair) -> str:
+        view = pair.view("profile")  # question and posts only: this view cannot read the rubric
+        return self.user.render(
+            {"question": view.question, "profile": format_profile(view, self.settings.k_profile)}
+        )
+
+    def request(self, pair: Pair, index: int) -> LLMRequest:
+        return LLMRequest.chat(
+            self.system.text,
+            self.prompt(pair),
+            params=self.settings.params(index),
+            template_hash=combined_sha(self.system, self.user),
+            sample_index=index,
+            purpose="policy",
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider.name,
+            "model": self.provider.model,
+            "api_base": self.provider.api_base,
+            **asdict(self.settings),
+            "profile_ranking": RETRIEVAL_NOTE,
+            "templates": {t.name: t.sha for t in (self.system, self.user)},
+        }
+
+
+async def _sample_one(policy: Policy, gateway: Gateway, pair: Pair, index: int) -> dict[str, Any]:
+    result = await gateway.call(policy.provider, policy.request(pair, index))
+    return {
+        "pair_id": pair.id,
+        "subset": pair.category,
+        "sample_index": index,
+        "text": result.text if result.ok else None,
+        "status": result.status,
+        "tokens": result.completion_tokens,
+        "prompt_tokens": result.prompt_tokens,
+        "cost": result.cost_usd,
+        "cached": result.cached,
+        "error": result.error,
+    }
+
+
+async def sample_answers(
+    policy: Policy,
+    gateway: Gateway,
+    questions: Sequence[Pair],
+    *,
+    concurrency: int,
+    show_progress: bool,
+) -> pl.DataFrame:
+    """One row per question × sample index, in that order; failed calls keep their status and no text."""
+    jobs = [
+        partial(_sample_one, policy, gateway, pair, index)
+        for pair in questions
+        for index in range(policy.settings.n)
+    ]
+    rows = await run_jobs(jobs, concurrency=concurrency, description="sampling", show_progress=show_progress)
+    return pl.DataFrame(rows, schema=SAMPLE_SCHEMA, orient="row")
