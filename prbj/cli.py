@@ -93,6 +93,42 @@ def main() -> None:
     "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Pairs judged at once."
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
+    default="auto",
+    show_default=True,
+    help="Weights and activations of hf: reward models; auto = bf16 on a GPU, fp32 on a CPU.",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="Where hf: reward models run; auto = cuda when available.",
+)
+@click.option(
+    "--trust-remote-code",
+    is_flag=True,
+    default=False,
+    help="Allow hf: reward models that ship their own Python code to run it (only for models you trust).",
+)
+@click.option(
+    "--max-length",
+    type=click.IntRange(min=2),
+    default=8192,
+    show_default=True,
+    help="Longest input, in tokens, of hf: reward models; longer ones lose their middle and are flagged "
+    "'truncated'.",
+)
+@click.option(
+    "--batch-tokens",
+    type=click.IntRange(min=1),
+    default=16384,
+    show_default=True,
+    help="Padded tokens per forward pass of hf: reward models (bounds memory; scores do not depend on it). "
+    "Raise --concurrency too so that more items wait to be batched.",
+)
 @friendly_errors
 def judge(
     providers: tuple[str, ...],
@@ -103,6 +139,11 @@ def judge(
     out: Path,
     concurrency: int,
     progress: bool,
+    dtype: str,
+    device: str,
+    trust_remote_code: bool,
+    max_length: int,
+    batch_tokens: int,
 ) -> None:
     """Judge every pair with every judge; write reports/<run-id>/ and print a leaderboard.
 
@@ -115,14 +156,23 @@ def judge(
       prbj judge                                   # offline baselines on the demo sample
       prbj judge -p length -p bm25-profile --subset art --limit 5
       prbj judge --dataset pairs.jsonl --seed 7 --out runs/
+      prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
     """
     from prbj.data import load_dataset
     from prbj.judges.registry import JudgeSettings, resolve_judges
+    from prbj.judges.scalar import ScalarOptions
     from prbj.report.terminal import print_leaderboard
     from prbj.run import RunConfig, execute
 
     console = Console()
-    judges = resolve_judges(providers, JudgeSettings(seed=seed))
+    scalar = ScalarOptions(
+        dtype=dtype,
+        device=device,
+        trust_remote_code=trust_remote_code,
+        max_length=max_length,
+        batch_tokens=batch_tokens,
+    )
+    judges = resolve_judges(providers, JudgeSettings(seed=seed, scalar=scalar))
     data = load_dataset(dataset).select(subsets, limit)
     if not data.pairs:
         raise DataError(f"--dataset {dataset}: no pairs to judge")
@@ -137,6 +187,7 @@ def judge(
     )
     result = execute(data, judges, config)
     print_leaderboard(result.summary, console)
+    _print_truncations(result.judgments, max_length, console)
     console.print(f"run directory: {result.run_dir}")
     if data.source == "sample":
         console.print(
@@ -147,6 +198,23 @@ def judge(
         console.print(
             "[dim]Next: evaluate a real reward model, e.g. "
             "GEMINI_API_KEY=... prbj judge --provider gemini-3-flash[/dim]"
+        )
+
+
+def _print_truncations(judgments: Any, max_length: int, console: Console) -> None:
+    """Pairs in which a local reward model saw only part of an input: their scores are less trustworthy."""
+    import polars as pl
+
+    counts = (
+        judgments.filter(pl.col("truncated").is_not_null())
+        .group_by("judge", "context", maintain_order=True)
+        .agg(pl.col("truncated").sum().alias("cut"), pl.len().alias("n"))
+        .filter(pl.col("cut") > 0)
+    )
+    for judge_name, context, cut, n in counts.iter_rows():
+        console.print(
+            f"[yellow]{judge_name} ({context}): {cut} of {n} pairs had an input longer than "
+            f"--max-length {max_length} tokens; its middle was cut (column 'truncated').[/yellow]"
         )
 
 

@@ -38,6 +38,7 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "chosen_words": pl.Int64,
     "rejected_words": pl.Int64,
     "error": pl.String,
+    "truncated": pl.Boolean,
 }
 
 

@@ -43,6 +43,8 @@ class Judgment:
     chosen_words: int = 0
     rejected_words: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Whether an input was cut to fit the model (local reward models); None for judges without a length limit.
+    truncated: bool | None = None
 
     @property
     def correct(self) -> bool:
@@ -74,6 +76,7 @@ class Judgment:
             "chosen_words": self.chosen_words,
             "rejected_words": self.rejected_words,
             "error": self.error,
+            "truncated": self.truncated,
         }
 
 

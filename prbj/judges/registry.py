@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
 from prbj.judges.baselines import BASELINES, DEFAULT_JUDGES, make_baseline
+from prbj.judges.scalar import HF_PREFIX, ScalarOptions, make_scalar_judge
 from prbj.llm.cache import ResponseCache
 
 
@@ -17,6 +18,7 @@ class JudgeSettings:
 
     seed: int = 42
     cache: ResponseCache | None = None
+    scalar: ScalarOptions = field(default_factory=ScalarOptions)
 
 
 def known_judges() -> list[str]:
@@ -39,4 +41,6 @@ def resolve_judges(specs: Sequence[str], settings: JudgeSettings | None = None) 
 def resolve_judge(spec: str, settings: JudgeSettings) -> Judge:
     if spec in BASELINES:
         return make_baseline(spec, seed=settings.seed)
+    if spec.startswith(HF_PREFIX):
+        return make_scalar_judge(spec.removeprefix(HF_PREFIX), settings)
     raise ConfigError(f"--provider {spec!r}: unknown judge; offline judges are {', '.join(BASELINES)}")
