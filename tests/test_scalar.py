@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from prbj.judges.base import PairTask
 from prbj.judges.registry import JudgeSettings, resolve_judges
 from prbj.judges.scalar import ScalarJudge, ScalarOptions, conversation, make_scalar_judge
 from prbj.llm.cache import ResponseCache
-from prbj.llm.scalar_model import pack_by_tokens, truncate_middle
+from prbj.llm.packing import group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
 from prbj.run import judge_dataset
 from prbj.stats import summarize
 
@@ -126,14 +127,30 @@ async def test_scores_equal_a_hand_run_forward_pass(models: Models, tmp_path: Pa
         assert all(0.0 < j.score_chosen < 1.0 for j in judgments)  # a probability, not a logit
 
 
+@contextmanager
+def _rows_mode(model: Any, shared: bool) -> Iterator[None]:
+    """Score whole rows, or run shared prefixes once (then check that the model's own self-check chose it)."""
+    model._ensure_loaded()
+    before = model.prefix_sharing
+    model.prefix_sharing = None if shared else False
+    try:
+        yield
+        assert model.prefix_sharing is shared
+    finally:
+        model.prefix_sharing = before
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["whole-rows", "shared-prefixes"])
 @pytest.mark.parametrize("variant", ["plain", "padded"])
 def test_an_items_score_does_not_depend_on_batch_or_neighbours(
-    models: Models, tmp_path: Path, variant: str
+    models: Models, tmp_path: Path, variant: str, shared: bool
 ) -> None:
     model = _judge(getattr(models, variant), tmp_path).model
     conversations = [_turns(p.question, answer) for p in _pairs() for answer in (p.chosen, p.rejected)]
-    lengths = {len(e.ids) for e in model.encode(conversations)}
-    assert len(lengths) > 3, "the items must differ in length, or padding is not exercised"
+    rows = [e.ids for e in model.encode(conversations)]
+    assert len({len(r) for r in rows}) > 3, "the items must differ in length, or padding is not exercised"
+    # The reference: each conversation alone, one unpadded row.
+    alone = [model.forward([row])[0] for row in rows]
 
     def scores(order: Sequence[int], batch_tokens: int) -> dict[int, float]:
         model.batch_tokens = batch_tokens
@@ -143,22 +160,24 @@ def test_an_items_score_does_not_depend_on_batch_or_neighbours(
         )
         return found
 
+    everything = list(range(len(conversations)))
     try:
-        alone = {i: scores([i], 10**9)[i] for i in range(len(conversations))}
-        everything = list(range(len(conversations)))
-        for order, budget in [
-            (everything, 10**9),  # one batch
-            (everything[::-1], 200),  # several small batches
-            (everything[::3] + everything[1::3], 10**9),  # other neighbours
-        ]:
-            batched = scores(order, budget)
-            for i in order:
-                assert batched[i] == pytest.approx(alone[i], abs=1e-5)
+        with _rows_mode(model, shared):
+            for order, budget in [
+                (everything, 10**9),  # one batch
+                (everything[::-1], 200),  # several small batches
+                (everything[::3] + everything[1::3], 10**9),  # other neighbours
+                ([5], 10**9),  # alone, through the batch path
+            ]:
+                batched = scores(order, budget)
+                for i in order:
+                    assert batched[i] == pytest.approx(alone[i], abs=1e-5)
     finally:
         model.batch_tokens = ScalarOptions().batch_tokens
 
 
-async def test_the_model_sees_exactly_one_bos(models: Models, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["whole-rows", "shared-prefixes"])
+async def test_the_model_sees_exactly_one_bos(models: Models, tmp_path: Path, shared: bool) -> None:
     tokenizer = AutoTokenizer.from_pretrained(models.plain)
     messages = _turns("which camera ?", "a cheap one .")
     bos = tokenizer.convert_tokens_to_ids(BOS)
@@ -167,22 +186,28 @@ async def test_the_model_sees_exactly_one_bos(models: Models, tmp_path: Path) ->
     assert retokenised[:2] == [bos, bos]
 
     judge = _judge(models.plain, tmp_path)
-    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+    calls: list[tuple[torch.Tensor, torch.Tensor]] = []
     loaded = judge.model._ensure_loaded()
-    hook = loaded.register_forward_pre_hook(
-        lambda _module, _args, kwargs: seen.append((kwargs["input_ids"], kwargs["attention_mask"])),
-        with_kwargs=True,
-    )
-    try:
-        await _judge_all(judge, _pairs()[:3])
-    finally:
-        hook.remove()
-    rows = torch.cat([ids for ids, _ in seen])
-    real = torch.cat([mask for _, mask in seen]).bool()
-    assert rows.shape[0] == 6
-    assert (rows[:, 0] == bos).all()
+
+    def record(_module: Any, _args: Any, kwargs: dict[str, Any]) -> None:
+        # With a cache, the mask also covers the cached prefix: the last columns belong to these ids.
+        ids = kwargs["input_ids"]
+        calls.append((ids, kwargs["attention_mask"][:, -ids.shape[1] :].bool()))
+
+    with _rows_mode(judge.model, shared):
+        hook = loaded.register_forward_pre_hook(record, with_kwargs=True)
+        try:
+            await _judge_all(judge, _pairs()[:3])
+        finally:
+            hook.remove()
     # Padding may reuse the BOS id (it never ends a row); only the tokens the model attends to count.
-    assert (((rows == bos) & real).sum(dim=1) == 1).all()
+    bos_per_row = [((ids == bos) & real).sum(dim=1).tolist() for ids, real in calls]
+    if shared:
+        # Check passes aside, the last two calls are one batch: each prefix has the BOS, no row's own tokens do.
+        prefixes, own = bos_per_row[-2:]
+        assert set(prefixes) == {1} and set(own) == {0} and len(own) == 6
+    else:
+        assert [n for row in bos_per_row for n in row] == [1] * 6
 
 
 async def test_too_long_inputs_lose_their_middle_and_are_flagged(models: Models, tmp_path: Path) -> None:
@@ -241,12 +266,21 @@ async def test_a_rerun_from_the_cache_runs_no_forward_pass(models: Models, tmp_p
 
 async def test_concurrent_pairs_are_scored_in_few_batches(models: Models, tmp_path: Path) -> None:
     judge = _judge(models.three_class, tmp_path)
+    model = judge.model
     # Loaded models are shared within a process, so count what this run adds.
-    batches, passes = judge.batcher.batches_run, judge.model.forward_passes
+    batches, passes, tokens = judge.batcher.batches_run, model.forward_passes, model.tokens_scored
     await _judge_all(judge, _pairs(), concurrency=len(RECORDS))
-    # 24 answers arrive at once: one batch and one forward pass, not 24.
+    assert model.prefix_sharing is True
+    # 24 answers arrive at once: one batch, two forward passes (the 12 shared user turns, then the 24 answers).
     assert judge.batcher.batches_run - batches == 1
-    assert judge.model.forward_passes - passes == 1
+    assert model.forward_passes - passes == 2
+    row_tokens = sum(
+        len(e.ids)
+        for e in model.encode([_turns(p.question, a) for p in _pairs() for a in (p.chosen, p.rejected)])
+    )
+    user_turn_tokens = sum(len(e.ids) for e in model.encode([[_turns(p.question, "")[0]] for p in _pairs()]))
+    # Each pair's user turn runs once instead of twice.
+    assert model.tokens_scored - tokens <= row_tokens - user_turn_tokens + len(RECORDS)
 
 
 async def test_profile_context_puts_the_ranked_posts_in_the_user_turn(models: Models, tmp_path: Path) -> None:
@@ -278,6 +312,45 @@ def test_pack_by_tokens_respects_the_budget_and_keeps_every_item() -> None:
         assert widths == sorted(widths, reverse=True)
         assert len(batch) == 1 or len(batch) * max(widths) <= 80
     assert [5] in batches  # longer than the budget: alone
+
+
+def test_rows_sharing_a_prefix_are_grouped_and_keep_their_scored_token() -> None:
+    user_turn = list(range(100, 130))
+    rows = [
+        [*user_turn, 1, 2, 3, 9],  # a pair's two answers
+        [*user_turn, 1, 5, 9],
+        [7, 8, 9, 4, 4, 4],  # ends in pad tokens: the scored token is the 9
+        [*user_turn[:10], 6],  # shares a little: joining would cost the others more than it saves
+        [*user_turn, 1, 2, 3, 9],  # the same conversation twice
+    ]
+    groups = group_by_prefix(rows, pad_id=4)
+    assert sorted(i for g in groups for i in g.members) == list(range(len(rows)))
+    for group in groups:
+        first = rows[group.members[0]]
+        for i in group.members:
+            assert rows[i][: group.prefix_length] == first[: group.prefix_length]
+            scored = max(k for k, token in enumerate(rows[i]) if token != 4)
+            assert group.prefix_length <= scored  # the pooled token stays in the row's own part
+    by_member = {i: g for g in groups for i in g.members}
+    assert by_member[0] is by_member[1] is by_member[4]
+    assert by_member[0].prefix_length == len(user_turn) + 1
+    assert by_member[2].prefix_length == 2 and len(by_member[3].members) == 1
+
+    # A template header shared by everyone must not pull a pair apart: A is alone, B and B' share a long turn.
+    header, turn = list(range(500, 520)), list(range(600, 700))
+    a, b, b2 = [*header, 1, 2, 9], [*header, *turn, 3, 9], [*header, *turn, 4, 9]
+    grouped = {g.members: g.prefix_length for g in group_by_prefix([a, b, b2])}
+    assert grouped == {(0,): 22, (1, 2): len(header) + len(turn)}
+
+    lengths = [len(r) for r in rows]
+    batches = pack_groups(groups, lengths, budget=80)
+    assert sorted(g.members for batch in batches for g in batch) == sorted(g.members for g in groups)
+    for batch in batches:
+        n_rows = sum(len(g.members) for g in batch)
+        widest = max(g.prefix_length for g in batch) + max(
+            lengths[i] - g.prefix_length for g in batch for i in g.members
+        )
+        assert len(batch) == 1 or n_rows * widest <= 80
 
 
 def test_cli_end_to_end(models: Models, tmp_path: Path) -> None:
@@ -336,10 +409,6 @@ def test_checkpoints_that_are_no_reward_model_are_refused(models: Models, tmp_pa
     with pytest.raises(ConfigError, match="not a sequence-classification reward model"):
         resolve_judges([f"hf:{causal}"], settings)
 
-    remote = mark_as_remote_code(Path(shutil.copytree(models.plain, tmp_path / "remote")))
-    with pytest.raises(ConfigError, match="--trust-remote-code"):
-        resolve_judges([f"hf:{remote}"], settings)
-
     no_template = Path(shutil.copytree(models.plain, tmp_path / "no-template"))
     (no_template / "chat_template.jinja").unlink()
     config = json.loads((no_template / "tokenizer_config.json").read_text())
@@ -362,3 +431,26 @@ async def test_a_failing_batch_fails_its_callers_and_not_the_next_batch() -> Non
     bad = await asyncio.gather(*(batcher.submit(i) for i in (1, 13)), return_exceptions=True)
     assert all(isinstance(e, ValueError) for e in bad)
     assert await asyncio.gather(*(batcher.submit(i) for i in range(5))) == [0, 2, 4, 6, 8]
+
+
+@pytest.mark.parametrize("auto_class", ["AutoModelForSequenceClassification", "AutoModel"])
+async def test_models_with_their_own_code_run_only_when_trusted(
+    models: Models, tmp_path: Path, auto_class: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformers import dynamic_module_utils
+
+    # Keep the imported model code out of the user's ~/.cache.
+    monkeypatch.setattr(dynamic_module_utils, "HF_MODULES_CACHE", str(tmp_path / "modules"))
+    remote = mark_as_remote_code(Path(shutil.copytree(models.plain, tmp_path / "remote")), auto_class)
+    settings = JudgeSettings(cache=ResponseCache(tmp_path / "cache"))
+    with pytest.raises(ConfigError, match="--trust-remote-code"):
+        resolve_judges([f"hf:{remote}"], settings)
+
+    settings.scalar = ScalarOptions(trust_remote_code=True)
+    (judge,) = resolve_judges([f"hf:{remote}"], settings)
+    pair = _pairs()[0]
+    judgment = await judge.judge(PairTask(pair, "none"))
+    assert type(judge.model._ensure_loaded()).__name__ == "CustomRewardModel"
+    # Same weights as the plain model: same scores.
+    expected = _hand_run(models.plain, _turns(pair.question, pair.chosen))
+    assert judgment.score_chosen == pytest.approx(expected, abs=1e-5)

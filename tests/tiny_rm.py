@@ -110,10 +110,21 @@ def build_causal_lm(folder: Path, texts: Iterable[str]) -> Path:
     return folder
 
 
-def mark_as_remote_code(folder: Path) -> Path:
-    """Pretend the checkpoint ships its own modeling code, as InternLM2-Reward does."""
+REMOTE_MODULE = """from transformers import LlamaForSequenceClassification
+
+
+class CustomRewardModel(LlamaForSequenceClassification):
+    \"\"\"Stands in for a reward model that ships its own modeling code.\"\"\"
+"""
+
+
+def mark_as_remote_code(folder: Path, auto_class: str = "AutoModelForSequenceClassification") -> Path:
+    """Make the checkpoint ship its own model class, registered under `auto_class`, as InternLM2-Reward does
+    (it registers its reward class as AutoModel)."""
+    (folder / "modeling_custom.py").write_text(REMOTE_MODULE)
     config_file = folder / "config.json"
     config = json.loads(config_file.read_text())
-    config["auto_map"] = {"AutoModelForSequenceClassification": "modeling_custom.CustomRewardModel"}
+    config["architectures"] = ["CustomRewardModel"]
+    config["auto_map"] = {auto_class: "modeling_custom.CustomRewardModel"}
     config_file.write_text(json.dumps(config, indent=2))
     return folder

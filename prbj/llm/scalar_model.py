@@ -11,6 +11,12 @@ Exactness rules (each one guards against a way batching or templating could chan
   so the pooling position is exactly the one an unpadded single-item pass uses.
 - Too long inputs lose their middle: the head (BOS, system, role markers, question) and the tail (end of the
   answer and of the assistant turn, where the score is read) both survive. The item is flagged.
+
+Speed: the two answers of a pair share the whole user turn (in the 'profile' context most of the tokens). Rows
+are grouped by their shared leading tokens; one pass runs each group's prefix once (left-padded, with explicit
+positions, filling a KV cache), a second pass runs every row's own tokens on top of its group's cache. The
+result equals a pass over the whole row up to float rounding; a self-check on the first batch falls back to
+whole rows for architectures where it does not (and remote code or sliding-window attention never use it).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 import torch
 
 from prbj.errors import ConfigError
+from prbj.llm.packing import PrefixGroup, group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
 
 DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
@@ -40,33 +47,6 @@ class Encoded:
     ids: list[int]
     truncated: bool
     full_length: int
-
-
-def truncate_middle(ids: Sequence[int], max_length: int) -> tuple[list[int], bool]:
-    """`ids` cut to `max_length` tokens by dropping the middle; whether anything was dropped."""
-    if len(ids) <= max_length:
-        return list(ids), False
-    head = max_length // 2
-    tail = max_length - head
-    return [*ids[:head], *ids[len(ids) - tail :]], True
-
-
-def pack_by_tokens(lengths: Sequence[int], budget: int) -> list[list[int]]:
-    """Indices of `lengths` grouped into batches, longest first, so that each batch's padded size (rows ×
-    longest row) stays within `budget`. Sorting keeps padding small; an item longer than the budget goes alone."""
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        # Sorted longest first, so the first item of a batch is its widest row.
-        width = lengths[current[0]] if current else lengths[index]
-        if current and (len(current) + 1) * width > budget:
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
-    return batches
 
 
 def resolve_device(device: str) -> str:
@@ -172,6 +152,9 @@ class ScalarModel:
         self._load_lock = threading.Lock()
         self.forward_passes = 0
         self.tokens_scored = 0
+        # None until the first batch checks that running shared prefixes once gives the same scores.
+        self.prefix_sharing: bool | None = None
+        self._cache_argument: str | None = None
 
     @property
     def dtype_name(self) -> str:
@@ -199,37 +182,128 @@ class ScalarModel:
     ) -> None:
         """Score every conversation, calling `on_score` per item as each batch finishes. Runs on the worker."""
         encoded = self.encode(conversations)
-        for batch in pack_by_tokens([len(e.ids) for e in encoded], self.batch_tokens):
+        rows = [e.ids for e in encoded]
+        self._ensure_loaded()
+        batches: list[tuple[list[int], Callable[[], list[float]]]] = []
+        if self._use_prefix_sharing(rows):
+            groups = group_by_prefix(rows, self._checkpoint_pad_id)
+            for packed in pack_groups(groups, [len(r) for r in rows], self.batch_tokens):
+                order = [i for group in packed for i in group.members]
+                batches.append((order, lambda packed=packed: self.forward_shared(packed, rows)))
+        else:
+            for order in pack_by_tokens([len(r) for r in rows], self.batch_tokens):
+                batches.append((order, lambda order=order: self.forward([rows[i] for i in order])))
+        for order, run in batches:
             if stop is not None and stop.is_set():
                 return
-            scores = self.forward([encoded[i].ids for i in batch])
-            for index, score in zip(batch, scores, strict=True):
+            for index, score in zip(order, run(), strict=True):
                 on_score(index, score, encoded[index].truncated, len(encoded[index].ids))
 
     def forward(self, rows: Sequence[Sequence[int]]) -> list[float]:
         """One forward pass over right-padded rows: the single logit, or the probability of the last class."""
         model = self._ensure_loaded()
         width = max(len(r) for r in rows)
-        pad_id = self._pad_id_for(rows)
+        pad_id = self._set_pad_id(rows)
         input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
         for i, ids in enumerate(rows):
             input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
             attention_mask[i, : len(ids)] = 1
-        if self._checkpoint_pad_id is None:
-            _text_config(model).pad_token_id = pad_id
         with torch.inference_mode():
             output = model(
                 input_ids=input_ids.to(self.device),
                 attention_mask=attention_mask.to(self.device),
                 **self._forward_extra,
             )
-        logits = output.logits if hasattr(output, "logits") else output[0]
-        logits = logits.float().reshape(len(rows), -1)
-        scores = logits[:, 0] if logits.shape[1] == 1 else torch.softmax(logits, dim=-1)[:, -1]
         self.forward_passes += 1
         self.tokens_scored += sum(len(r) for r in rows)
+        return self._scores(output, len(rows))
+
+    def forward_shared(self, groups: Sequence[PrefixGroup], rows: Sequence[Sequence[int]]) -> list[float]:
+        """Scores of the groups' member rows (in group order, then member order) with each prefix run once:
+        prefixes left-padded so that they all end where the rows' own tokens begin, positions counted from
+        each row's first real token, and the cache of each prefix repeated for each of its rows."""
+        from transformers import DynamicCache
+
+        model = self._ensure_loaded()
+        owners = [g for g, group in enumerate(groups) for _ in group.members]
+        members = [rows[i] for group in groups for i in group.members]
+        pad_id = self._set_pad_id(members)
+        width = max(group.prefix_length for group in groups)
+        prefix_ids = torch.full((len(groups), width), pad_id, dtype=torch.long)
+        prefix_mask = torch.zeros((len(groups), width), dtype=torch.long)
+        for g, group in enumerate(groups):
+            prefix = rows[group.members[0]][: group.prefix_length]
+            prefix_ids[g, width - len(prefix) :] = torch.tensor(prefix, dtype=torch.long)
+            prefix_mask[g, width - len(prefix) :] = 1
+        prefix_positions = (prefix_mask.cumsum(dim=1) - 1).clamp(min=0)
+
+        suffixes = [row[groups[g].prefix_length :] for g, row in zip(owners, members, strict=True)]
+        suffix_width = max(len(s) for s in suffixes)
+        suffix_ids = torch.full((len(members), suffix_width), pad_id, dtype=torch.long)
+        suffix_mask = torch.zeros((len(members), suffix_width), dtype=torch.long)
+        for r, suffix in enumerate(suffixes):
+            suffix_ids[r, : len(suffix)] = torch.tensor(suffix, dtype=torch.long)
+            suffix_mask[r, : len(suffix)] = 1
+        starts = torch.tensor([groups[g].prefix_length for g in owners], dtype=torch.long)
+        suffix_positions = starts[:, None] + torch.arange(suffix_width)[None, :]
+        owner_index = torch.tensor(owners, dtype=torch.long)
+
+        device = self.device
+        cache = DynamicCache(config=model.config)
+        with torch.inference_mode():
+            model(
+                input_ids=prefix_ids.to(device),
+                attention_mask=prefix_mask.to(device),
+                position_ids=prefix_positions.to(device),
+                use_cache=True,
+                **{self._cache_argument: cache},
+            )
+            cache.reorder_cache(owner_index.to(device))
+            output = model(
+                input_ids=suffix_ids.to(device),
+                attention_mask=torch.cat([prefix_mask[owner_index], suffix_mask], dim=1).to(device),
+                position_ids=suffix_positions.to(device),
+                use_cache=True,
+                **{self._cache_argument: cache},
+            )
+        self.forward_passes += 2
+        self.tokens_scored += int(prefix_mask.sum()) + sum(len(s) for s in suffixes)
+        return self._scores(output, len(members))
+
+    def _scores(self, output: Any, n_rows: int) -> list[float]:
+        logits = output.logits if hasattr(output, "logits") else output[0]
+        logits = logits.float().reshape(n_rows, -1)
+        scores = logits[:, 0] if logits.shape[1] == 1 else torch.softmax(logits, dim=-1)[:, -1]
         return [float(s) for s in scores.cpu()]
+
+    def _use_prefix_sharing(self, rows: Sequence[Sequence[int]]) -> bool:
+        """Whether shared prefixes are run once; decided on the first batch by comparing both ways."""
+        if self.prefix_sharing is None and self._cache_argument is not None and len(rows) >= 2:
+            self.prefix_sharing = self._prefix_sharing_agrees(rows[:2])
+        return bool(self.prefix_sharing) and all(len(r) >= 2 for r in rows)
+
+    def _prefix_sharing_agrees(self, rows: Sequence[Sequence[int]]) -> bool:
+        counted = self.forward_passes, self.tokens_scored  # the check is not part of the scoring
+        try:
+            whole = [self.forward([row])[0] for row in rows]
+            groups = group_by_prefix(rows, self._checkpoint_pad_id)
+            shared = self.forward_shared(groups, rows)
+        except Exception:  # an architecture whose forward does not take a cache this way: use whole rows
+            return False
+        finally:
+            self.forward_passes, self.tokens_scored = counted
+        order = [i for group in groups for i in group.members]
+        tolerance = 1e-4 if self.dtype == torch.float32 else 5e-2
+        return all(
+            abs(shared[k] - whole[i]) <= tolerance * max(1.0, abs(whole[i])) for k, i in enumerate(order)
+        )
+
+    def _set_pad_id(self, rows: Sequence[Sequence[int]]) -> int:
+        pad_id = self._pad_id_for(rows)
+        if self._checkpoint_pad_id is None:
+            _text_config(self._model).pad_token_id = pad_id
+        return pad_id
 
     def _pad_id_for(self, rows: Sequence[Sequence[int]]) -> int:
         if self._checkpoint_pad_id is not None:
@@ -252,13 +326,18 @@ class ScalarModel:
 
         transformers.utils.logging.disable_progress_bar()
         auto_class = getattr(transformers, self._plan.auto_class)
-        model, info = auto_class.from_pretrained(
-            str(self.folder),
-            dtype=self.dtype,
-            trust_remote_code=self.trust_remote_code,
-            local_files_only=True,
-            output_loading_info=True,
-        )
+        try:
+            model, info = auto_class.from_pretrained(
+                str(self.folder),
+                dtype=self.dtype,
+                trust_remote_code=self.trust_remote_code,
+                local_files_only=True,
+                output_loading_info=True,
+            )
+        except Exception as error:  # corrupt or missing files, unknown model type, out of memory
+            raise ConfigError(
+                f"--provider hf:{self.ref}: cannot load the weights ({_first_line(error)})"
+            ) from error
         if info.get("missing_keys"):
             missing = sorted(info["missing_keys"])
             raise ConfigError(
@@ -266,9 +345,25 @@ class ScalarModel:
                 f"({', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}); it would score with random ones"
             )
         model = model.to(self.device).eval()
-        self._checkpoint_pad_id = _text_config(model).pad_token_id
+        text_config = _text_config(model)
+        self._checkpoint_pad_id = text_config.pad_token_id
         parameters = inspect.signature(model.forward).parameters
         self._forward_extra = {"use_cache": False} if "use_cache" in parameters else {}
+        # Transformers 5 calls the KV cache argument `cache`; 4.x `past_key_values`.
+        cache_argument = next((n for n in ("cache", "past_key_values") if n in parameters), None)
+        sliding = bool(getattr(text_config, "sliding_window", None)) and getattr(
+            text_config, "use_sliding_window", True
+        )
+        layer_types = set(getattr(text_config, "layer_types", None) or ["full_attention"])
+        if (
+            self._plan.remote_code
+            or sliding
+            or layer_types != {"full_attention"}
+            or "position_ids" not in parameters
+        ):
+            # Left-padded prefixes shift sliding windows, and foreign code may treat caches its own way.
+            cache_argument = None
+        self._cache_argument = cache_argument
         return model
 
 
