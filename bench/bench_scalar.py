@@ -93,7 +93,7 @@ class PlainLoop:
         return scores, tokens
 
 
-def prbj_judge(folder: Path, args: argparse.Namespace, cache_dir: Path, batch_tokens: int) -> Any:
+def prbj_judge(folder: Path, args: argparse.Namespace, cache_dir: Path, batch_tokens: int | None) -> Any:
     options = ScalarOptions(dtype=args.dtype, max_length=args.max_length, batch_tokens=batch_tokens)
     settings = JudgeSettings(cache=ResponseCache(cache_dir), scalar=options)
     return make_scalar_judge(str(folder), settings, context=args.context)
@@ -112,7 +112,9 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=256, help="hidden size of the benchmark model")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=64, help="pairs in flight in prbj's engine")
-    parser.add_argument("--batch-tokens", type=int, default=16384)
+    parser.add_argument(
+        "--batch-tokens", type=int, default=None, help="default: prbj's default for the device"
+    )
     parser.add_argument("--max-length", type=int, default=8192)
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side; the best counts")
@@ -160,7 +162,7 @@ def main() -> None:
             computed = judge.model.tokens_scored - computed
 
         # Another batch size shares the cache entries but not the loaded model: a truly fresh rerun.
-        rerun = prbj_judge(folder, args, Path(tmp) / f"cache-{args.repeat - 1}", args.batch_tokens + 1)
+        rerun = prbj_judge(folder, args, Path(tmp) / f"cache-{args.repeat - 1}", judge.model.batch_tokens + 1)
         start = time.perf_counter()
         prbj_run(rerun, dataset, args.concurrency)
         cached_s = time.perf_counter() - start
@@ -181,7 +183,8 @@ def main() -> None:
         f"{tokens / prbj_s:7.0f} tokens/s"
     )
     print(
-        f"  prbj: {passes} forward passes in {batches} batches (concurrency {args.concurrency}), "
+        f"  prbj: {passes} forward passes in {batches} batches (concurrency {args.concurrency}, "
+        f"batch tokens {judge.model.batch_tokens}), "
         f"{computed} tokens computed for {tokens} in the conversations "
         f"(shared prefixes: {judge.model.prefix_sharing})"
     )

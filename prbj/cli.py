@@ -124,10 +124,10 @@ def main() -> None:
 @click.option(
     "--batch-tokens",
     type=click.IntRange(min=1),
-    default=16384,
-    show_default=True,
+    default=None,
     help="Padded tokens per forward pass of hf: reward models (bounds memory; scores do not depend on it). "
-    "Raise --concurrency too so that more items wait to be batched.",
+    "Default: 16384 on a GPU, 4096 on a CPU. On a GPU raise --concurrency too, so that more answers wait "
+    "to be batched.",
 )
 @friendly_errors
 def judge(
@@ -143,7 +143,7 @@ def judge(
     device: str,
     trust_remote_code: bool,
     max_length: int,
-    batch_tokens: int,
+    batch_tokens: int | None,
 ) -> None:
     """Judge every pair with every judge; write reports/<run-id>/ and print a leaderboard.
 

@@ -161,6 +161,7 @@ def test_an_items_score_does_not_depend_on_batch_or_neighbours(
         return found
 
     everything = list(range(len(conversations)))
+    default_budget = model.batch_tokens
     try:
         with _rows_mode(model, shared):
             for order, budget in [
@@ -173,7 +174,7 @@ def test_an_items_score_does_not_depend_on_batch_or_neighbours(
                 for i in order:
                     assert batched[i] == pytest.approx(alone[i], abs=1e-5)
     finally:
-        model.batch_tokens = ScalarOptions().batch_tokens
+        model.batch_tokens = default_budget
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["whole-rows", "shared-prefixes"])

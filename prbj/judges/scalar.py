@@ -25,7 +25,7 @@ from prbj.retrieval import rank_profile
 
 if TYPE_CHECKING:
     from prbj.judges.registry import JudgeSettings
-    from prbj.llm.batcher import MicroBatcher
+    from prbj.llm.batcher import Emit, MicroBatcher
     from prbj.llm.scalar_model import ScalarModel
 
 HF_PREFIX = "hf:"
@@ -48,8 +48,8 @@ class ScalarOptions:
     device: str = "auto"
     trust_remote_code: bool = False
     max_length: int = 8192
-    # Padded tokens (rows × longest row) per forward pass: bounds memory, not results.
-    batch_tokens: int = 16384
+    # Padded tokens (rows × longest row) per forward pass: bounds memory, not results. None: by device.
+    batch_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class _Runtime:
         self.worker = WorkerThread(f"prbj-scalar:{model.ref}")
         self.batcher: MicroBatcher[_Request, ItemScore] = MicroBatcher(self._score_batch, self.worker)
 
-    def _score_batch(self, requests: list[_Request], emit: Any, stop: threading.Event) -> None:
+    def _score_batch(self, requests: list[_Request], emit: Emit, stop: threading.Event) -> None:
         # The same conversation can be asked for twice in one batch (two judges, a repeated answer): score once.
         first_of: dict[str, int] = {}
         for index, request in enumerate(requests):

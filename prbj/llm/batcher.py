@@ -10,6 +10,7 @@ emits them, so the progress bar moves and finished work is never held back by a 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import queue
 import threading
@@ -23,6 +24,9 @@ R = TypeVar("R")
 # judge, releasing the engine's semaphore and starting the next job take a few turns each; a turn costs
 # microseconds, a forward pass milliseconds or more.
 QUIET_TURNS = 3
+
+# How long an exiting process waits for the forward pass in flight.
+EXIT_GRACE_SECONDS = 120.0
 
 Emit = Callable[[int, Any], None]
 BatchFn = Callable[[list[Any], Emit, threading.Event], None]
@@ -41,6 +45,17 @@ class WorkerThread:
         self._queue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._pending = 0
+        self._idle = threading.Condition()
+        # A daemon killed in the middle of a torch kernel aborts the process ("terminate called without an
+        # active exception"): at exit, let the call in flight finish. An interrupted batch stops after its
+        # current forward pass, so the wait is one pass at most.
+        atexit.register(self.wait_idle, EXIT_GRACE_SECONDS)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no call is queued or running (or `timeout` passes); whether it is idle."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
     def run(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
         """Schedule `fn(*args)` on the worker; the returned future (of the running loop) gets its outcome."""
@@ -53,6 +68,8 @@ class WorkerThread:
                 loop.call_soon_threadsafe(_settle, future, result, error)
 
         self._start()
+        with self._idle:
+            self._pending += 1
         self._queue.put((fn, args, deliver))
         return future
 
@@ -71,6 +88,10 @@ class WorkerThread:
                 deliver(error=error)
             else:
                 deliver(result)
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
