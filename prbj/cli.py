@@ -163,6 +163,42 @@ def _parse_duration(value: str) -> float:
     "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Pairs judged at once."
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@click.option(
+    "--dtype",
+    type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
+    default="auto",
+    show_default=True,
+    help="Weights and activations of hf: reward models; auto = bf16 on a GPU, fp32 on a CPU.",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="Where hf: reward models run; auto = cuda when available.",
+)
+@click.option(
+    "--trust-remote-code",
+    is_flag=True,
+    default=False,
+    help="Allow hf: reward models that ship their own Python code to run it (only for models you trust).",
+)
+@click.option(
+    "--max-length",
+    type=click.IntRange(min=2),
+    default=8192,
+    show_default=True,
+    help="Longest input, in tokens, of hf: reward models; longer ones lose their middle and are flagged "
+    "'truncated'.",
+)
+@click.option(
+    "--batch-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Padded tokens per forward pass of hf: reward models (bounds memory; scores do not depend on it). "
+    "Default: 16384 on a GPU, 4096 on a CPU. On a GPU raise --concurrency too, so that more answers wait "
+    "to be batched.",
+)
 @friendly_errors
 def judge(**options: Any) -> None:
     """Judge every pair with every judge; write reports/<run-id>/ and print a leaderboard.
@@ -184,6 +220,7 @@ def judge(**options: Any) -> None:
       prbj judge -p gpt-5.1 --order both --max-cost 2.50 --dry-run
       prbj judge -p claude-sonnet-4-5 --context planner --planner gemini-3-flash
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1
+      prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
     """
     from prbj.judge_command import run_judge_command
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from prbj.data import load_dataset
 from prbj.errors import DataError
 from prbj.judges.registry import JudgeSettings, resolve_judges
+from prbj.judges.scalar import ScalarOptions
 from prbj.llm.setup import GatewayOptions
 from prbj.planner import Planner
 from prbj.prompts import Template, from_file
@@ -42,6 +43,11 @@ def run_judge_command(
     out: Path,
     concurrency: int,
     progress: bool,
+    dtype: str,
+    device: str,
+    trust_remote_code: bool,
+    max_length: int,
+    batch_tokens: int | None,
     **gateway_options: Any,
 ) -> int:
     shared = GatewayOptions.pop_from(gateway_options)
@@ -68,6 +74,13 @@ def run_judge_command(
         providers_dir=shared.providers_dir,
         api_base=shared.api_base,
         require_keys=shared.sends,
+        scalar=ScalarOptions(
+            dtype=dtype,
+            device=device,
+            trust_remote_code=trust_remote_code,
+            max_length=max_length,
+            batch_tokens=batch_tokens,
+        ),
     )
     judges = resolve_judges(providers, settings)
     data = load_dataset(dataset).select(subsets, limit)
@@ -92,6 +105,7 @@ def run_judge_command(
         console.print(usage_table(usage, dry_run=True))
         return 0
     print_leaderboard(result.summary, console)
+    _print_truncations(result.judgments, max_length, console)
     if usage:
         console.print(usage_table(usage))
     console.print(f"run directory: {result.run_dir}")
@@ -127,3 +141,20 @@ def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) ->
         )
         return 1
     return 0
+
+
+def _print_truncations(judgments: Any, max_length: int, console: Console) -> None:
+    """Pairs in which a local reward model saw only part of an input: their scores are less trustworthy."""
+    import polars as pl
+
+    counts = (
+        judgments.filter(pl.col("truncated").is_not_null())
+        .group_by("judge", "context", maintain_order=True)
+        .agg(pl.col("truncated").sum().alias("cut"), pl.len().alias("n"))
+        .filter(pl.col("cut") > 0)
+    )
+    for judge_name, context, cut, n in counts.iter_rows():
+        console.print(
+            f"[yellow]{judge_name} ({context}): {cut} of {n} pairs had an input longer than "
+            f"--max-length {max_length} tokens; its middle was cut (column 'truncated').[/yellow]"
+        )

@@ -46,6 +46,7 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "completion_tokens": pl.Int64,
     "cached": pl.Boolean,
     "error": pl.String,
+    "truncated": pl.Boolean,
 }
 
 

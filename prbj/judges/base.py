@@ -60,6 +60,8 @@ class Judgment:
     completion_tokens: int = 0
     cached: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Whether an input was cut to fit the model (local reward models); None for judges without a length limit.
+    truncated: bool | None = None
 
     @property
     def correct(self) -> bool:
@@ -97,6 +99,7 @@ class Judgment:
             "completion_tokens": self.completion_tokens,
             "cached": self.cached,
             "error": self.error,
+            "truncated": self.truncated,
             **self.extra,
         }
 

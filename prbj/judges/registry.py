@@ -16,6 +16,7 @@ from prbj.data.schema import Context
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
 from prbj.judges.baselines import BASELINES, DEFAULT_JUDGES, make_baseline
+from prbj.judges.scalar import HF_PREFIX, ScalarOptions, make_scalar_judge
 from prbj.llm.cache import ResponseCache
 from prbj.prompts import Template
 
@@ -43,6 +44,7 @@ class JudgeSettings:
     api_base: str | None = None
     require_keys: bool = True
     extra: dict[str, object] = field(default_factory=dict)
+    scalar: ScalarOptions = field(default_factory=ScalarOptions)
 
 
 def known_judges() -> list[str]:
@@ -65,13 +67,17 @@ def resolve_judges(specs: Sequence[str], settings: JudgeSettings | None = None) 
 def resolve_judge(spec: str, settings: JudgeSettings) -> list[Judge]:
     if spec in BASELINES:
         return [make_baseline(spec, seed=settings.seed)]
+    if spec.startswith(HF_PREFIX):
+        # Scalar RMs follow the official protocol by default: the user turn holds the question only.
+        contexts = settings.contexts or ("none",)
+        return [make_scalar_judge(spec.removeprefix(HF_PREFIX), settings, context) for context in contexts]
     from prbj.providers import is_provider_name
 
     if is_provider_name(spec, settings.providers_dir):
         return _llm_judges(spec, settings)
     raise ConfigError(
         f"--provider {spec!r}: unknown judge; offline judges are {', '.join(BASELINES)}; LLM judges are the "
-        f"profiles listed by `prbj providers` or litellm:<model-id>"
+        f"profiles listed by `prbj providers` or litellm:<model-id>; scalar RMs are hf:<path-or-hub-id>"
     )
 
 
