@@ -25,6 +25,15 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def _first(group: BaseExceptionGroup) -> PrbjError:
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            return _first(error)
+        if isinstance(error, PrbjError):
+            return error
+    raise group
+
+
 def friendly_errors(command: F) -> F:
     """Expected failures become one line on stderr and their exit code; Ctrl-C exits 130 quietly."""
 
@@ -33,6 +42,11 @@ def friendly_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except PrbjError as err:
+            _stderr().print(f"[bold red]error:[/bold red] {err}", soft_wrap=True)
+            sys.exit(err.exit_code)
+        except BaseExceptionGroup as group:
+            # Raised inside the engine's task group (e.g. a model that fails to load mid-run): same one line.
+            err = _first(group)
             _stderr().print(f"[bold red]error:[/bold red] {err}", soft_wrap=True)
             sys.exit(err.exit_code)
         except KeyboardInterrupt:

@@ -118,3 +118,28 @@ def test_default_run_on_the_bundled_sample(tmp_path: Path) -> None:
     assert set(overall) == {"random", "length", "bm25-profile", "embed-profile"}
     # The sample is length-balanced by construction: "pick the longer" must sit near chance.
     assert 0.35 <= overall["length"]["accuracy"] <= 0.65
+
+
+def test_errors_raised_inside_the_engine_are_one_line_too() -> None:
+    import asyncio
+
+    import click
+
+    from prbj.cli import friendly_errors
+    from prbj.errors import ConfigError
+
+    @click.command()
+    @friendly_errors
+    def fails_mid_run() -> None:
+        async def load() -> None:
+            raise ConfigError("hf:/m: weights unreadable (model.safetensors)")
+
+        async def run() -> None:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(load())
+
+        asyncio.run(run())
+
+    result = CliRunner().invoke(fails_mid_run)
+    assert result.exit_code == 2
+    assert result.output == "error: hf:/m: weights unreadable (model.safetensors)\n"
