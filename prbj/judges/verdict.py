@@ -2,8 +2,9 @@
 
 The official script reads the text after `Result:` and counts anything unparseable as "A", which is silently
 right half the time. Here an unreadable reply is `None` (a counted parse error). The verdict comes from the
-judge's final answer: reasoning before `</think>` is dropped, copies of the answers it was shown are cut out
-(an answer may itself contain "Result: B"), and the last explicit verdict wins.
+judge's final answer: copies of the answers it was shown are cut out first (an answer may itself contain
+"Result: B", "[[A]]" or even "</think>"), then reasoning before `</think>` is dropped, verdicts the judge cites
+between quotation marks are ignored, and the last explicit verdict wins.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 _THINK_END = re.compile(r"</think(?:ing)?>", re.I)
 _VERDICT_PATTERNS = [
@@ -23,6 +24,8 @@ _VERDICT_PATTERNS = [
     ),
     re.compile(r"\[\[\s*([AB])\s*\]\]", re.I),
 ]
+_OPEN_QUOTES = set("\"'“‘`")
+_CLOSE_QUOTES = set("\"'”’`")
 _BARE = re.compile(r"^[\s\*\[\(\"'`]*(?:answer|response)?\s*([AB])[\s\*\]\)\"'`.]*$", re.I)
 _SCORE = re.compile(r"(?:score|rating)\s*\**\s*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)(?:\s*/\s*10)?", re.I)
 
@@ -37,26 +40,43 @@ def strip_quotes(text: str, shown: Sequence[str]) -> str:
     """Cut out verbatim copies of the texts the judge was shown, and lines quoted from them."""
     for original in sorted((s for s in shown if s.strip()), key=len, reverse=True):
         text = text.replace(original.strip(), " ")
-    quoted_lines = {
-        line.strip() for original in shown for line in original.splitlines() if len(line.strip()) >= 12
-    }
+    shown_lines = {line.strip() for original in shown for line in original.splitlines() if line.strip()}
     kept = []
     for line in text.splitlines():
+        blockquote = line.lstrip().startswith(">")
         bare = line.strip().lstrip(">").strip().strip("\"'“”")
-        if bare and any(bare in quoted for quoted in quoted_lines) and len(bare) >= 12:
+        # A markdown block quote of any length is a quote; a plain line only when long enough to be one.
+        if bare and (blockquote or len(bare) >= 12) and any(bare in quoted for quoted in shown_lines):
             continue
         kept.append(line)
     return "\n".join(kept)
+
+
+def _inside_quotes(text: str, start: int, end: int) -> bool:
+    """A verdict written between quotation marks is cited ('the answer says "Result: A"'), not given."""
+    before = text[start - 1] if start > 0 else ""
+    after = text[end : end + 2].lstrip(" *.,")[:1]
+    return before in _OPEN_QUOTES and after in _CLOSE_QUOTES
+
+
+def _final_answer(reply: str, shown: Sequence[str]) -> str:
+    # Quotes go first: an answer may itself contain `</think>`, and splitting on a quoted one would drop the
+    # judge's real verdict written before the quote.
+    return final_part(strip_quotes(reply, shown))
 
 
 def parse_verdict(reply: str | None, shown: Sequence[str] = ()) -> str | None:
     """'A', 'B' or None when the reply holds no readable final verdict."""
     if not reply:
         return None
-    text = strip_quotes(final_part(reply), shown)
+    text = _final_answer(reply, shown)
     found: list[tuple[int, str]] = []
     for pattern in _VERDICT_PATTERNS:
-        found.extend((m.start(), m.group(1).upper()) for m in pattern.finditer(text))
+        found.extend(
+            (m.start(), m.group(1).upper())
+            for m in pattern.finditer(text)
+            if not _inside_quotes(text, m.start(), m.end())
+        )
     if found:
         return max(found)[1]
     lines = [line for line in text.strip().splitlines() if line.strip()]
@@ -73,7 +93,7 @@ def parse_score(
     """The last `Score: N` in the final answer, if it lies on the stated scale."""
     if not reply:
         return None
-    text = strip_quotes(final_part(reply), shown)
+    text = _final_answer(reply, shown)
     matches = list(_SCORE.finditer(text))
     if not matches:
         bare = text.strip().splitlines()[-1].strip(" *`.") if text.strip() else ""
