@@ -103,10 +103,13 @@ class ContextBuilder:
         return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
 
 
-def check_template_shows_context(template: Template, context: Context, option: str) -> None:
+def check_template_shows_context(
+    template: Template, context: Context, option: str, *, system: Template | None = None
+) -> None:
     """A custom template that never shows the context would silently turn every setting into `none`."""
     needs = {"profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
-    if needs and not ({needs, "context"} & template.placeholders):
+    shown = template.placeholders | (system.placeholders if system is not None else set())
+    if needs and not ({needs, "context"} & shown):
         raise ConfigError(
             f"{option} {template.name}: --context {context} needs a {{{needs}}} or {{context}} placeholder"
         )
@@ -158,17 +161,24 @@ class LLMJudgeBase:
             "repair": self.repair,
         }
 
-    async def _ask(self, user: str, usage: Usage) -> LLMResult:
-        request = LLMRequest.chat(self.system.text, user, template_hash=self._template_hash())
+    def _prompt(self, values: dict[str, str]) -> tuple[str, str]:
+        """System and user text; both templates get the placeholders, so a custom system prompt may show the
+        profile too."""
+        return self.system.render(values), self.user.render(values)
+
+    async def _ask(self, prompt: tuple[str, str], usage: Usage) -> LLMResult:
+        system, user = prompt
+        request = LLMRequest.chat(system, user, template_hash=self._template_hash())
         result = await self.gateway.call(self.provider, request)
         usage.add(result)
         return result
 
-    async def _repair(self, user: str, reply: str, choices: str, usage: Usage) -> LLMResult:
+    async def _repair(self, prompt: tuple[str, str], reply: str, choices: str, usage: Usage) -> LLMResult:
         """One more turn asking only for the final line; the conversation shows the judge its own reply."""
+        system, user = prompt
+        first = LLMRequest.chat(system, user).messages
         messages = (
-            {"role": "system", "content": self.system.text},
-            {"role": "user", "content": user},
+            *first,
             {"role": "assistant", "content": reply},
             {"role": "user", "content": builtin("repair").render({"choices": choices})},
         )
@@ -257,7 +267,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
     async def _verdict(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage
     ) -> tuple[Status, str | None, str | None]:
-        user = self.user.render(
+        prompt = self._prompt(
             {
                 "context": block.text,
                 "question": view.question,
@@ -267,12 +277,12 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 "rubrics": block.rubrics,
             }
         )
-        result = await self._ask(user, usage)
+        result = await self._ask(prompt, usage)
         if not result.ok:
             return _status(result), None, result.error
         letter = parse_verdict(result.text, [answer_a, answer_b])
         if letter is None and self.repair:
-            repaired = await self._repair(user, result.text or "", "Result: A\nResult: B", usage)
+            repaired = await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage)
             if repaired.ok:
                 letter = parse_verdict(repaired.text, [answer_a, answer_b])
         if letter is None:
@@ -331,7 +341,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         return [await self._score_one(view, block, answer, usage) for answer in answers]
 
     async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
-        user = self.user.render(
+        prompt = self._prompt(
             {
                 "context": block.text,
                 "question": view.question,
@@ -340,12 +350,12 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
                 "rubrics": block.rubrics,
             }
         )
-        result = await self._ask(user, usage)
+        result = await self._ask(prompt, usage)
         if not result.ok:
             raise ScoreFailure(_status(result), result.error or "call failed")
         value = parse_score(result.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
         if value is None and self.repair:
-            repaired = await self._repair(user, result.text or "", "Score: <integer from 1 to 10>", usage)
+            repaired = await self._repair(prompt, result.text or "", "Score: <integer from 1 to 10>", usage)
             if repaired.ok:
                 value = parse_score(repaired.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
         if value is None:

@@ -104,7 +104,9 @@ def _llm_judges(spec: str, settings: JudgeSettings) -> list[Judge]:
     for context in settings.contexts or (DEFAULT_LLM_CONTEXT,):
         builder = ContextBuilder(context, profile_k=settings.profile_k, planner=planner)
         if settings.user_template is not None:
-            check_template_shows_context(settings.user_template, context, "--judge-template-user")
+            check_template_shows_context(
+                settings.user_template, context, "--judge-template-user", system=settings.system_template
+            )
         if settings.mode == "pointwise":
             judges.append(
                 PointwiseLLMJudge(
