@@ -541,6 +541,20 @@ def test_context_planner_without_a_planner_is_a_usage_error(harness: Harness, co
     assert run.exit_code == 2 and "--planner" in run.output
 
 
+def test_dry_run_with_a_planner_plans_the_judge_calls_too(
+    harness: Harness, server: ProviderServer, context_dataset: Path
+) -> None:
+    run = harness.judge(context_dataset, "--context", "planner", "--planner", "gpt-5.1", "--dry-run")
+    assert run.exit_code == 0, run.output
+    assert server.count() == 0 and run.run_dir is None
+    planned = {
+        line.split()[0]: int(line.split()[1])
+        for line in run.output.splitlines()
+        if line.startswith(("gpt-", "gemini-"))
+    }
+    assert planned == {"gpt-5.1": 3, "gemini-3-flash": 3}
+
+
 def test_context_oracle_shows_the_gold_rubric(
     harness: Harness, server: ProviderServer, context_dataset: Path
 ) -> None:

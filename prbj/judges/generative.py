@@ -40,6 +40,7 @@ _FAILURE_RANK: dict[str, int] = {
     "api_error": 2,
     "skipped_cache": 3,
     "skipped_budget": 4,
+    "dry_run": 5,
 }
 
 
@@ -88,6 +89,10 @@ class ContextBuilder:
         if self.context == "planner":
             assert self.planner is not None
             planned = await self.planner.aspects(view)
+            if planned.result.status == "dry_run":
+                # Nothing was asked, but the judge calls that would follow must still be counted in the plan.
+                rubrics = "\n".join("- (an aspect from the planner)" for _ in range(self.planner.max_aspects))
+                return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
             if not planned.ok:
                 failure = (
                     planned.result
