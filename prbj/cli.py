@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from prbj import __version__
 from prbj.cli_options import gateway_options
@@ -42,7 +43,8 @@ def friendly_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except PrbjError as err:
-            _stderr().print(f"[bold red]error:[/bold red] {err}", soft_wrap=True)
+            # Escaped: messages name things like "[price]" that Rich would take for markup and drop.
+            _stderr().print(f"[bold red]error:[/bold red] {escape(str(err))}", soft_wrap=True)
             sys.exit(err.exit_code)
         except BaseExceptionGroup as group:
             # Raised inside the engine's task group (e.g. a model that fails to load mid-run): same one line.

@@ -70,14 +70,15 @@ class ProviderSpec:
 
     def api_key(self) -> str | None:
         """The key from the environment; a one-line error naming the variable when it is required and unset."""
-        if not self.api_key_env:
-            return None
-        value = os.environ.get(self.api_key_env)
-        if not value and self.api_key_required:
+        value = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if not value and self.api_key_env and self.api_key_required:
             raise ConfigError(
                 f"provider {self.name!r} needs an API key: set the environment variable {self.api_key_env} "
                 f"(or pass --env-file with a line {self.api_key_env}=...)"
             )
+        if not value and self.family == "openai" and self.api_base:
+            # The OpenAI client refuses to send a request without a key; self-hosted servers ignore it.
+            return "EMPTY"
         return value or None
 
     def key_is_set(self) -> bool:
@@ -130,7 +131,7 @@ def is_provider_name(spec: str, user_dir: Path | None = None) -> bool:
 
 def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | None = None) -> ProviderSpec:
     if spec.startswith(LITELLM_PREFIX):
-        provider = _adhoc(spec[len(LITELLM_PREFIX) :])
+        provider = _adhoc(spec[len(LITELLM_PREFIX) :], self_hosted=api_base is not None)
     else:
         files = _profile_files(user_dir)
         if spec not in files:
@@ -141,7 +142,9 @@ def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | No
     return provider.with_api_base(api_base)
 
 
-def _adhoc(model: str) -> ProviderSpec:
+def _adhoc(model: str, *, self_hosted: bool = False) -> ProviderSpec:
+    """A model id without a profile. With --api-base and an id LiteLLM has no price for, it is taken to be a
+    self-hosted server (vLLM, SGLang, llama.cpp): free, and the key optional."""
     if not model:
         raise ConfigError(
             "--provider litellm:<model-id>: no model id given (e.g. litellm:gemini/gemini-3-flash-preview)"
@@ -154,7 +157,10 @@ def _adhoc(model: str) -> ProviderSpec:
         params={"max_tokens": 1024},
         source="--provider",
     )
-    return _with_litellm_price(spec, required=False)
+    priced = _with_litellm_price(spec, required=False)
+    if self_hosted and priced.price_source == "unknown":
+        return replace(priced, paid=False, api_key_required=False, input_price=0.0, output_price=0.0)
+    return priced
 
 
 def load_profile(name: str, path: Path) -> ProviderSpec:

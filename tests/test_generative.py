@@ -155,7 +155,13 @@ class Harness:
     def dataset(self, recs: Sequence[dict[str, Any]], name: str = "pairs.jsonl") -> Path:
         return write_jsonl(self.tmp_path / name, recs)
 
-    def judge(self, dataset: Path, *args: str, provider: str | None = "gemini-3-flash") -> Run:
+    def judge(
+        self,
+        dataset: Path,
+        *args: str,
+        provider: str | None = "gemini-3-flash",
+        env: dict[str, str | None] | None = None,
+    ) -> Run:
         self.runs += 1
         out = self.tmp_path / f"out-{self.runs}"
         command = ["judge", "--no-progress", "--dataset", str(dataset), "--out", str(out)]
@@ -166,7 +172,7 @@ class Harness:
         result = CliRunner().invoke(
             main,
             [*command, *args],
-            env={**DUMMY_KEYS, "PRBJ_CACHE_DIR": str(self.cache)},
+            env={**DUMMY_KEYS, "PRBJ_CACHE_DIR": str(self.cache), **(env or {})},
             catch_exceptions=False,
             terminal_width=200,
         )
@@ -690,3 +696,36 @@ def test_pointwise_unreadable_score_is_a_parse_error(harness: Harness, server: P
     frame = run.judgments.sort("pair_id")
     assert frame["status"].to_list() == ["parse_error", "ok"]
     assert frame["verdict"].to_list() == [None, "tie"]
+
+
+# --- self-hosted OpenAI-compatible servers (vLLM, SGLang) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["litellm:openai/Qwen/Qwen3-8B", "openai-compatible"])
+def test_a_self_hosted_model_needs_no_key_and_costs_nothing(
+    harness: Harness, server: ProviderServer, provider: str
+) -> None:
+    server.reply = knowing_judge({1, 2, 3})
+    run = harness.judge(
+        harness.dataset(records(3)),
+        "--context",
+        "none",
+        "--api-base",
+        f"{server.url}/v1",
+        provider=provider,
+        env={"OPENAI_API_KEY": None, "OPENAI_COMPATIBLE_API_KEY": None},
+    )
+    assert run.exit_code == 0, run.output
+    assert run.overall()["accuracy"] == 1.0
+    assert server.count("openai") == 3 and {r.model for r in server.requests} == {"Qwen/Qwen3-8B"}
+    assert run.judgments["cost_usd"].sum() == 0.0
+
+
+def test_an_unpriced_hosted_model_is_refused_with_a_readable_message(
+    harness: Harness, server: ProviderServer
+) -> None:
+    dataset = harness.dataset(records(1))
+    command = ["judge", "-p", "litellm:openai/no-such-model", "--dataset", str(dataset), "--context", "none"]
+    result = CliRunner().invoke(main, command, env=DUMMY_KEYS)
+    assert result.exit_code == 2
+    assert "[price]" in result.output and server.count() == 0
