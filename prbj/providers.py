@@ -1,7 +1,8 @@
 """Provider profiles: `providers/*.toml` → ProviderSpec (model id, key variable, limits, prices, params).
 
 Profiles ship inside the wheel; a user folder (`--providers-dir` or PRBJ_PROVIDERS_DIR) overrides profiles of
-the same name and adds new ones. `litellm:<model-id>` names a model without a profile.
+the same name and adds new ones. `litellm:<model-id>` names a model without a profile; `hf-local:<path-or-id>`
+a Hugging Face causal LM run in-process.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from prbj.errors import ConfigError
 
 PROVIDERS_ENV = "PRBJ_PROVIDERS_DIR"
 LITELLM_PREFIX = "litellm:"
+# `hf-local:<path-or-id>`: a Hugging Face causal LM run in-process (prbj.llm.local_hf), free of charge.
+LOCAL_PREFIX = "hf-local:"
 TAKE_LITELLM_PRICE = "litellm"
 _PER_MILLION = 1_000_000
 
@@ -126,12 +129,14 @@ def list_providers(user_dir: Path | None = None) -> list[ProviderSpec]:
 
 
 def is_provider_name(spec: str, user_dir: Path | None = None) -> bool:
-    return spec.startswith(LITELLM_PREFIX) or spec in _profile_files(user_dir)
+    return spec.startswith((LITELLM_PREFIX, LOCAL_PREFIX)) or spec in _profile_files(user_dir)
 
 
 def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | None = None) -> ProviderSpec:
     if spec.startswith(LITELLM_PREFIX):
         provider = _adhoc(spec[len(LITELLM_PREFIX) :], self_hosted=api_base is not None)
+    elif spec.startswith(LOCAL_PREFIX):
+        provider = local_provider(spec[len(LOCAL_PREFIX) :])
     else:
         files = _profile_files(user_dir)
         if spec not in files:
@@ -161,6 +166,36 @@ def _adhoc(model: str, *, self_hosted: bool = False) -> ProviderSpec:
     if self_hosted and priced.price_source == "unknown":
         return replace(priced, paid=False, api_key_required=False, input_price=0.0, output_price=0.0)
     return priced
+
+
+def local_provider(path_or_id: str) -> ProviderSpec:
+    """A free provider for an in-process model; the path is checked now so that a typo fails before any call."""
+    from prbj.llm.local_hf import (
+        DEFAULT_MAX_BATCH,
+        DEFAULT_MAX_NEW_TOKENS,
+        MODEL_PREFIX,
+        check_installed,
+        locate,
+    )
+
+    source = locate(path_or_id)
+    check_installed()
+    return ProviderSpec(
+        name=f"{LOCAL_PREFIX}{path_or_id}",
+        # An absolute location, so that the cache key does not depend on the directory prbj runs from.
+        model=f"{MODEL_PREFIX}{source.label}",
+        api_key_env=None,
+        api_key_required=False,
+        paid=False,
+        max_concurrency=DEFAULT_MAX_BATCH,
+        input_price=0.0,
+        output_price=0.0,
+        price_source="local",
+        params={"max_tokens": DEFAULT_MAX_NEW_TOKENS},
+        # CPU generation of a batch can take minutes; a timeout would only make it start over.
+        timeout=3600.0,
+        source="--provider",
+    )
 
 
 def load_profile(name: str, path: Path) -> ProviderSpec:
