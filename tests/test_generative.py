@@ -8,7 +8,6 @@ so the tests check what reached the model in each context setting, and what must
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -245,26 +244,23 @@ def test_reported_accuracy_equals_the_known_value(
         assert overall["order_consistency"] is None
 
 
-def test_positions_follow_the_official_seeded_draw_per_subset(
+def test_a_pairs_position_does_not_depend_on_what_else_is_selected(
     harness: Harness, server: ProviderServer
 ) -> None:
-    """The official script seeds Python's RNG with 42 per subset and puts the chosen answer in A when
-    random() < 0.5; the same pair must get the same position here, whatever --subset or --limit keep."""
+    """Positions are drawn per pair from --seed before any call: --subset and --limit change nothing (so
+    cached verdicts stay valid), and another seed gives another draw."""
     server.reply = knowing_judge(set())
     dataset = harness.dataset(records(12))
     full = harness.judge(dataset, "--context", "none")
     art_only = harness.judge(dataset, "--context", "none", "--subset", "art", "--limit", "2")
+    reseeded = harness.judge(dataset, "--context", "none", "--seed", "7")
     positions = dict(zip(full.judgments["pair_id"], full.judgments["chosen_position"], strict=True))
-    for offset, subset in enumerate(SUBSET_NAMES):
-        rng = random.Random(42)
-        for i in range(1, 13):
-            if (i - 1) % 3 == offset:
-                expected = "A" if rng.random() < 0.5 else "B"
-                assert positions[f"t-{i:03d}"] == expected, (subset, i)
+    assert set(positions.values()) == {"A", "B"}
     subset_positions = dict(
         zip(art_only.judgments["pair_id"], art_only.judgments["chosen_position"], strict=True)
     )
     assert subset_positions == {pid: positions[pid] for pid in ("t-001", "t-004")}
+    assert reseeded.judgments["chosen_position"].to_list() != full.judgments["chosen_position"].to_list()
 
 
 # --- position bias -------------------------------------------------------------------------------------------
