@@ -92,8 +92,8 @@ def _parse_duration(value: str) -> float:
     multiple=True,
     metavar="NAME",
     help="Judge to evaluate; repeat for several. Offline: random, length, bm25-profile, embed-profile (all four "
-    "when none is given). LLM judges: a profile from `prbj providers` (e.g. gemini-3-flash) or "
-    "litellm:<model-id>.",
+    "when none is given). LLM judges: a profile from `prbj providers` (e.g. gemini-3-flash), "
+    "litellm:<model-id>, or hf-local:<path-or-id> (a Hugging Face causal LM run in-process).",
 )
 @click.option(
     "--dataset",
@@ -237,6 +237,7 @@ def judge(**options: Any) -> None:
       prbj judge -p claude-sonnet-4-5 --context planner --planner gemini-3-flash
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1
       prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
+      prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2
     """
     from prbj.judge_command import run_judge_command
 

@@ -1,7 +1,8 @@
 """Turn `--provider` values into judges.
 
 - offline baselines by name (`random`, `length`, `bm25-profile`, `embed-profile`);
-- LLM judges: a provider profile name (`gemini-3-flash`, see `prbj providers`) or `litellm:<model-id>`;
+- LLM judges: a provider profile name (`gemini-3-flash`, see `prbj providers`), `litellm:<model-id>` or
+  `hf-local:<path-or-id>`;
   one judge per `--context` setting.
 """
 
@@ -77,7 +78,8 @@ def resolve_judge(spec: str, settings: JudgeSettings) -> list[Judge]:
         return _llm_judges(spec, settings)
     raise ConfigError(
         f"--provider {spec!r}: unknown judge; offline judges are {', '.join(BASELINES)}; LLM judges are the "
-        f"profiles listed by `prbj providers` or litellm:<model-id>; scalar RMs are hf:<path-or-hub-id>"
+        f"profiles listed by `prbj providers`, litellm:<model-id> or hf-local:<path-or-id>; scalar RMs are "
+        f"hf:<path-or-hub-id>"
     )
 
 
