@@ -168,6 +168,15 @@ def test_batched_generation_equals_one_at_a_time(random_llama: Path) -> None:
     assert len({g.prompt_tokens for g in batched}) == 3
 
 
+def test_a_prompt_too_long_for_the_model_fails_alone(random_llama: Path) -> None:
+    generator = LocalGenerator(locate(str(random_llama)))
+    too_long = generator.submit(chat("which answer fits " * 2000), 8)
+    fine = generator.submit(chat("which answer fits"), 8)
+    with pytest.raises(ValueError, match="exceeds the model's context of 4096"):
+        too_long.result(timeout=120)
+    assert fine.result(timeout=120).completion_tokens > 0
+
+
 def test_the_chat_template_is_tokenised_once(random_llama: Path) -> None:
     generator = LocalGenerator(locate(str(random_llama)))
     generator.submit(chat("warm up"), 1).result(timeout=120)  # loads the model on the worker

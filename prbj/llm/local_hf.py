@@ -145,13 +145,22 @@ class LocalGenerator:
                 for job in live:
                     job.future.set_exception(LoadError(self._load_error))
                 continue
+            # A prompt that cannot be run (too long, untokenisable) fails alone, not the batch it arrived in.
+            prepared: list[tuple[_Job, list[int]]] = []
+            for job in live:
+                try:
+                    prepared.append((job, self._checked_prompt(job)))
+                except Exception as err:
+                    job.future.set_exception(err)
+            if not prepared:
+                continue
             try:
-                results = self._generate(live)
+                results = self._generate(prepared)
             except Exception as err:
-                for job in live:
+                for job, _ in prepared:
                     job.future.set_exception(err)
                 continue
-            for job, result in zip(live, results, strict=True):
+            for (job, _), result in zip(prepared, results, strict=True):
                 job.future.set_result(result)
 
     def _load(self) -> None:
@@ -192,17 +201,20 @@ class LocalGenerator:
         transcript = "".join(f"{m['role'].capitalize()}: {m['content']}\n\n" for m in messages) + "Assistant:"
         return list(self.tokenizer(transcript, add_special_tokens=True)["input_ids"])
 
-    def _generate(self, jobs: list[_Job]) -> list[Generation]:
+    def _checked_prompt(self, job: _Job) -> list[int]:
+        ids = self.prompt_ids(job.messages)
+        if self.context_limit and len(ids) + job.max_new_tokens > self.context_limit:
+            raise ValueError(
+                f"prompt of {len(ids)} tokens + {job.max_new_tokens} new tokens exceeds the model's "
+                f"context of {self.context_limit}"
+            )
+        return ids
+
+    def _generate(self, prepared: list[tuple[_Job, list[int]]]) -> list[Generation]:
         torch = self._torch
-        prompts = [self.prompt_ids(job.messages) for job in jobs]
+        jobs = [job for job, _ in prepared]
+        prompts = [ids for _, ids in prepared]
         budget = max(job.max_new_tokens for job in jobs)
-        if self.context_limit:
-            for ids, job in zip(prompts, jobs, strict=True):
-                if len(ids) + job.max_new_tokens > self.context_limit:
-                    raise ValueError(
-                        f"prompt of {len(ids)} tokens + {job.max_new_tokens} new tokens exceeds the model's "
-                        f"context of {self.context_limit}"
-                    )
         width = max(len(ids) for ids in prompts)
         # Left padding: every prompt ends at the same column, so generation continues all rows at once.
         input_ids = torch.tensor([[self.pad_id] * (width - len(ids)) + ids for ids in prompts])
