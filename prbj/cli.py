@@ -49,7 +49,7 @@ def friendly_errors(command: F) -> F:
         except BaseExceptionGroup as group:
             # Raised inside the engine's task group (e.g. a model that fails to load mid-run): same one line.
             err = _first(group)
-            _stderr().print(f"[bold red]error:[/bold red] {err}", soft_wrap=True)
+            _stderr().print(f"[bold red]error:[/bold red] {escape(str(err))}", soft_wrap=True)
             sys.exit(err.exit_code)
         except KeyboardInterrupt:
             _stderr().print("interrupted: finished calls are cached; rerun the same command to resume.")

@@ -176,10 +176,12 @@ def local_provider(path_or_id: str) -> ProviderSpec:
         MODEL_PREFIX,
         check_installed,
         locate,
+        weights_fingerprint,
     )
 
     source = locate(path_or_id)
     check_installed()
+    fingerprint = weights_fingerprint(source)
     return ProviderSpec(
         name=f"{LOCAL_PREFIX}{path_or_id}",
         # An absolute location, so that the cache key does not depend on the directory prbj runs from.
@@ -191,7 +193,9 @@ def local_provider(path_or_id: str) -> ProviderSpec:
         input_price=0.0,
         output_price=0.0,
         price_source="local",
-        params={"max_tokens": DEFAULT_MAX_NEW_TOKENS},
+        # The fingerprint rides along as a parameter so that it is part of every cache key (the local
+        # provider ignores it): new weights at the same path are never answered from the cache.
+        params={"max_tokens": DEFAULT_MAX_NEW_TOKENS, "weights_fingerprint": fingerprint},
         # CPU generation of a batch can take minutes; a timeout would only make it start over.
         timeout=3600.0,
         source="--provider",

@@ -121,6 +121,17 @@ def test_hf_local_resolves_to_a_free_provider(random_llama: Path) -> None:
     provider.check_priced()
 
 
+def test_new_weights_at_the_same_path_get_new_cache_keys(tmp_path: Path) -> None:
+    folder = build_tiny_llama(tmp_path / "model")
+    request = LLMRequest.chat(None, "which answer fits")
+    before = Gateway().request_key(resolve_provider(f"hf-local:{folder}"), request)
+    assert Gateway().request_key(resolve_provider(f"hf-local:{folder}"), request) == before
+    config = json.loads((folder / "config.json").read_text())
+    config["rms_norm_eps"] = 1e-5 if config.get("rms_norm_eps") != 1e-5 else 1e-6
+    (folder / "config.json").write_text(json.dumps(config))
+    assert Gateway().request_key(resolve_provider(f"hf-local:{folder}"), request) != before
+
+
 def test_locate_finds_gguf_files_and_rejects_what_is_not_a_model(tmp_path: Path) -> None:
     single = tmp_path / "one"
     single.mkdir()
@@ -297,6 +308,21 @@ def test_prbj_judge_with_a_local_model_reports_its_verdicts(says_b_llama: Path, 
     run = json.loads((run_dir / "run.json").read_text())
     (usage,) = run["usage"]
     assert usage["requests_sent"] == 9 and usage["cost_usd"] == 0.0
+
+    # A rerun is answered from the cache: nothing is generated.
+    generated = list(generator_for(str(says_b_llama.resolve())).batch_sizes)
+    (tmp_path / "out").rename(tmp_path / "first-out")
+    code, output, _ = _judge(
+        tmp_path,
+        "-p",
+        f"hf-local:{says_b_llama}",
+        "--dataset",
+        str(tmp_path / "pairs.jsonl"),
+        "--context",
+        "none",
+    )
+    assert code == 0, output
+    assert generator_for(str(says_b_llama.resolve())).batch_sizes == generated
 
 
 def test_prbj_judge_counts_a_rambling_local_model_as_parse_errors(random_llama: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import importlib.util
 import queue
 import threading
@@ -76,6 +77,28 @@ def locate(path_or_id: str) -> ModelSource:
         raise ConfigError(f"--provider hf-local:{path_or_id}: no such file or folder")
     # "owner/name": a hub id, loaded from the local hub cache (no download is attempted when offline).
     return ModelSource(path_or_id, path_or_id)
+
+
+def weights_fingerprint(source: ModelSource) -> str:
+    """What identifies the model's weights, for cache keys: another file at the same path must never be
+    answered from the cache. A GGUF file is hashed alone, a folder file by file, a hub id by its snapshot."""
+    from prbj.llm.model_files import model_fingerprint
+
+    if source.gguf_file is not None:
+        digest = hashlib.sha256()
+        with (Path(source.location) / source.gguf_file).open("rb") as handle:
+            while chunk := handle.read(1 << 24):
+                digest.update(chunk)
+        return f"sha256:{digest.hexdigest()}"
+    folder = Path(source.location)
+    if not folder.is_dir():
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(source.location, local_files_only=True))
+        except Exception:
+            return f"hub:{source.location}"  # not in the local cache: loading will say so
+    return model_fingerprint(folder)
 
 
 def check_installed() -> None:
