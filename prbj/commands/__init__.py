@@ -1,0 +1,1 @@
+"""The click commands of `prbj`, one module per command or command family."""

@@ -1,0 +1,288 @@
+"""`prbj correlate` and `prbj downstream`: does benchmark accuracy predict downstream rank?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from prbj.cli_support import friendly_errors
+from prbj.errors import DataError
+
+
+def _parse_k(value: str) -> int | str:
+    if value in ("max", "all"):
+        return value
+    try:
+        k = int(value)
+    except ValueError:
+        raise click.BadParameter("expected 'max', 'all' or a whole number such as 16") from None
+    if k < 1:
+        raise click.BadParameter("k must be at least 1")
+    return k
+
+
+@click.command()
+@click.option(
+    "--run",
+    "runs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="prbj run directory (reports/<run-id>/) whose accuracies are this benchmark's column; repeatable.",
+)
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    metavar="NAME",
+    help="Keep only these judges from the runs (repeatable). Default: all.",
+)
+@click.option(
+    "--context",
+    type=click.Choice(["none", "profile", "planner", "oracle"]),
+    default=None,
+    help="Keep only judgments made in this context. Needed when a judge ran in several contexts.",
+)
+@click.option(
+    "--map",
+    "mappings",
+    multiple=True,
+    metavar="JUDGE=RM",
+    help="RM name of a judge, as the downstream table names it (JUDGE@CONTEXT=RM for one context); "
+    "repeatable. Unmapped judges keep their own name.",
+)
+@click.option(
+    "--benchmarks",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="CSV",
+    help="Other benchmarks' accuracies, columns rm, benchmark, accuracy (e.g. RewardBench, PRISM); "
+    "each benchmark is one more column.",
+)
+@click.option(
+    "--benchmark-name",
+    default="Personalized-RewardBench",
+    show_default=True,
+    help="Name of the column built from --run directories.",
+)
+@click.option(
+    "--benchmark-subset",
+    type=click.Choice(["all", "same"]),
+    default="all",
+    show_default=True,
+    help="Accuracy the --run column uses: over all subsets, or on the downstream table's own subset.",
+)
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/downstream"),
+    show_default=True,
+    help="Downstream store written by 'prbj downstream add'.",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="NAME",
+    help="Keep only these downstream sources (bon, ppo, ...).",
+)
+@click.option(
+    "--k",
+    "k_choice",
+    default="max",
+    show_default=True,
+    metavar="K|max|all",
+    help="Best-of-k to use: a number, 'max' (the k most RMs share, largest on a tie) or 'all' (one row per k).",
+)
+@click.option(
+    "--rbo-p",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Persistence p of rank-biased overlap (weight of the top ranks).",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=100),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples per interval.",
+)
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the bootstrap.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/correlation"),
+    show_default=True,
+    help="Folder for correlation.json and correlation.md.",
+)
+@friendly_errors
+def correlate(
+    runs: tuple[Path, ...],
+    judges: tuple[str, ...],
+    context: str | None,
+    mappings: tuple[str, ...],
+    benchmarks: Path | None,
+    benchmark_name: str,
+    benchmark_subset: str,
+    store: Path,
+    sources: tuple[str, ...],
+    k_choice: str,
+    rbo_p: float,
+    resamples: int,
+    seed: int,
+    out: Path,
+) -> None:
+    """How well benchmark accuracy predicts downstream rank: Spearman ρ, Kendall τ-b, weighted τ,
+    Pearson r, NDCG and RBO between each benchmark column and each downstream table (source × subset
+    × k), with bootstrap intervals over RMs and, for prbj runs, over benchmark items.
+
+    RMs present on one side only are listed and left out; a pairing needs at least 3 shared RMs.
+    Formulas: docs/correlation.md.
+
+    \b
+    Examples:
+      prbj correlate --run reports/20260101-120000-abc123 --map bm25-profile=RM-A
+      prbj correlate --run reports/run1 --run reports/run2 --context profile --benchmarks other.csv
+      prbj correlate --benchmarks accuracies.csv --source bon --k all --out reports/corr-bon
+    """
+    from prbj.benchmark_scores import RunSelection, load_benchmark_csv, load_prbj_runs, parse_mapping
+    from prbj.correlate_run import CorrelateConfig, write_report
+    from prbj.correlate_run import correlate as correlate_tables
+    from prbj.downstream import read_store
+    from prbj.report.correlation import comparison_table, markdown, notes
+
+    try:
+        k = _parse_k(k_choice)
+    except click.BadParameter as err:
+        raise DataError(f"--k {k_choice!r}: {err.message}") from None
+    mapping = parse_mapping(mappings)
+    if mapping and not runs:
+        raise DataError("--map renames judges of --run directories; give at least one --run")
+    prbj_benchmark = (
+        load_prbj_runs(RunSelection(runs, judges, context, mapping), name=benchmark_name) if runs else None
+    )
+    external = load_benchmark_csv(benchmarks) if benchmarks else {}
+    config = CorrelateConfig(
+        k=k,  # type: ignore[arg-type]
+        sources=sources,
+        benchmark_subset=benchmark_subset,  # type: ignore[arg-type]
+        rbo_p=rbo_p,
+        resamples=resamples,
+        seed=seed,
+        inputs={
+            "runs": [str(r) for r in runs],
+            "judges": list(judges),
+            "context": context,
+            "map": mapping,
+            "benchmarks": str(benchmarks) if benchmarks else None,
+            "store": str(store),
+            "sources": list(sources),
+        },
+    )
+    report = correlate_tables(read_store(store), prbj_benchmark, external, config)
+    console = Console()
+    console.print(comparison_table(report, compact=console.width < 120))
+    for line in notes(report):
+        console.print(f"[dim]{line}[/dim]", soft_wrap=True)
+    json_path, md_path = write_report(report, out, markdown(report))
+    console.print(f"wrote {json_path} and {md_path}")
+
+
+@click.group()
+def downstream() -> None:
+    """Downstream outcomes per reward model (best-of-N, PPO, ...), the targets of 'prbj correlate'.
+
+    \b
+    Examples:
+      prbj downstream add BoN/data/evaluation_summary.json --rm Skywork-Reward-V2-Llama-3.1-8B
+      prbj downstream add ppo_results.csv
+      prbj downstream show
+    """
+
+
+@downstream.command("add")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--rm",
+    default=None,
+    metavar="NAME",
+    help="RM the file's outcomes belong to: required for evaluation_summary.json, fills a missing rm column.",
+)
+@click.option(
+    "--source",
+    default=None,
+    metavar="NAME",
+    help="Label of how the outcomes were produced. Default: the file's source column, else 'bon' for "
+    "evaluation_summary.json and downstream tables, 'ppo' for CSV/JSON records.",
+)
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/downstream"),
+    show_default=True,
+    help="Folder holding downstream.parquet; created when missing.",
+)
+@friendly_errors
+def downstream_add(paths: tuple[Path, ...], rm: str | None, source: str | None, store: Path) -> None:
+    """Add downstream outcomes to the store; rows with the same (rm, source, subset, k) are replaced.
+
+    \b
+    Inputs, by shape:
+      evaluation_summary.json  official BoN summary {subset: {k: {mean_score, std_score, num_examples}}}
+      *.csv, *.json, *.jsonl   records with rm, subset, score [, source, k, n, std] (e.g. PPO results)
+      *.parquet or a folder    a downstream table (a prbj BoN run holds downstream.parquet)
+
+    \b
+    Examples:
+      prbj downstream add BoN/data/evaluation_summary.json --rm Skywork-Reward-V2-Llama-3.1-8B
+      prbj downstream add ppo_results.csv --store reports/downstream
+      prbj downstream add reports/bon-run/ --source bon-qwen0.5b
+    """
+    from prbj.downstream import add_outcomes, read_outcomes
+
+    outcomes = [o for path in paths for o in read_outcomes(path, rm=rm, source=source)]
+    result = add_outcomes(store, outcomes)
+    rms = sorted({o.rm for o in outcomes})
+    Console().print(
+        f"{result.added} row(s) added, {result.replaced} replaced for {len(rms)} RM(s) "
+        f"({', '.join(rms)}); {result.total} in {result.path}",
+        soft_wrap=True,
+    )
+
+
+@downstream.command("show")
+@click.option(
+    "--store",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports/downstream"),
+    show_default=True,
+    help="Folder holding downstream.parquet.",
+)
+@friendly_errors
+def downstream_show(store: Path) -> None:
+    """Print the downstream table, one row per RM × source × subset × k.
+
+    \b
+    Examples:
+      prbj downstream show
+      prbj downstream show --store runs/downstream
+    """
+    from rich.table import Table
+
+    from prbj.downstream import read_store
+
+    frame = read_store(store)
+    table = Table(title=f"downstream outcomes ({frame.height} rows)")
+    for column in ("rm", "source", "subset", "k", "score", "n", "std"):
+        table.add_column(column, justify="right" if column in ("k", "score", "n", "std") else "left")
+    for row in frame.iter_rows(named=True):
+        table.add_row(
+            *(
+                "—" if row[c] is None else f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c])
+                for c in ("rm", "source", "subset", "k", "score", "n", "std")
+            )
+        )
+    Console().print(table)
