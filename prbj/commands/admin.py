@@ -75,7 +75,10 @@ def cache_stats(cache_dir: Path | None) -> None:
     with ResponseCache(cache_dir) as cache:
         stats = cache.stats()
     kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(stats.by_kind.items())) or "empty"
-    Console().print(f"{stats.directory}: {stats.entries} entries ({kinds}), {stats.size_bytes / 1e6:.1f} MB")
+    Console().print(
+        f"{stats.directory}: {stats.entries} entries ({kinds}), {stats.size_bytes / 1e6:.1f} MB",
+        soft_wrap=True,
+    )
 
 
 @cache_group.command("clear")
