@@ -332,3 +332,37 @@ def test_bad_profile_field_is_named(tmp_path) -> None:
     (tmp_path / "bad.toml").write_text('model = "openai/x"\nrpm = -3\n')
     with pytest.raises(ConfigError, match=r"bad.toml: field 'rpm': expected a positive number"):
         resolve_provider("bad", tmp_path)
+
+
+async def test_the_output_bound_reserved_is_the_bound_sent(server, tmp_path) -> None:
+    spec = provider("gpt-5.1", server, params={})  # a profile that sets no max_tokens
+    await gateway(tmp_path).call(spec, ask("bounded?"))
+    body = server.requests[0].body
+    assert (body.get("max_tokens") or body.get("max_completion_tokens")) == 1024
+
+
+async def test_every_timed_out_attempt_is_charged_its_worst_case(server, tmp_path) -> None:
+    server.inject(Fault("hang", seconds=3), Fault("hang", seconds=3))
+    gw = gateway(tmp_path, budget=Budget(max_cost=10.0))
+    spec = _priced(server, timeout=0.4)  # worst case $0.10 per attempt
+    result = await gw.call(spec, ask("slow then fine"))
+    assert result.ok and result.attempts == 3
+    assert gw.budget.spent == pytest.approx(0.2 + result.cost_usd)
+    assert gw.budget.reserved == pytest.approx(0.0)
+
+
+async def test_a_retry_that_no_longer_fits_the_cap_is_not_sent(server, tmp_path) -> None:
+    server.inject(Fault("hang", seconds=3), Fault("hang", seconds=3))
+    gw = gateway(tmp_path, budget=Budget(max_cost=0.15))
+    result = await gw.call(_priced(server, timeout=0.4), ask("budget-bound retry"))
+    assert result.status == "skipped_budget"
+    assert server.count() == 1
+    assert gw.budget.spent == pytest.approx(0.1)
+
+
+def test_a_key_straddling_the_message_cut_is_masked_whole() -> None:
+    from prbj.llm.call import describe_error
+
+    key = "sk-SECRETKEY-1234567890"
+    message = describe_error(Exception("x" * 290 + " rejected: " + key), 1, 0.1, secrets=[key])
+    assert "SECRETKEY" not in message and "sk-" not in message

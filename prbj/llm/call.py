@@ -195,7 +195,8 @@ class Gateway:
 
     @staticmethod
     def _params(provider: ProviderSpec, request: LLMRequest) -> dict[str, Any]:
-        return {**provider.params, **request.params}
+        # The output bound reserved by the budget is the bound sent: without it a reply could run unbounded.
+        return {"max_tokens": DEFAULT_MAX_TOKENS, **provider.params, **request.params}
 
     def _estimate(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
         params = self._params(provider, request)
@@ -222,6 +223,7 @@ class Gateway:
         api_key = spec.api_key()
         started = time.monotonic()
         attempts = 0
+        reserved = worst_case
         try:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception(is_retryable),
@@ -234,18 +236,36 @@ class Gateway:
                     attempts += 1
                     if attempts > 1:
                         stats.retries += 1
-                    response = await self._send(state, request, api_key, prompt_estimate + completion_bound)
+                        # Every attempt is a request the provider may bill: each needs its own reservation.
+                        if not self.budget.try_reserve(worst_case):
+                            raise _OverBudget
+                        reserved = worst_case
+                    try:
+                        response = await self._send(
+                            state, request, api_key, prompt_estimate + completion_bound
+                        )
+                    except Exception as err:
+                        self._account_failed_attempt(state, err, reserved)
+                        reserved = 0.0
+                        raise
+        except _OverBudget:
+            stats.skipped_budget += 1
+            return LLMResult(
+                status="skipped_budget",
+                error=f"retry would cross --max-cost (worst case ${worst_case:.4f})",
+                attempts=attempts - 1,
+            )
         except RetryError as err:
-            return self._failed(state, err.last_attempt.exception(), attempts, started, worst_case, api_key)
+            return self._failed(state, err.last_attempt.exception(), attempts, started, api_key)
         except Exception as err:  # not retryable: auth, bad request, unknown model...
             if not _is_provider_error(err):
-                self.budget.release(worst_case)
+                self.budget.release(reserved)
                 raise
-            return self._failed(state, err, attempts, started, worst_case, api_key)
+            return self._failed(state, err, attempts, started, api_key)
 
         text, prompt_tokens, completion_tokens = _read_response(response)
         cost = spec.cost(prompt_tokens, completion_tokens)
-        self.budget.settle(worst_case, cost)
+        self.budget.settle(reserved, cost)
         state.tokens.correct(prompt_estimate + completion_bound, prompt_tokens + completion_tokens)
         stats.calls_ok += 1
         stats.prompt_tokens += prompt_tokens
@@ -318,21 +338,23 @@ class Gateway:
             state.concurrency.record_success()
             return response
 
+    def _account_failed_attempt(self, state: _ProviderState, error: BaseException, reserved: float) -> None:
+        """A timed-out request may still have been processed and billed: its worst case counts as spent.
+        Other failures (429, 5xx, refused connections) were not billed: the reservation is given back."""
+        if is_timeout(error):
+            self.budget.settle(reserved, reserved)
+            state.stats.cost_usd += reserved
+        else:
+            self.budget.release(reserved)
+
     def _failed(
         self,
         state: _ProviderState,
         error: BaseException | None,
         attempts: int,
         started: float,
-        worst_case: float,
         api_key: str | None,
     ) -> LLMResult:
-        # A timed-out request may still have been processed and billed: keep its worst case as spent.
-        if error is not None and is_timeout(error):
-            self.budget.settle(worst_case, worst_case)
-            state.stats.cost_usd += worst_case
-        else:
-            self.budget.release(worst_case)
         state.stats.errors += 1
         return LLMResult(
             status="api_error",
@@ -340,6 +362,10 @@ class Gateway:
             latency_s=time.monotonic() - started,
             attempts=attempts,
         )
+
+
+class _OverBudget(Exception):
+    """A retry that no longer fits under --max-cost."""
 
 
 def _is_provider_error(error: BaseException) -> bool:
@@ -363,10 +389,12 @@ def describe_error(
     if error is None:
         return f"gave up after {attempts} attempts ({elapsed:.1f}s)"
     status = status_of(error)
-    first_line = (str(error).strip().splitlines() or [""])[0][:300]
+    text = str(error)
+    # Mask before cutting: a key straddling the cut would otherwise survive in part.
     for secret in secrets:
         if secret:
-            first_line = first_line.replace(secret, "***")
+            text = text.replace(secret, "***")
+    first_line = (text.strip().splitlines() or [""])[0][:300]
     code = f" HTTP {status}" if status else ""
     plural = "s" if attempts != 1 else ""
     return f"{type(error).__name__}{code} after {attempts} attempt{plural} ({elapsed:.1f}s): {first_line}"
