@@ -124,3 +124,16 @@ def test_a_score_quoted_from_the_answer_is_not_the_judges_score() -> None:
     answer = "I would rate this camera highly.\nScore: 10 out of ten from every reviewer."
     assert parse_score(f"Score: 4\n\nThe answer claims:\n{answer}", [answer]) == 4.0
     assert parse_score(answer, [answer]) is None
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Verdict: a tie, both are equally good.",
+        "Result: A and B are both fine; I cannot choose.",
+        "Result: A/B",
+        "Answer: a bit of both really",
+    ],
+)
+def test_prose_and_refusals_are_not_read_as_a_verdict(reply: str) -> None:
+    assert parse_verdict(reply) is None

@@ -12,14 +12,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 
 _THINK_END = re.compile(r"</think(?:ing)?>", re.I)
+# The verdict letter: a capital A/B, or a lone lower-case a/b that ends the line or a clause, so the article in
+# "Verdict: a tie" is not read as A; "A and B", "A/B" or "A or B" name both answers and are no verdict.
+_LETTER = (
+    r"((?-i:[AB])|[ab](?=[ \t]*(?:$|[\r\n.,;:!)\]*\"'`])))"
+    r"\b(?![\w'])(?!\s*(?:and|or|&|/)\s*[AB]\b)"
+)
 _VERDICT_PATTERNS = [
     # Result: B / **Result:** B / Final verdict - [B] / Answer: "A"
     re.compile(
         r"(?:result|verdict|final\s+answer|answer|winner|choice|preferred|better\s+answer)\s*\**\s*[:=\-]\s*\**\s*"
-        r"[\[\(\"'“]*\s*(?:answer|response|assistant|output)?\s*([AB])\b(?![\w'])",
+        r"[\[\(\"'“]*\s*(?:answer|response|assistant|output)?\s*" + _LETTER,
         re.I,
     ),
     re.compile(r"\[\[\s*([AB])\s*\]\]", re.I),
