@@ -216,26 +216,53 @@ def load_profile(name: str, path: Path) -> ProviderSpec:
         raise ConfigError(
             f"{path}: field 'model': missing (a LiteLLM model id such as gemini/gemini-3-flash-preview)"
         )
-    price = raw.get("price", {})
+    price = _table(raw, "price", path)
+    params = _table(raw, "params", path)
+    max_tokens = params.get("max_tokens")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise ConfigError(
+            f"{path}: field 'params.max_tokens': expected a whole number >= 1, got {max_tokens!r}"
+        )
+    concurrency = raw.get("max_concurrency", 8)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(
+            f"{path}: field 'max_concurrency': expected a whole number >= 1, got {concurrency!r}"
+        )
     spec = ProviderSpec(
         name=name,
         model=raw["model"],
-        api_key_env=raw.get("api_key_env"),
+        api_key_env=_optional_string(raw, "api_key_env", path),
         api_key_required=bool(raw.get("api_key_required", True)),
-        api_base=raw.get("api_base"),
+        api_base=_optional_string(raw, "api_base", path),
         paid=bool(raw.get("paid", True)),
         rpm=_positive(raw, "rpm", path),
         tpm=_positive(raw, "tpm", path),
-        max_concurrency=int(_positive(raw, "max_concurrency", path) or 8),
+        max_concurrency=concurrency,
         input_price=_price(price, "input", path),
         output_price=_price(price, "output", path),
-        params=dict(raw.get("params", {})),
+        params=params,
         timeout=float(_positive(raw, "timeout", path) or 120.0),
         source=str(path),
     )
     if TAKE_LITELLM_PRICE in (price.get("input"), price.get("output")):
         spec = _with_litellm_price(spec, required=spec.paid)
     return spec
+
+
+def _table(raw: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: field '{key}': expected a table ([{key}] section), got {value!r}")
+    return dict(value)
+
+
+def _optional_string(raw: dict[str, Any], key: str, path: Path) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{path}: field '{key}': expected a string, got {value!r}")
+    return value
 
 
 def _positive(raw: dict[str, Any], key: str, path: Path) -> float | None:

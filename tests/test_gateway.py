@@ -366,3 +366,19 @@ def test_a_key_straddling_the_message_cut_is_masked_whole() -> None:
     key = "sk-SECRETKEY-1234567890"
     message = describe_error(Exception("x" * 290 + " rejected: " + key), 1, 0.1, secrets=[key])
     assert "SECRETKEY" not in message and "sk-" not in message
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ('model = "openai/x"\nparams = 3\n', "params"),
+        ('model = "openai/x"\nprice = 3\n', "price"),
+        ('model = "openai/x"\napi_key_env = 5\n', "api_key_env"),
+        ('model = "openai/x"\nmax_concurrency = 0.5\n', "max_concurrency"),
+        ('model = "openai/x"\n[params]\nmax_tokens = "lots"\n', "params.max_tokens"),
+    ],
+)
+def test_malformed_profile_fields_are_named(tmp_path, content, field) -> None:
+    (tmp_path / "bad.toml").write_text(content)
+    with pytest.raises(ConfigError, match=rf"bad.toml: field '{field}'"):
+        resolve_provider("bad", tmp_path)
