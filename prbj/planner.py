@@ -55,6 +55,7 @@ class Planner:
     system: Template = field(default_factory=lambda: builtin("planner_system"))
     user: Template = field(default_factory=lambda: builtin("planner_user"))
     _memo: dict[str, asyncio.Future[PlannerOutput]] = field(default_factory=dict)
+    _latest: dict[str, PlannerOutput] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -77,20 +78,25 @@ class Planner:
         )
 
     async def aspects(self, view: JudgeView) -> PlannerOutput:
-        future = self._memo.get(view.pair_id)
+        # Keyed by the request itself, not the pair id: a long-running server may see one id with different
+        # questions. A failed plan is forgotten, so the next caller tries again instead of failing forever.
+        request = self.request(view)
+        key = self.gateway.request_key(self.provider, request)
+        future = self._memo.get(key)
         if future is None:
-            future = asyncio.ensure_future(self._plan(view))
-            self._memo[view.pair_id] = future
-        return await asyncio.shield(future)
+            future = asyncio.ensure_future(self._plan(view, request))
+            self._memo[key] = future
+        output = await asyncio.shield(future)
+        self._latest[view.pair_id] = output
+        if not output.ok and self._memo.get(key) is future:
+            del self._memo[key]
+        return output
 
-    async def _plan(self, view: JudgeView) -> PlannerOutput:
-        result = await self.gateway.call(self.provider, self.request(view))
+    async def _plan(self, view: JudgeView, request: LLMRequest) -> PlannerOutput:
+        result = await self.gateway.call(self.provider, request)
         aspects = parse_aspects(result.text or "")[: self.max_aspects] if result.ok else []
         return PlannerOutput(view.pair_id, aspects, result)
 
     def outputs(self) -> list[PlannerOutput]:
-        return [
-            f.result()
-            for f in self._memo.values()
-            if f.done() and not f.cancelled() and f.exception() is None
-        ]
+        """The last plan (or failure) seen for each pair."""
+        return list(self._latest.values())

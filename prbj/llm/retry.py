@@ -21,7 +21,7 @@ class RetryPolicy:
     max_total_seconds: float = 300.0
     initial_wait: float = 1.0
     max_wait: float = 60.0
-    # A provider asking for a longer pause than this is treated as a hard stop for this call.
+    # A longer Retry-After is capped at this; max_total_seconds still bounds the whole call.
     max_retry_after: float = 120.0
 
 
