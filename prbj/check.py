@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from prbj.baseline import Baseline, GroupKey, Outcomes, item_outcomes, spent_usd
+from prbj.data.loaders import match_subset
 from prbj.errors import DataError
 from prbj.mcnemar import McNemarResult, paired_test
 from prbj.report.load import RunData
@@ -178,17 +179,6 @@ def _group(
     )
 
 
-def _match_subset(name: str, available: list[str]) -> str:
-    lowered = name.lower()
-    exact = [s for s in available if s.lower() == lowered]
-    if exact:
-        return exact[0]
-    matches = [s for s in available if s.lower().startswith(lowered)]
-    if len(matches) == 1:
-        return matches[0]
-    raise DataError(f"--subset {name!r}: not in the baseline; it has {', '.join(available)}")
-
-
 def _selected(baseline: Baseline, settings: CheckSettings) -> list[GroupStats]:
     rows = baseline.results
     if settings.judges:
@@ -199,7 +189,7 @@ def _selected(baseline: Baseline, settings: CheckSettings) -> list[GroupStats]:
         rows = [r for r in rows if r.judge in settings.judges]
     if settings.subsets:
         available = list(dict.fromkeys(r.subset for r in baseline.results))
-        wanted = {_match_subset(name, available) for name in settings.subsets}
+        wanted = {match_subset(name, available, within="the baseline") for name in settings.subsets}
         rows = [r for r in rows if r.subset in wanted]
     return rows
 

@@ -9,19 +9,13 @@ from rich.console import Console
 
 from prbj.data import load_dataset
 from prbj.errors import DataError
-from prbj.judges.registry import JudgeSettings, resolve_judges
+from prbj.judge_setup import JudgeOptions, build_judges
 from prbj.judges.scalar import ScalarOptions
 from prbj.llm.setup import GatewayOptions
-from prbj.planner import Planner
-from prbj.prompts import Template, from_file
 from prbj.report.terminal import print_leaderboard, usage_table
 from prbj.run import RunConfig, execute
 
 FAILED_STATUSES = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
-
-
-def _template(path: Path | None, option: str, required: set[str]) -> Template | None:
-    return from_file(path, option=option, required=required) if path is not None else None
 
 
 def run_judge_command(
@@ -55,25 +49,16 @@ def run_judge_command(
     console = Console()
     gateway = shared.open()
     cache = gateway.cache
-    planner_obj = Planner(shared.provider(planner), gateway, profile_k=profile_k) if planner else None
-    user_required = (
-        {"question", "response"} if mode == "pointwise" else {"question", "Response_A", "Response_B"}
-    )
-    settings = JudgeSettings(
+    options = JudgeOptions(
         seed=seed,
-        cache=cache,
-        gateway=gateway,
-        planner=planner_obj,
-        contexts=tuple(contexts),  # type: ignore[arg-type]
+        contexts=contexts,
+        profile_k=profile_k,
+        planner=planner,
+        repair=repair,
+        system_template=judge_template_system,
+        user_template=judge_template_user,
         mode=mode,  # type: ignore[arg-type]
         order=order,  # type: ignore[arg-type]
-        repair=repair,
-        profile_k=profile_k,
-        system_template=_template(judge_template_system, "--judge-template-system", set()),
-        user_template=_template(judge_template_user, "--judge-template-user", user_required),
-        providers_dir=shared.providers_dir,
-        api_base=shared.api_base,
-        require_keys=shared.sends,
         scalar=ScalarOptions(
             dtype=dtype,
             device=device,
@@ -82,7 +67,7 @@ def run_judge_command(
             batch_tokens=batch_tokens,
         ),
     )
-    judges = resolve_judges(providers, settings)
+    judges, planner_obj = build_judges(providers, options, shared, gateway)
     data = load_dataset(dataset).select(subsets, limit)
     if not data.pairs:
         raise DataError(f"--dataset {dataset}: no pairs to judge")

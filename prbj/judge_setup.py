@@ -1,25 +1,33 @@
-"""Build judges that score one answer at a time (for `prbj bon score` and `prbj serve`) from command options.
+"""Build judges from command options: the one place `prbj judge`, `prbj bon score` and `prbj serve` turn
+their options into JudgeSettings, a planner and user templates.
 
-Offline baselines come as they are; LLM judges are built in pointwise mode (1-10 per answer) on the run's
-gateway, so every call goes through the same cache, limits and budget as `prbj judge`.
+Every LLM judge is built on the run's gateway, so its calls go through the same cache, limits and budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from prbj.judges.base import Judge
 from prbj.judges.registry import JudgeSettings, resolve_judges
+from prbj.judges.scalar import ScalarOptions
 from prbj.llm.call import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.planner import Planner
-from prbj.prompts import from_file
+from prbj.prompts import Template, from_file
+
+# What a user template must show, by mode, or the judge would never see that input.
+_REQUIRED_PLACEHOLDERS = {
+    "pairwise": {"question", "Response_A", "Response_B"},
+    "pointwise": {"question", "response"},
+}
 
 
 @dataclass(frozen=True)
-class PointwiseJudgeOptions:
+class JudgeOptions:
     seed: int = 42
     contexts: tuple[str, ...] = ()
     profile_k: int = 10
@@ -27,10 +35,18 @@ class PointwiseJudgeOptions:
     repair: bool = False
     system_template: Path | None = None
     user_template: Path | None = None
+    # Scoring one answer at a time is what best-of-N and a reward server need; `prbj judge` also offers pairwise.
+    mode: Literal["pairwise", "pointwise"] = "pointwise"
+    order: Literal["random", "both"] = "random"
+    scalar: ScalarOptions = field(default_factory=ScalarOptions)
 
 
-def build_pointwise_judges(
-    specs: Sequence[str], options: PointwiseJudgeOptions, shared: GatewayOptions, gateway: Gateway
+def _template(path: Path | None, option: str, required: set[str]) -> Template | None:
+    return from_file(path, option=option, required=required) if path is not None else None
+
+
+def build_judges(
+    specs: Sequence[str], options: JudgeOptions, shared: GatewayOptions, gateway: Gateway
 ) -> tuple[list[Judge], Planner | None]:
     planner = (
         Planner(shared.provider(options.planner), gateway, profile_k=options.profile_k)
@@ -43,23 +59,17 @@ def build_pointwise_judges(
         gateway=gateway,
         planner=planner,
         contexts=options.contexts,  # type: ignore[arg-type]
-        mode="pointwise",
+        mode=options.mode,
+        order=options.order,
         repair=options.repair,
         profile_k=options.profile_k,
-        system_template=(
-            from_file(options.system_template, option="--judge-template-system")
-            if options.system_template
-            else None
-        ),
-        user_template=(
-            from_file(
-                options.user_template, option="--judge-template-user", required={"question", "response"}
-            )
-            if options.user_template
-            else None
+        system_template=_template(options.system_template, "--judge-template-system", set()),
+        user_template=_template(
+            options.user_template, "--judge-template-user", _REQUIRED_PLACEHOLDERS[options.mode]
         ),
         providers_dir=shared.providers_dir,
         api_base=shared.api_base,
         require_keys=shared.sends,
+        scalar=options.scalar,
     )
     return resolve_judges(specs, settings), planner

@@ -161,7 +161,7 @@ def _new_run_dir(out_dir: Path, started: datetime, config_hash: str) -> Path:
     return candidate
 
 
-def _versions() -> dict[str, str]:
+def package_versions() -> dict[str, str]:
     versions = {"prbj": __version__, "python": platform.python_version()}
     for package in ("polars", "numpy", "litellm", "wordllama", "torch", "transformers"):
         try:
@@ -218,7 +218,7 @@ def write_run(
             "n_pairs": len(dataset.pairs),
             "subsets": dataset.subsets,
         },
-        "versions": _versions(),
+        "versions": package_versions(),
         **(extra or {}),
     }
     _write_json(run_dir / "run.json", run)

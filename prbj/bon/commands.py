@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import platform
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -45,21 +43,12 @@ from prbj.bon.rundir import (
 from prbj.bon.sample import Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
 from prbj.downstream import STORE_FILE
-from prbj.judge_setup import PointwiseJudgeOptions, build_pointwise_judges
+from prbj.judge_setup import JudgeOptions, build_judges
 from prbj.llm.call import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import SHORT_SUBSET, usage_table
+from prbj.run import package_versions
 from prbj.stats import ALL_SUBSETS
-
-
-def _versions() -> dict[str, str]:
-    versions = {"prbj": __version__, "python": platform.python_version()}
-    for package in ("polars", "numpy", "litellm", "wordllama", "torch", "transformers"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
 
 
 def _usage(gateway: Gateway) -> list[dict[str, Any]]:
@@ -126,7 +115,7 @@ def run_sample_command(
     run = BonRun.create(
         out,
         {"dataset": recorded["fingerprint"], "policy": sampler.describe()},
-        {"created": started, "dataset": recorded, "versions": _versions()},
+        {"created": started, "dataset": recorded, "versions": package_versions()},
     )
     run.write(SAMPLES_FILE, frame)
     counts = _counts(frame)
@@ -184,10 +173,16 @@ def run_score_command(
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
     gateway = shared.open()
-    options = PointwiseJudgeOptions(
-        seed, contexts, profile_k, planner, repair, judge_template_system, judge_template_user
+    options = JudgeOptions(
+        seed=seed,
+        contexts=contexts,
+        profile_k=profile_k,
+        planner=planner,
+        repair=repair,
+        system_template=judge_template_system,
+        user_template=judge_template_user,
     )
-    judges, _ = build_pointwise_judges(providers, options, shared, gateway)
+    judges, _ = build_judges(providers, options, shared, gateway)
     rms = reward_models(judges)
     started = now()
     try:

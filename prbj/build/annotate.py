@@ -13,7 +13,7 @@ from typing import Any
 from prbj.build.checks import DIMENSIONS
 from prbj.build.output import PAIRS_FILE, PROVENANCE_FILE
 from prbj.data import Pair, load_dataset
-from prbj.data.loaders import _jsonl_records
+from prbj.data.loaders import jsonl_records
 from prbj.errors import DataError
 from prbj.retrieval import rank_profile
 
@@ -61,7 +61,7 @@ def read_build_pairs(out_dir: Path) -> tuple[list[Pair], dict[str, dict[str, Any
             raise DataError(f"{out_dir}: no {path.name}; is this a `prbj build` directory?")
     pairs = list(load_dataset(str(pairs_path)).pairs)
     provenance: dict[str, dict[str, Any]] = {}
-    for location, record in _jsonl_records(str(provenance_path), provenance_path.read_bytes()):
+    for location, record in jsonl_records(str(provenance_path), provenance_path.read_bytes()):
         if not isinstance(record, dict) or not isinstance(record.get("id"), str):
             raise DataError(f"{location}: field 'id': missing")
         provenance[record["id"]] = record

@@ -72,7 +72,7 @@ def run_build_command(
     progress: bool,
     **gateway_options: Any,
 ) -> int:
-    from prbj.run import _versions
+    from prbj.run import package_versions
 
     shared = GatewayOptions.pop_from(gateway_options)
     console = Console()
@@ -133,7 +133,7 @@ def run_build_command(
         usage=usage,
         mode=gateway.mode,
         max_cost=gateway.budget.max_cost,
-        versions=_versions(),
+        versions=package_versions(),
     )
     write_build(out, outcomes, builder, summary, markdown(summary), run)
     console.print(outcome_table(summary))

@@ -95,7 +95,7 @@ def serve(
     """
     import asyncio
 
-    from prbj.judge_setup import PointwiseJudgeOptions, build_pointwise_judges
+    from prbj.judge_setup import JudgeOptions, build_judges
     from prbj.llm.setup import GatewayOptions
     from prbj.serve import serve as serve_judge
     from prbj.serve import served_context
@@ -107,14 +107,14 @@ def serve(
             "--dry-run: a server answers live requests; use --cache-only to serve cached scores only"
         )
     gateway = shared.open()
-    options = PointwiseJudgeOptions(
+    options = JudgeOptions(
         seed=seed,
         contexts=(context,) if context else (),
         profile_k=profile_k,
         planner=planner,
         repair=repair,
     )
-    (judge,), _ = build_pointwise_judges([provider], options, shared, gateway)
+    (judge,), _ = build_judges([provider], options, shared, gateway)
     context = served_context(judge)
 
     def ready(url: str) -> None:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from prbj.data.loaders import HF_PREFIX, _match_subset, _records_from_files
+from prbj.data.loaders import HF_PREFIX, match_subset, records_from_files
 from prbj.data.schema import SUBSETS, Context, JudgeView, ProfilePost, RubricAspect
 from prbj.data.validate import (
     Location,
@@ -70,7 +70,7 @@ class LampSet:
         """The named subsets (all when none), then the first `limit` records of each."""
         records = list(self.records)
         if subsets:
-            wanted = {_match_subset(name, self.subsets) for name in subsets}
+            wanted = {match_subset(name, self.subsets) for name in subsets}
             records = [r for r in records if r.category in wanted]
         if limit is not None:
             taken: dict[str, int] = {}
@@ -131,7 +131,7 @@ def load_lamp(spec: str, *, subsets: Sequence[str] = (), split: str = "test") ->
     A folder laid out as the hub publishes it (`<subset>/<split>-*.parquet`) is read for `split`; a file or folder
     inside a subset-named folder gives its records that subset when they carry no `category`."""
     single = subsets[0] if len(subsets) == 1 else None
-    default = _match_subset(single, SUBSETS) if single and _is_known_subset(single) else single
+    default = match_subset(single, SUBSETS) if single and _is_known_subset(single) else single
     if spec.startswith(HF_PREFIX):
         folder = _fetch_hf(spec[len(HF_PREFIX) :] or LAMP_QA_HF_DATASET, subsets, split)
         files = _split_files(folder, split)
@@ -145,7 +145,7 @@ def load_lamp(spec: str, *, subsets: Sequence[str] = (), split: str = "test") ->
 
 def _is_known_subset(name: str) -> bool:
     try:
-        _match_subset(name, SUBSETS)
+        match_subset(name, SUBSETS)
     except DataError:
         return False
     return True
@@ -164,7 +164,7 @@ def _with_categories(
 ) -> Iterator[tuple[Location, Any, str | None]]:
     for path in files:
         category = _subset_in_path(path) or default
-        for location, record in _records_from_files([path]):
+        for location, record in records_from_files([path]):
             yield location, record, category
 
 
@@ -200,7 +200,7 @@ def _fetch_hf(repo_id: str, subsets: Sequence[str], split: str) -> Path:
     try:
         from huggingface_hub import snapshot_download
 
-        wanted = [_match_subset(s, SUBSETS) for s in subsets if _is_known_subset(s)]
+        wanted = [match_subset(s, SUBSETS) for s in subsets if _is_known_subset(s)]
         allow = [f"{s}/*{split}*" for s in wanted] or [f"*{split}*"]
         folder = snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=allow)
     except Exception as err:  # network, auth and missing-repo errors all end the same way for the user

@@ -39,7 +39,7 @@ class Dataset:
         """Keep the named subsets (all when none are named), then the first `limit` pairs of each subset."""
         pairs = list(self.pairs)
         if subsets:
-            wanted = {_match_subset(name, self.subsets) for name in subsets}
+            wanted = {match_subset(name, self.subsets) for name in subsets}
             pairs = [p for p in pairs if p.category in wanted]
         if limit is not None:
             taken: dict[str, int] = {}
@@ -52,7 +52,8 @@ class Dataset:
         return Dataset(self.source, tuple(pairs))
 
 
-def _match_subset(name: str, available: Sequence[str]) -> str:
+def match_subset(name: str, available: Sequence[str], *, within: str = "this dataset") -> str:
+    """The subset `name` refers to: an exact name (any case) or an unambiguous prefix."""
     for subset in available:
         if subset.lower() == name.lower():
             return subset
@@ -60,7 +61,7 @@ def _match_subset(name: str, available: Sequence[str]) -> str:
     matches = [s for s in available if s.lower().startswith(name.lower())]
     if len(matches) == 1:
         return matches[0]
-    raise DataError(f"--subset {name!r}: not in this dataset; available: {', '.join(available)}")
+    raise DataError(f"--subset {name!r}: not in {within}; available: {', '.join(available)}")
 
 
 def load_dataset(spec: str | None = None) -> Dataset:
@@ -73,9 +74,9 @@ def load_dataset(spec: str | None = None) -> Dataset:
     if not path.exists():
         raise DataError(f"--dataset {spec}: no such file or folder")
     if path.is_dir():
-        files = _dataset_files(path)
-        return Dataset(str(path), tuple(validate_records(_records_from_files(files))))
-    return Dataset(str(path), tuple(validate_records(_records_from_files([path]))))
+        files = dataset_files(path)
+        return Dataset(str(path), tuple(validate_records(records_from_files(files))))
+    return Dataset(str(path), tuple(validate_records(records_from_files([path]))))
 
 
 def _load_sample() -> Dataset:
@@ -83,11 +84,11 @@ def _load_sample() -> Dataset:
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".jsonl")), key=lambda f: f.name)
     records: list[tuple[Location, Any]] = []
     for file in files:
-        records.extend(_jsonl_records(f"sample/{file.name}", file.read_bytes()))
+        records.extend(jsonl_records(f"sample/{file.name}", file.read_bytes()))
     return Dataset(SAMPLE, tuple(validate_records(records)))
 
 
-def _dataset_files(folder: Path) -> list[Path]:
+def dataset_files(folder: Path) -> list[Path]:
     """Files of a dataset folder, as published on the hub (`<subset>/test-*.parquet`) or flat."""
     files = sorted(
         p for p in folder.rglob("*") if p.is_file() and p.suffix in {".jsonl", ".json", ".parquet"}
@@ -101,19 +102,19 @@ def _dataset_files(folder: Path) -> list[Path]:
     return files
 
 
-def _records_from_files(files: Sequence[Path]) -> Iterator[tuple[Location, Any]]:
+def records_from_files(files: Sequence[Path]) -> Iterator[tuple[Location, Any]]:
     for path in files:
         if path.suffix == ".parquet":
             yield from _parquet_records(path)
         elif path.suffix == ".json":
             yield from _json_records(path)
         elif path.suffix == ".jsonl":
-            yield from _jsonl_records(str(path), path.read_bytes())
+            yield from jsonl_records(str(path), path.read_bytes())
         else:
             raise DataError(f"{path}: unsupported file type {path.suffix!r} (use .jsonl, .json or .parquet)")
 
 
-def _jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
+def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
     for number, raw in enumerate(data.split(b"\n"), start=1):
         try:
             line = raw.decode("utf-8")
@@ -173,5 +174,5 @@ def _load_hf(repo_id: str) -> Dataset:
             f"{cause}). Without network access, download the Parquet files elsewhere and pass their folder "
             f"with --dataset <folder>."
         ) from None
-    files = [p for p in _dataset_files(Path(folder)) if p.suffix != ".json" or p.name != "dataset_infos.json"]
-    return Dataset(f"hf:{repo_id}", tuple(validate_records(_records_from_files(files))))
+    files = [p for p in dataset_files(Path(folder)) if p.suffix != ".json" or p.name != "dataset_infos.json"]
+    return Dataset(f"hf:{repo_id}", tuple(validate_records(records_from_files(files))))
