@@ -3,7 +3,7 @@
     python bench/bench_gateway.py [--calls 200] [--concurrency 16]
 
 For 0 ms and 200 ms of server latency it prints calls/s of a bare `litellm.acompletion` loop and of
-`prbj.llm.call.Gateway.call` (cache lookup + store, budget, pacing objects, retry wrapper) at the same
+`prbj.llm.gateway.Gateway.call` (cache lookup + store, budget, pacing objects, retry wrapper) at the same
 concurrency, and their ratio; then how close a paced run comes to its RPM; then calls/s of a cached replay.
 """
 
@@ -25,9 +25,9 @@ os.environ.setdefault("OPENAI_API_KEY", "bench-key")
 from loopback import ProviderServer  # noqa: E402
 
 from prbj.llm.cache import ResponseCache  # noqa: E402
-from prbj.llm.call import Gateway, LLMRequest  # noqa: E402
+from prbj.llm.gateway import Gateway, LLMRequest  # noqa: E402
 from prbj.llm.litellm_setup import litellm  # noqa: E402
-from prbj.providers import ProviderSpec, resolve_provider  # noqa: E402
+from prbj.llm.providers import ProviderSpec, resolve_provider  # noqa: E402
 
 ROUNDS = 2
 

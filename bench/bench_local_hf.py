@@ -23,7 +23,7 @@ from test_local_hf import build_tiny_llama, smollm2_gguf  # noqa: E402
 
 from prbj.data import load_dataset  # noqa: E402
 from prbj.judges.verdict import parse_verdict  # noqa: E402
-from prbj.llm.local_hf import LocalGenerator, locate  # noqa: E402
+from prbj.local.generator import LocalGenerator, locate  # noqa: E402
 from prbj.prompts import builtin  # noqa: E402
 
 

@@ -36,7 +36,7 @@ from prbj.errors import PrbjError  # noqa: E402
 from prbj.judges.registry import JudgeSettings  # noqa: E402
 from prbj.judges.scalar import ScalarOptions, conversation, make_scalar_judge  # noqa: E402
 from prbj.llm.cache import ResponseCache  # noqa: E402
-from prbj.run import judge_dataset  # noqa: E402
+from prbj.runs.execute import judge_dataset  # noqa: E402
 
 
 def hand_made_pairs(n: int = 60) -> Dataset:

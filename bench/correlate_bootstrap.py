@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from prbj.correlate import bootstrap_over_rms, metric_functions
+from prbj.analysis.correlate import bootstrap_over_rms, metric_functions
 
 
 def loop_bootstrap(x: np.ndarray, y: np.ndarray, seed: int, resamples: int) -> dict[str, np.ndarray]:

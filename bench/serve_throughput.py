@@ -13,7 +13,7 @@ import time
 import aiohttp
 
 from prbj.judges.registry import resolve_judges
-from prbj.serve import serve
+from prbj.serve.server import serve
 
 PROFILE = [
     {"category": "photo", "text": "I shoot black and white film on a budget."},

@@ -21,8 +21,8 @@ from prbj.data.validate import parse_pair
 from prbj.errors import ConfigError
 from prbj.judges.base import PointwiseJudge, ScoreFailure
 from prbj.judges.baselines import LengthJudge, RandomJudge
-from prbj.llm.call import LLMRequest, LLMResult
-from prbj.providers import ProviderSpec
+from prbj.llm.gateway import LLMRequest, LLMResult
+from prbj.llm.providers import ProviderSpec
 
 
 def _pair(index: int = 1, **overrides: Any) -> Pair:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from prbj.baseline import read_baseline
+from prbj.analysis.baseline import read_baseline
 from prbj.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prbj.correlate import (
+from prbj.analysis.correlate import (
     METRICS,
     all_metrics,
     bootstrap_over_items,

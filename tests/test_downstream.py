@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from prbj.cli import main
-from prbj.downstream import SCHEMA, read_outcomes, read_store
+from prbj.analysis.downstream import SCHEMA, read_outcomes, read_store
 
 
 def _summary(base: float) -> dict[str, Any]:

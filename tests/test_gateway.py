@@ -14,10 +14,10 @@ from loopback import Fault, ProviderServer
 from prbj.errors import ConfigError
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
-from prbj.llm.call import Gateway, LLMRequest
+from prbj.llm.gateway import Gateway, LLMRequest
 from prbj.llm.limits import AdaptiveConcurrency
 from prbj.llm.retry import RetryPolicy
-from prbj.providers import ProviderSpec, resolve_provider
+from prbj.llm.providers import ProviderSpec, resolve_provider
 
 FAST_RETRY = RetryPolicy(max_attempts=5, max_total_seconds=20, initial_wait=0.01, max_wait=0.05)
 KEYS = {
@@ -361,7 +361,7 @@ async def test_a_retry_that_no_longer_fits_the_cap_is_not_sent(server, tmp_path)
 
 
 def test_a_key_straddling_the_message_cut_is_masked_whole() -> None:
-    from prbj.llm.call import describe_error
+    from prbj.llm.gateway import describe_error
 
     key = "sk-SECRETKEY-1234567890"
     message = describe_error(Exception("x" * 290 + " rejected: " + key), 1, 0.1, secrets=[key])

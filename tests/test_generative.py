@@ -21,7 +21,7 @@ from loopback import ChatRequest, ProviderServer
 
 from conftest import SUBSET_NAMES, make_record, write_jsonl
 from prbj.cli import main
-from prbj.providers import bundled_providers_dir
+from prbj.llm.providers import bundled_providers_dir
 
 # provider profile → (key variable, wire format the loopback server sees)
 PROVIDERS = {

@@ -23,9 +23,9 @@ from conftest import SUBSET_NAMES, make_record, write_jsonl
 from prbj.cli import main
 from prbj.errors import ConfigError
 from prbj.llm.cache import ResponseCache
-from prbj.llm.call import Gateway, LLMRequest
-from prbj.llm.local_hf import LocalGenerator, generator_for, locate
-from prbj.providers import is_provider_name, resolve_provider
+from prbj.llm.gateway import Gateway, LLMRequest
+from prbj.local.generator import LocalGenerator, generator_for, locate
+from prbj.llm.providers import is_provider_name, resolve_provider
 
 SPECIALS = ["<pad>", "<s>", "</s>", "[UNK]", "<|user|>", "<|system|>", "<|assistant|>"]
 WORDS = "Result : A B the answer user which better fits this question camera film budget".split()

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from scipy import stats
 
-from prbj.mcnemar import EXACT_BELOW, chi2_continuity_p, exact_two_sided_p, mcnemar, paired_test
+from prbj.analysis.mcnemar import EXACT_BELOW, chi2_continuity_p, exact_two_sided_p, mcnemar, paired_test
 
 
 @pytest.mark.parametrize("lost", range(0, 13))

@@ -8,10 +8,10 @@ import pytest
 from loopback import ProviderServer
 
 from prbj.data.schema import JudgeView, ProfilePost
-from prbj.llm.call import Gateway
+from prbj.llm.gateway import Gateway
 from prbj.llm.retry import RetryPolicy
-from prbj.planner import Planner, parse_aspects
-from prbj.providers import resolve_provider
+from prbj.context.planner import Planner, parse_aspects
+from prbj.llm.providers import resolve_provider
 
 
 def view(pair_id: str, question: str) -> JudgeView:

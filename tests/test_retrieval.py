@@ -5,7 +5,7 @@ import math
 import pytest
 
 from prbj.data.schema import ProfilePost
-from prbj.retrieval import BM25, rank_profile, tokenize
+from prbj.context.retrieval import BM25, rank_profile, tokenize
 
 
 def test_tokenize_drops_function_words_and_punctuation() -> None:

@@ -27,9 +27,9 @@ from prbj.judges.base import PairTask
 from prbj.judges.registry import JudgeSettings, resolve_judges
 from prbj.judges.scalar import ScalarJudge, ScalarOptions, conversation, make_scalar_judge
 from prbj.llm.cache import ResponseCache
-from prbj.llm.packing import group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
-from prbj.run import judge_dataset
-from prbj.stats import summarize
+from prbj.local.packing import group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
+from prbj.runs.execute import judge_dataset
+from prbj.analysis.stats import summarize
 
 FILLER = (
     "I like long walks with my dog in the hills near the lake and I also enjoy cooking spicy food for my "
@@ -420,7 +420,7 @@ def test_checkpoints_that_are_no_reward_model_are_refused(models: Models, tmp_pa
 
 
 async def test_a_failing_batch_fails_its_callers_and_not_the_next_batch() -> None:
-    from prbj.llm.batcher import MicroBatcher, WorkerThread
+    from prbj.local.batcher import MicroBatcher, WorkerThread
 
     def batch_fn(items: list[int], emit: Callable[[int, int], None], stop: Any) -> None:
         if 13 in items:

@@ -22,7 +22,7 @@ from conftest import SUBSET_NAMES, make_record, write_jsonl
 from prbj.cli import main
 from prbj.data.loaders import load_dataset
 from prbj.judges.baselines import EmbedProfileJudge, RandomJudge
-from prbj.serve import parse_profile, serve
+from prbj.serve.server import parse_profile, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -242,7 +242,7 @@ def test_profile_shapes() -> None:
 
 def test_serve_refuses_an_oracle_judge_and_a_busy_port_and_names_the_context() -> None:
     from prbj.errors import ConfigError
-    from prbj.serve import served_context
+    from prbj.serve.server import served_context
 
     class Oracle(RandomJudge):
         context = "oracle"
@@ -311,7 +311,7 @@ async def test_openrlhf_endpoint_splits_prompt_and_reads_labels(in_process: Any,
 async def test_verl_and_trl_reward_functions_call_the_server(
     in_process: Any, small_dataset: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from prbj import reward_client
+    from prbj.serve import client as reward_client
 
     judge = EmbedProfileJudge()
     url = await in_process(judge)
@@ -352,7 +352,7 @@ async def test_verl_and_trl_reward_functions_call_the_server(
 
 
 async def test_reward_client_raises_instead_of_inventing_a_reward(in_process: Any) -> None:
-    from prbj.reward_client import RewardClient, RewardServerError
+    from prbj.serve.client import RewardClient, RewardServerError
 
     url = await in_process(_Broken())
     client = RewardClient(url, retries=1, backoff=0.01)

@@ -55,9 +55,9 @@ def _post(url: str, body: Any) -> tuple[int, Any]:
 def serving(monkeypatch: pytest.MonkeyPatch, *args: str) -> Iterator[str]:
     """Run the real `prbj serve` command on a thread of this process (LiteLLM is imported once per test run,
     not once per server); yields its URL and stops it like Ctrl-C would."""
-    import prbj.serve
+    import prbj.serve.server
 
-    real_serve = prbj.serve.serve
+    real_serve = prbj.serve.server.serve
     state: dict[str, Any] = {}
     ready = threading.Event()
 
@@ -80,7 +80,7 @@ def serving(monkeypatch: pytest.MonkeyPatch, *args: str) -> Iterator[str]:
         finally:
             ready.set()
 
-    monkeypatch.setattr(prbj.serve, "serve", serve_until_told)
+    monkeypatch.setattr(prbj.serve.server, "serve", serve_until_told)
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     ready.wait(120)

@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from prbj.stats import ALL_SUBSETS, bootstrap_ci, summarize
+from prbj.analysis.stats import ALL_SUBSETS, bootstrap_ci, summarize
 
 
 def test_bootstrap_ci_matches_resampling_items() -> None:

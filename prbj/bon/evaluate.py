@@ -18,9 +18,9 @@ import polars as pl
 
 from prbj.bon.gold import GoldJudge
 from prbj.data.schema import Pair
-from prbj.downstream import SCHEMA as DOWNSTREAM_SCHEMA
-from prbj.engine import run_jobs
-from prbj.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
+from prbj.analysis.downstream import SCHEMA as DOWNSTREAM_SCHEMA
+from prbj.runs.engine import run_jobs
+from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
 
 GOLD_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,

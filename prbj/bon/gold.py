@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 from prbj.data.schema import Pair, RubricAspect
 from prbj.judges.verdict import final_part, strip_quotes
-from prbj.llm.call import Gateway, LLMRequest, LLMResult
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.prompts import Template, builtin, combined_sha
-from prbj.providers import ProviderSpec
+from prbj.llm.providers import ProviderSpec
 
 GoldMode = Literal["per-answer", "per-aspect"]
 GOLD_MODES: tuple[str, ...] = ("per-answer", "per-aspect")

@@ -6,7 +6,7 @@ provider honours a seed (vLLM, OpenAI, Gemini, in-process models) sample i is al
 the same samples come back even without the cache.
 
 The policy sees the question and the user's past posts ranked by relevance to it (top k). The official setup
-ranks them with Contriever; prbj ranks them with BM25 offline (prbj.retrieval), so the k posts shown can differ.
+ranks them with Contriever; prbj ranks them with BM25 offline (prbj.context.retrieval), so the k posts shown can differ.
 The gold rubric is never shown: the prompt is built from `Pair.view("profile")`, which cannot read it.
 """
 
@@ -20,11 +20,11 @@ from typing import Any
 import polars as pl
 
 from prbj.data.schema import Pair
-from prbj.engine import run_jobs
-from prbj.llm.call import Gateway, LLMRequest
-from prbj.planner import format_profile
+from prbj.runs.engine import run_jobs
+from prbj.llm.gateway import Gateway, LLMRequest
+from prbj.context.planner import format_profile
 from prbj.prompts import Template, builtin, combined_sha
-from prbj.providers import ProviderSpec
+from prbj.llm.providers import ProviderSpec
 
 SAMPLE_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from prbj.data.schema import Pair
-from prbj.engine import run_jobs
+from prbj.runs.engine import run_jobs
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge, ScoreFailure
 

@@ -15,7 +15,7 @@ from prbj.build.output import PAIRS_FILE, PROVENANCE_FILE
 from prbj.data import Pair, load_dataset
 from prbj.data.loaders import jsonl_records
 from prbj.errors import DataError
-from prbj.retrieval import rank_profile
+from prbj.context.retrieval import rank_profile
 
 ANNOTATION_DIR = "annotation"
 KEY_FILE = "key.csv"

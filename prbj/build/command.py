@@ -22,7 +22,7 @@ from prbj.build.pipeline import Builder, BuildSettings, Outcome, Roles
 from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
 from prbj.data.lamp import LampRecord, load_lamp
-from prbj.engine import run_jobs
+from prbj.runs.engine import run_jobs
 from prbj.errors import ConfigError, DataError
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import usage_table
@@ -72,7 +72,7 @@ def run_build_command(
     progress: bool,
     **gateway_options: Any,
 ) -> int:
-    from prbj.run import package_versions
+    from prbj.runs.execute import package_versions
 
     shared = GatewayOptions.pop_from(gateway_options)
     console = Console()

@@ -23,10 +23,10 @@ from prbj.build.checks import (
 )
 from prbj.data.lamp import LampRecord
 from prbj.judges.verdict import final_part
-from prbj.llm.call import Gateway, LLMRequest, LLMResult
-from prbj.planner import Planner, format_profile
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
+from prbj.context.planner import Planner, format_profile
 from prbj.prompts import Template, builtin, combined_sha
-from prbj.providers import ProviderSpec
+from prbj.llm.providers import ProviderSpec
 
 PlanSource = Literal["planner", "gold"]
 Status = Literal["kept", "dropped", "incomplete"]

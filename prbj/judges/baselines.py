@@ -19,7 +19,7 @@ import numpy as np
 
 from prbj.data.schema import JudgeView
 from prbj.judges.base import PointwiseJudge, word_count
-from prbj.retrieval import BM25, tokenize
+from prbj.context.retrieval import BM25, tokenize
 
 
 class RandomJudge(PointwiseJudge):

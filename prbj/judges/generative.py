@@ -25,10 +25,10 @@ from prbj.judges.base import (
     verdict_from_scores,
 )
 from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
-from prbj.llm.call import Gateway, LLMRequest, LLMResult
-from prbj.planner import Planner, format_profile
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
+from prbj.context.planner import Planner, format_profile
 from prbj.prompts import Template, builtin, combined_sha
-from prbj.providers import ProviderSpec
+from prbj.llm.providers import ProviderSpec
 
 OrderMode = Literal["random", "both"]
 # Official protocol: the A/B assignment is drawn per item with seed 42, p = 0.5.

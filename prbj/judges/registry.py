@@ -32,8 +32,8 @@ class JudgeSettings:
 
     seed: int = 42
     cache: ResponseCache | None = None
-    gateway: object | None = None  # prbj.llm.call.Gateway; typed loosely to keep this module import-light
-    planner: object | None = None  # prbj.planner.Planner
+    gateway: object | None = None  # prbj.llm.gateway.Gateway; typed loosely to keep this module import-light
+    planner: object | None = None  # prbj.context.planner.Planner
     contexts: tuple[Context, ...] = ()
     mode: Literal["pairwise", "pointwise"] = "pairwise"
     order: Literal["random", "both"] = "random"
@@ -72,7 +72,7 @@ def resolve_judge(spec: str, settings: JudgeSettings) -> list[Judge]:
         # Scalar RMs follow the official protocol by default: the user turn holds the question only.
         contexts = settings.contexts or ("none",)
         return [make_scalar_judge(spec.removeprefix(HF_PREFIX), settings, context) for context in contexts]
-    from prbj.providers import is_provider_name
+    from prbj.llm.providers import is_provider_name
 
     if is_provider_name(spec, settings.providers_dir):
         return _llm_judges(spec, settings)
@@ -90,9 +90,9 @@ def _llm_judges(spec: str, settings: JudgeSettings) -> list[Judge]:
         PointwiseLLMJudge,
         check_template_shows_context,
     )
-    from prbj.llm.call import Gateway
-    from prbj.planner import Planner
-    from prbj.providers import resolve_provider
+    from prbj.llm.gateway import Gateway
+    from prbj.context.planner import Planner
+    from prbj.llm.providers import resolve_provider
 
     provider = resolve_provider(spec, settings.providers_dir, settings.api_base)
     provider.check_priced()

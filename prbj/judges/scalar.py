@@ -21,12 +21,12 @@ from prbj.data.schema import Context, JudgeView
 from prbj.errors import ConfigError
 from prbj.judges.base import Judgment, PairTask, PointwiseJudge, verdict_from_scores
 from prbj.llm.cache import ResponseCache, cache_key
-from prbj.retrieval import rank_profile
+from prbj.context.retrieval import rank_profile
 
 if TYPE_CHECKING:
     from prbj.judges.registry import JudgeSettings
-    from prbj.llm.batcher import Emit, MicroBatcher
-    from prbj.llm.scalar_model import ScalarModel
+    from prbj.local.batcher import Emit, MicroBatcher
+    from prbj.local.scalar_model import ScalarModel
 
 HF_PREFIX = "hf:"
 DTYPE_CHOICES = ("auto", "bf16", "fp16", "fp32")
@@ -81,7 +81,7 @@ class _Runtime:
     with the same options (e.g. the same model in two contexts), so weights are loaded once."""
 
     def __init__(self, model: ScalarModel) -> None:
-        from prbj.llm.batcher import MicroBatcher, WorkerThread
+        from prbj.local.batcher import MicroBatcher, WorkerThread
 
         self.model = model
         self.worker = WorkerThread(f"prbj-scalar:{model.ref}")
@@ -113,7 +113,7 @@ _RUNTIMES_LOCK = threading.Lock()
 
 
 def _runtime(ref: str, folder: Path, options: ScalarOptions) -> _Runtime:
-    from prbj.llm.scalar_model import ScalarModel
+    from prbj.local.scalar_model import ScalarModel
 
     key = (str(folder.resolve()), options)
     with _RUNTIMES_LOCK:
@@ -221,7 +221,7 @@ class ScalarJudge(PointwiseJudge):
 def make_scalar_judge(ref: str, settings: JudgeSettings, context: Context | None = None) -> ScalarJudge:
     """The judge for `--provider hf:<ref>`; configuration errors (missing folder, offline hub id, not a reward
     model, remote code not trusted) are raised here, before any pair is judged."""
-    from prbj.llm.model_files import locate_model, model_fingerprint
+    from prbj.local.model_files import locate_model, model_fingerprint
 
     ref = ref.strip()
     if not ref:

@@ -21,7 +21,7 @@ def litellm() -> Any:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
         logging.getLogger(name).setLevel(logging.ERROR)
     # `prbj-local/<model>` ids (--provider hf-local:...) run in-process; torch loads only when one is used.
-    from prbj.llm.local_hf import register
+    from prbj.local.generator import register
 
     register(module)
     return module

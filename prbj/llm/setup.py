@@ -9,8 +9,8 @@ from typing import Any
 from prbj.errors import ConfigError
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
-from prbj.llm.call import Gateway, Mode
-from prbj.providers import ProviderSpec, resolve_provider
+from prbj.llm.gateway import Gateway, Mode
+from prbj.llm.providers import ProviderSpec, resolve_provider
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from prbj.check import CheckReport
+from prbj.analysis.check import CheckReport
 from prbj.report import fmt
 
 _STATUS_STYLE = {

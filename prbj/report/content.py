@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prbj.report.load import RunData
-from prbj.stats import ALL_SUBSETS, GroupStats
+from prbj.runs.rundir import RunData
+from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 # Optional judgment columns other parts of prbj add; read when present, never required.
 COST_COLUMN = "cost_usd"
@@ -296,7 +296,7 @@ def _overall_scores(rows: pl.DataFrame) -> dict[str, dict[str, float]]:
     """Per source, each RM's downstream figure as `prbj correlate` takes it by default: subset `all` (the
     n-weighted mean over subsets when the source has no such rows), or the only subset a source has, at the
     k most RMs report."""
-    from prbj.correlate_run import CorrelateConfig, downstream_tables
+    from prbj.analysis.correlate_run import CorrelateConfig, downstream_tables
 
     tables, _ = downstream_tables(rows, CorrelateConfig(k="max"))
     by_source: dict[str, list[Any]] = {}
@@ -311,11 +311,11 @@ def _overall_scores(rows: pl.DataFrame) -> dict[str, dict[str, float]]:
 
 
 def correlate(source: str, points: list[ScatterPoint]) -> Correlation:
-    """Spearman, Kendall τ-b and Pearson with prbj.correlate, the same functions as `prbj correlate` (which
+    """Spearman, Kendall τ-b and Pearson with prbj.analysis.correlate, the same functions as `prbj correlate` (which
     adds bootstrap intervals, weighted τ, NDCG and RBO)."""
     if len(points) < 3:
         return Correlation(source, len(points), None, None, None, points)
-    from prbj.correlate import kendall_tau_b, pearson, spearman
+    from prbj.analysis.correlate import kendall_tau_b, pearson, spearman
 
     x = np.array([p.benchmark for p in points])
     y = np.array([p.downstream for p in points])

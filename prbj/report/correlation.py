@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from prbj.correlate import METRIC_LABELS, Interval
-from prbj.correlate_run import Comparison, CorrelationReport, MetricResult
+from prbj.analysis.correlate import METRIC_LABELS, Interval
+from prbj.analysis.correlate_run import Comparison, CorrelationReport, MetricResult
 from prbj.report.terminal import SHORT_SUBSET
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prbj.stats import ALL_SUBSETS, GroupStats
+from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 NA = "n/a"
 DASH = "—"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from prbj.report import plots, tables
 from prbj.report.content import ReportContent
-from prbj.report.load import DOWNSTREAM_FILE
+from prbj.runs.rundir import DOWNSTREAM_FILE
 from prbj.report.plots import Figure
 from prbj.report.tables import TextTable
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from prbj.report import fmt
 from prbj.report.content import Correlation, Curve, ReportContent
 from prbj.report.svg import GRID, INK, MUTED, Canvas, colour, text_width
-from prbj.stats import ALL_SUBSETS, GroupStats
+from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 WIDTH = 1120.0
 ROW = 26.0

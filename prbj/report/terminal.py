@@ -9,7 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from prbj.stats import ALL_SUBSETS, GroupStats
+from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 # The official names are long; a table column needs a short header.
 SHORT_SUBSET = {

@@ -13,7 +13,7 @@ from prbj.report.console import print_report
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import report_sections
-from prbj.report.load import load_run, read_downstream
+from prbj.runs.rundir import load_run, read_downstream
 from prbj.report.markdown import PLOTS_DIR, render_markdown
 
 MARKDOWN_FILE = "report.md"

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from prbj.errors import ConfigError
-from prbj.llm.packing import PrefixGroup, group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
+from prbj.local.packing import PrefixGroup, group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
 
 DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}

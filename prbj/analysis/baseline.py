@@ -28,8 +28,8 @@ import polars as pl
 
 from prbj import __version__
 from prbj.errors import DataError
-from prbj.report.load import RunData, read_json, result_rows
-from prbj.stats import GroupStats
+from prbj.runs.rundir import RunData, read_json, result_rows
+from prbj.analysis.stats import GroupStats
 
 BASELINE_FORMAT = "prbj-baseline"
 BASELINE_VERSION = 1

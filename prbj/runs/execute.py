@@ -18,11 +18,11 @@ import polars as pl
 
 from prbj import __version__
 from prbj.data.loaders import Dataset
-from prbj.engine import run_jobs
+from prbj.runs.engine import run_jobs
 from prbj.judges.base import Judge, Judgment, PairTask
-from prbj.llm.call import Gateway
-from prbj.planner import Planner
-from prbj.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats, summarize
+from prbj.llm.gateway import Gateway
+from prbj.context.planner import Planner
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats, summarize
 
 JUDGMENT_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,

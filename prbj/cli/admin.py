@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from prbj.cli_support import friendly_errors
+from prbj.cli.support import friendly_errors
 
 
 def _parse_duration(value: str) -> float:
@@ -39,7 +39,7 @@ def providers_command(providers_dir: Path | None) -> None:
     Example:
       prbj providers --providers-dir ~/my-providers
     """
-    from prbj.providers import list_providers
+    from prbj.llm.providers import list_providers
     from prbj.report.terminal import providers_table
 
     Console().print(providers_table(list_providers(providers_dir)))

@@ -42,13 +42,13 @@ from prbj.bon.rundir import (
 )
 from prbj.bon.sample import Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
-from prbj.downstream import STORE_FILE
-from prbj.judge_setup import JudgeOptions, build_judges
-from prbj.llm.call import Gateway
+from prbj.analysis.downstream import STORE_FILE
+from prbj.judges.setup import JudgeOptions, build_judges
+from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import SHORT_SUBSET, usage_table
-from prbj.run import package_versions
-from prbj.stats import ALL_SUBSETS
+from prbj.runs.execute import package_versions
+from prbj.analysis.stats import ALL_SUBSETS
 
 
 def _usage(gateway: Gateway) -> list[dict[str, Any]]:

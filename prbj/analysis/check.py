@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from prbj.baseline import Baseline, GroupKey, Outcomes, item_outcomes, spent_usd
+from prbj.analysis.baseline import Baseline, GroupKey, Outcomes, item_outcomes, spent_usd
 from prbj.data.loaders import match_subset
 from prbj.errors import DataError
-from prbj.mcnemar import McNemarResult, paired_test
-from prbj.report.load import RunData
-from prbj.stats import ALL_SUBSETS, GroupStats
+from prbj.analysis.mcnemar import McNemarResult, paired_test
+from prbj.runs.rundir import RunData
+from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 Status = Literal["pass", "warn", "fail"]
 EXIT_PASS = 0

@@ -10,8 +10,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-from prbj.cli_options import gateway_options
-from prbj.cli_support import F, friendly_errors
+from prbj.cli.options import gateway_options
+from prbj.cli.support import F, friendly_errors
 
 
 def _role_provider_option(role: str, what: str) -> Callable[[F], F]:

@@ -14,13 +14,13 @@ from typing import Any
 import polars as pl
 
 from prbj.errors import DataError
-from prbj.stats import GroupStats
+from prbj.analysis.stats import GroupStats
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 JUDGMENTS_FILE = "judgments.parquet"
 
-# Downstream outcomes, when a run directory has them: the table of prbj.downstream.
+# Downstream outcomes, when a run directory has them: the table of prbj.analysis.downstream.
 DOWNSTREAM_FILE = "downstream.parquet"
 
 _KEY_FIELDS = ("judge", "context", "subset")
@@ -110,6 +110,6 @@ def load_downstream(run_dir: Path) -> pl.DataFrame | None:
 def read_downstream(path: Path) -> pl.DataFrame:
     """Any input `prbj downstream add` reads without --rm: a store folder, a downstream .parquet, or CSV/JSON
     records with rm, subset, score (source, k, n, std optional)."""
-    from prbj.downstream import outcomes_frame, read_outcomes
+    from prbj.analysis.downstream import outcomes_frame, read_outcomes
 
     return outcomes_frame(read_outcomes(Path(path)))

@@ -20,7 +20,7 @@ from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens, litellm
 from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
-from prbj.providers import ProviderSpec
+from prbj.llm.providers import ProviderSpec
 
 Mode = Literal["live", "cache_only", "dry_run"]
 CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]

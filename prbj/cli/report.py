@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from prbj.cli_support import friendly_errors, stderr_console
+from prbj.cli.support import friendly_errors, stderr_console
 from prbj.errors import DataError
 
 
@@ -64,7 +64,7 @@ def report(
 def _run_dirs_for_report(paths: tuple[Path, ...]) -> list[Path]:
     """Every path must exist; with several (a shell glob over reports/*), folders that are not runs, such as
     reports/baselines or an earlier leaderboard, are skipped with a note instead of stopping the report."""
-    from prbj.report.load import SUMMARY_FILE
+    from prbj.runs.rundir import SUMMARY_FILE
 
     for path in paths:
         if not path.exists():
@@ -166,10 +166,10 @@ def check(
       prbj check reports/<run-id> --baseline base.json --tolerance 1 --alpha 0.01 --format json
       prbj check reports/<run-id> --baseline base.json --update-baseline   # accept the new figures
     """
-    from prbj.baseline import baseline_from_run, read_baseline, write_baseline
-    from prbj.check import CheckSettings, check_run
+    from prbj.analysis.baseline import baseline_from_run, read_baseline, write_baseline
+    from prbj.analysis.check import CheckSettings, check_run
     from prbj.report.check_view import check_json, print_check
-    from prbj.report.load import load_run
+    from prbj.runs.rundir import load_run
 
     # CI logs are not terminals; Rich would squeeze the table into 80 columns there.
     console = Console() if Console().is_terminal else Console(width=120)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import click
 
 from prbj import __version__
-from prbj.cli_support import EXIT_INTERRUPTED, friendly_errors
-from prbj.commands.admin import cache_group, providers_command
-from prbj.commands.bon import bon
-from prbj.commands.build import build
-from prbj.commands.downstream import correlate, downstream
-from prbj.commands.judge import judge
-from prbj.commands.report import check, report
-from prbj.commands.serve import serve
+from prbj.cli.support import EXIT_INTERRUPTED, friendly_errors
+from prbj.cli.admin import cache_group, providers_command
+from prbj.cli.bon import bon
+from prbj.cli.build import build
+from prbj.cli.downstream import correlate, downstream
+from prbj.cli.judge import judge
+from prbj.cli.report import check, report
+from prbj.cli.serve import serve
 
 __all__ = ["EXIT_INTERRUPTED", "friendly_errors", "main"]
 

@@ -18,7 +18,7 @@ from prbj.errors import ConfigError
 
 PROVIDERS_ENV = "PRBJ_PROVIDERS_DIR"
 LITELLM_PREFIX = "litellm:"
-# `hf-local:<path-or-id>`: a Hugging Face causal LM run in-process (prbj.llm.local_hf), free of charge.
+# `hf-local:<path-or-id>`: a Hugging Face causal LM run in-process (prbj.local.generator), free of charge.
 LOCAL_PREFIX = "hf-local:"
 TAKE_LITELLM_PRICE = "litellm"
 _PER_MILLION = 1_000_000
@@ -107,7 +107,7 @@ def bundled_providers_dir() -> Path:
     packaged = Path(str(resources.files("prbj"))) / "_providers"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parent.parent / "providers"
+    return Path(__file__).resolve().parents[2] / "providers"
 
 
 def _profile_files(user_dir: Path | None) -> dict[str, Path]:
@@ -170,7 +170,7 @@ def _adhoc(model: str, *, self_hosted: bool = False) -> ProviderSpec:
 
 def local_provider(path_or_id: str) -> ProviderSpec:
     """A free provider for an in-process model; the path is checked now so that a typo fails before any call."""
-    from prbj.llm.local_hf import (
+    from prbj.local.generator import (
         DEFAULT_MAX_BATCH,
         DEFAULT_MAX_NEW_TOKENS,
         MODEL_PREFIX,

@@ -8,8 +8,8 @@ from typing import Any
 import click
 from rich.console import Console
 
-from prbj.cli_options import gateway_options
-from prbj.cli_support import friendly_errors
+from prbj.cli.options import gateway_options
+from prbj.cli.support import friendly_errors
 from prbj.errors import DataError
 
 
@@ -95,10 +95,10 @@ def serve(
     """
     import asyncio
 
-    from prbj.judge_setup import JudgeOptions, build_judges
+    from prbj.judges.setup import JudgeOptions, build_judges
     from prbj.llm.setup import GatewayOptions
-    from prbj.serve import serve as serve_judge
-    from prbj.serve import served_context
+    from prbj.serve.server import serve as serve_judge
+    from prbj.serve.server import served_context
 
     del mode  # the only mode a reward server can use
     shared = GatewayOptions.pop_from(gateway_settings)

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prbj.data.schema import JudgeView
-from prbj.llm.call import Gateway, LLMRequest, LLMResult
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.prompts import Template, builtin, combined_sha
-from prbj.providers import ProviderSpec
-from prbj.retrieval import rank_profile
+from prbj.llm.providers import ProviderSpec
+from prbj.context.retrieval import rank_profile
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 

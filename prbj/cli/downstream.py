@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from prbj.cli_support import friendly_errors
+from prbj.cli.support import friendly_errors
 from prbj.errors import DataError
 
 
@@ -148,10 +148,10 @@ def correlate(
       prbj correlate --run reports/run1 --run reports/run2 --context profile --benchmarks other.csv
       prbj correlate --benchmarks accuracies.csv --source bon --k all --out reports/corr-bon
     """
-    from prbj.benchmark_scores import RunSelection, load_benchmark_csv, load_prbj_runs, parse_mapping
-    from prbj.correlate_run import CorrelateConfig, write_report
-    from prbj.correlate_run import correlate as correlate_tables
-    from prbj.downstream import read_store
+    from prbj.analysis.benchmark_scores import RunSelection, load_benchmark_csv, load_prbj_runs, parse_mapping
+    from prbj.analysis.correlate_run import CorrelateConfig, write_report
+    from prbj.analysis.correlate_run import correlate as correlate_tables
+    from prbj.analysis.downstream import read_store
     from prbj.report.correlation import comparison_table, markdown, notes
 
     try:
@@ -241,7 +241,7 @@ def downstream_add(paths: tuple[Path, ...], rm: str | None, source: str | None, 
       prbj downstream add ppo_results.csv --store reports/downstream
       prbj downstream add reports/bon-run/ --source bon-qwen0.5b
     """
-    from prbj.downstream import add_outcomes, read_outcomes
+    from prbj.analysis.downstream import add_outcomes, read_outcomes
 
     outcomes = [o for path in paths for o in read_outcomes(path, rm=rm, source=source)]
     result = add_outcomes(store, outcomes)
@@ -272,7 +272,7 @@ def downstream_show(store: Path) -> None:
     """
     from rich.table import Table
 
-    from prbj.downstream import read_store
+    from prbj.analysis.downstream import read_store
 
     frame = read_store(store)
     table = Table(title=f"downstream outcomes ({frame.height} rows)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prbj.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE
 
 DEFAULT_RBO_P = 0.9
 # Resamples evaluated at once are capped so that the (batch, n, n) pair matrices stay a few tens of MB.

@@ -13,8 +13,8 @@ import numpy as np
 import polars as pl
 
 from prbj import __version__
-from prbj.benchmark_scores import BenchmarkColumn, PrbjBenchmark
-from prbj.correlate import (
+from prbj.analysis.benchmark_scores import BenchmarkColumn, PrbjBenchmark
+from prbj.analysis.correlate import (
     DEFAULT_RBO_P,
     METRICS,
     Interval,
@@ -24,7 +24,7 @@ from prbj.correlate import (
     metric_functions,
 )
 from prbj.errors import DataError
-from prbj.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
+from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
 
 MIN_RMS = 3
 KChoice = int | Literal["max", "all"]

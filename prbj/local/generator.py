@@ -82,7 +82,7 @@ def locate(path_or_id: str) -> ModelSource:
 def weights_fingerprint(source: ModelSource) -> str:
     """What identifies the model's weights, for cache keys: another file at the same path must never be
     answered from the cache. A GGUF file is hashed alone, a folder file by file, a hub id by its snapshot."""
-    from prbj.llm.model_files import model_fingerprint
+    from prbj.local.model_files import model_fingerprint
 
     if source.gguf_file is not None:
         digest = hashlib.sha256()

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from prbj.cli_options import gateway_options
-from prbj.cli_support import F, friendly_errors
+from prbj.cli.options import gateway_options
+from prbj.cli.support import F, friendly_errors
 
 
 @click.group()
@@ -120,7 +120,7 @@ def bon_sample(no_seed: bool, **options: Any) -> None:
       prbj bon sample --policy qwen2.5-0.5b --providers-dir my-providers/ --limit 50   # own profile
       prbj bon sample --policy gemini-3-flash --n 8 --subset art --max-cost 1 --dry-run
     """
-    from prbj.bon.commands import run_sample_command
+    from prbj.bon.command import run_sample_command
 
     if no_seed:
         options["seed"] = None
@@ -217,7 +217,7 @@ def bon_score(**options: Any) -> None:
       prbj bon score RUN_DIR -p gemini-3-flash --context profile --max-cost 5
       prbj bon score RUN_DIR -p openai-compatible --api-base http://127.0.0.1:8000/v1
     """
-    from prbj.bon.commands import run_score_command
+    from prbj.bon.command import run_score_command
 
     sys.exit(run_score_command(**options))
 
@@ -260,6 +260,6 @@ def bon_evaluate(**options: Any) -> None:
       prbj bon evaluate RUN_DIR --gold gemini-3-flash --gold-mode per-aspect --max-cost 3
       prbj downstream add RUN_DIR && prbj correlate --run reports/<judge-run> --source bon
     """
-    from prbj.bon.commands import run_evaluate_command
+    from prbj.bon.command import run_evaluate_command
 
     sys.exit(run_evaluate_command(**options))

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from prbj.cli_options import gateway_options
-from prbj.cli_support import friendly_errors
+from prbj.cli.options import gateway_options
+from prbj.cli.support import friendly_errors
 
 
 @click.command()
@@ -167,6 +167,6 @@ def judge(**options: Any) -> None:
       prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
       prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2
     """
-    from prbj.judge_command import run_judge_command
+    from prbj.runs.command import run_judge_command
 
     sys.exit(run_judge_command(**options))

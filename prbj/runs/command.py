@@ -9,11 +9,11 @@ from rich.console import Console
 
 from prbj.data import load_dataset
 from prbj.errors import DataError
-from prbj.judge_setup import JudgeOptions, build_judges
+from prbj.judges.setup import JudgeOptions, build_judges
 from prbj.judges.scalar import ScalarOptions
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import print_leaderboard, usage_table
-from prbj.run import RunConfig, execute
+from prbj.runs.execute import RunConfig, execute
 
 FAILED_STATUSES = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
 

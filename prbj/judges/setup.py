@@ -14,9 +14,9 @@ from typing import Literal
 from prbj.judges.base import Judge
 from prbj.judges.registry import JudgeSettings, resolve_judges
 from prbj.judges.scalar import ScalarOptions
-from prbj.llm.call import Gateway
+from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
-from prbj.planner import Planner
+from prbj.context.planner import Planner
 from prbj.prompts import Template, from_file
 
 # What a user template must show, by mode, or the judge would never see that input.

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from prbj.errors import ConfigError, DataError
-from prbj.stats import ALL_SUBSETS
+from prbj.analysis.stats import ALL_SUBSETS
 
 PRBJ_BENCHMARK = "Personalized-RewardBench"
 

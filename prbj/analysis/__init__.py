@@ -1,0 +1,1 @@
+"""Statistics over judgments and downstream outcomes: pure functions of loaded tables."""

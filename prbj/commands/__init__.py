@@ -1,1 +1,0 @@
-"""The click commands of `prbj`, one module per command or command family."""

@@ -1,0 +1,1 @@
+"""The HTTP reward server and its client."""
