@@ -12,8 +12,9 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "prbj"
 
 # Higher layers may import lower ones, never the other way; packages on one layer do not import each other.
-# analysis sits below runs: it is pure computation over loaded tables, and runs needs its statistics to write
-# summary.json; only runs.rundir reads and writes run-directory files.
+# analysis and report sit below runs: they are pure computation and rendering over runs already loaded in
+# memory (runs needs the statistics to write summary.json, and renders reports from what it just judged);
+# only runs.rundir reads and writes run-directory files, and hands the loaded runs to them.
 LAYERS: dict[str, int] = {
     "data": 0,
     "prompts": 0,
@@ -22,8 +23,8 @@ LAYERS: dict[str, int] = {
     "context": 3,
     "judges": 4,
     "analysis": 5,
-    "runs": 6,
-    "report": 7,
+    "report": 6,
+    "runs": 7,
     "bon": 8,
     "build": 8,
     "serve": 8,
