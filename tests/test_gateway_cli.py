@@ -82,6 +82,7 @@ def files_mention(folder: Path, needle: str) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
 
 
+@pytest.mark.processes
 def test_a_rerun_costs_nothing_and_the_key_is_never_written(server, tmp_path) -> None:
     first = run(prbj(server, tmp_path, "--limit", "2"))
     assert first.returncode == 0, first.stderr
@@ -146,6 +147,7 @@ def test_budget_cap_stops_the_run_before_the_cap(server, tmp_path) -> None:
     assert usage["cost_usd"] <= 0.12
 
 
+@pytest.mark.processes
 def test_two_processes_share_one_cache(server, tmp_path) -> None:
     server.latency = 0.05
     command = prbj(server, tmp_path, "--limit", "3", "--concurrency", "4")
@@ -162,6 +164,7 @@ def test_two_processes_share_one_cache(server, tmp_path) -> None:
     assert server.count() == 0
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_an_interrupted_run_resumes_without_paying_twice(server, tmp_path, how) -> None:
     server.latency = 0.25
