@@ -1,0 +1,44 @@
+"""The one status vocabulary: what became of a model call, and so of the judgment, grade or build step that
+needed it. Every layer reads these names from here; judgments.parquet and summary.json store them as text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, get_args
+
+# What a call to a model ended in. `ok` is the only status that carries an answer.
+CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
+# What a judgment ended in: a call's status, or an answer that said nothing usable.
+Status = Literal["ok", "parse_error", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+CALL_STATUSES: tuple[CallStatus, ...] = get_args(CallStatus)
+# Judgments that count as failed in a run's figures (a dry run is a plan, not a failure).
+FAILED_STATUSES: tuple[Status, ...] = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
+# Calls that produced no answer at all: a rerun (or a higher cap, or leaving --cache-only) may still get one.
+UNANSWERED_STATUSES: tuple[CallStatus, ...] = ("api_error", "skipped_budget", "skipped_cache", "dry_run")
+
+# When one result needs several calls (both answer orders, one grade per rubric aspect), the result takes the
+# status that explains the most: a call never sent outranks one that failed, which outranks a reply that was
+# unreadable. The three "not sent" statuses come from exclusive modes, so their order among themselves is moot.
+_SEVERITY: dict[str, int] = {
+    "dry_run": 6,
+    "skipped_budget": 5,
+    "skipped_cache": 4,
+    "api_error": 3,
+    "parse_error": 2,
+    "ok": 1,
+}
+
+
+def severity(status: str) -> int:
+    """Higher = explains more; a name outside the vocabulary ranks lowest."""
+    return _SEVERITY.get(status, 0)
+
+
+def most_severe(statuses: Iterable[str]) -> str:
+    """The status that explains a combined result best; `ok` only when every part was ok."""
+    ranked = sorted(statuses, key=severity, reverse=True)
+    if not ranked:
+        raise ValueError("most_severe needs at least one status")
+    return ranked[0]
