@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.data.files import read_json, write_json, write_parquet
 from prbj.data.loaders import Dataset, load_dataset
 from prbj.data.schema import Pair
 from prbj.errors import DataError
@@ -74,15 +75,6 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "rm"
 
 
-def write_json(path: Path, document: dict[str, Any]) -> None:
-    # Write then rename, so an interrupted step never leaves half a file that a later step trusts.
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(
-        json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    tmp.replace(path)
-
-
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -111,10 +103,7 @@ class BonRun:
             raise DataError(
                 f"{path}: not a BoN run directory (no {RUN_FILE}); create one with 'prbj bon sample'"
             )
-        try:
-            meta = json.loads(run_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{run_file}:{err.lineno}: invalid JSON: {err.msg}") from None
+        meta = read_json(run_file)
         if not isinstance(meta, dict) or meta.get("command") != COMMAND:
             raise DataError(f"{run_file}: field 'command': expected 'bon' (this is not a BoN run directory)")
         return cls(path, meta)
@@ -144,11 +133,7 @@ class BonRun:
             raise DataError(f"{path}: not a readable Parquet file ({type(err).__name__})") from None
 
     def write(self, name: str, frame: pl.DataFrame) -> Path:
-        path = self.path / name
-        tmp = path.with_suffix(".parquet.tmp")
-        frame.write_parquet(tmp)
-        tmp.replace(path)
-        return path
+        return write_parquet(self.path / name, frame)
 
     def questions(self, dataset: str | None = None) -> dict[str, Pair]:
         """The run's questions by pair id, reloaded from its dataset (or `dataset`, when the files moved) and
