@@ -56,5 +56,6 @@ def result_rows(document: Any, source: Path) -> list[GroupStats]:
             isinstance(accuracy, bool) or not isinstance(accuracy, int | float) or not math.isfinite(accuracy)
         ):
             raise DataError(f"{source}: field 'results[{index}].accuracy': expected a number or null")
-        parsed.append(GroupStats(**{name: row.get(name) for name in names}))
+        values: dict[str, Any] = {name: row.get(name) for name in names}
+        parsed.append(GroupStats(**values))
     return parsed

@@ -23,14 +23,15 @@ from prbj.data.files import read_json, write_json, write_parquet
 from prbj.data.loaders import Dataset, load_dataset
 from prbj.data.schema import Pair
 from prbj.errors import DataError
+from prbj.runs.rundir import RUN_FILE, new_run_dir
+from prbj.runs.rundir import SUMMARY_FILE as SUMMARY_FILE  # re-exported: BoN steps write their summary.json
 
-RUN_FILE = "run.json"
+# run.json and summary.json are named as in every prbj run directory; the rest are BoN's own.
 SAMPLES_FILE = "samples.parquet"
 SCORES_FILE = "scores.parquet"
 PICKS_FILE = "picks.parquet"
 GOLD_FILE = "gold.parquet"
 EVALUATIONS_FILE = "evaluations.parquet"
-SUMMARY_FILE = "summary.json"
 OFFICIAL_SUMMARY_FILE = "evaluation_summary.json"
 RMS_FOLDER = "rms"
 COMMAND = "bon"
@@ -88,12 +89,7 @@ class BonRun:
     def create(cls, out_dir: Path, config: dict[str, Any], meta: dict[str, Any]) -> BonRun:
         started = datetime.now(UTC)
         digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
-        stem = f"bon-{started:%Y%m%d-%H%M%S}-{digest}"
-        candidate, suffix = out_dir / stem, 1
-        while candidate.exists():
-            suffix += 1
-            candidate = out_dir / f"{stem}-{suffix}"
-        candidate.mkdir(parents=True)
+        candidate = new_run_dir(out_dir, started, digest, prefix=f"{COMMAND}-")
         return cls(candidate, {"run_id": candidate.name, "command": COMMAND, **meta})
 
     @classmethod

@@ -17,7 +17,7 @@ import polars as pl
 from prbj.errors import DataError
 
 
-def write_atomic(path: Path, write: Callable[[Path], None]) -> Path:
+def write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
     """Let `write` fill a temporary sibling of `path`, then rename it into place."""
     tmp = path.with_name(path.name + ".tmp")
     try:

@@ -72,9 +72,10 @@ def package_versions() -> dict[str, str]:
 # Writing -----------------------------------------------------------------------------------------------------
 
 
-def new_run_dir(out_dir: Path, started: datetime, config_hash: str) -> Path:
-    """A fresh `<out_dir>/<yyyymmdd-hhmmss>-<hash>[-n]` folder, created here so two runs never share one."""
-    stem = f"{started:%Y%m%d-%H%M%S}-{config_hash}"
+def new_run_dir(out_dir: Path, started: datetime, config_hash: str, *, prefix: str = "") -> Path:
+    """A fresh `<out_dir>/<prefix><yyyymmdd-hhmmss>-<hash>[-n]` folder, created here so two runs never share
+    one."""
+    stem = f"{prefix}{started:%Y%m%d-%H%M%S}-{config_hash}"
     candidate = out_dir / stem
     suffix = 1
     while candidate.exists():
