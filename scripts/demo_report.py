@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from prbj.report.writer import write_reports
-from prbj.runs.execute import JUDGMENT_SCHEMA
 from prbj.analysis.stats import summarize
+from prbj.runs.execute import JUDGMENT_SCHEMA
+from prbj.runs.report_command import write_reports
 
 SUBSETS = ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture")
 # name, context, accuracy, extra accuracy when the chosen answer is shown as A, pairwise, USD per call

@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from scipy import stats
 
 from prbj.cli import main
-from prbj.report.writer import write_reports
+from prbj.runs.report_command import write_reports
 from run_dirs import judgment, outcomes, write_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,6 @@ Items are keyed by pair id (plus the answer order when a judge saw the same pair
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,9 +26,10 @@ from typing import Any
 import polars as pl
 
 from prbj import __version__
-from prbj.errors import DataError
-from prbj.runs.rundir import RunData, read_json, result_rows
+from prbj.analysis.run_data import RunData, result_rows
 from prbj.analysis.stats import GroupStats
+from prbj.data.files import read_json, write_json
+from prbj.errors import DataError
 
 BASELINE_FORMAT = "prbj-baseline"
 BASELINE_VERSION = 1
@@ -128,10 +128,7 @@ def baseline_document(baseline: Baseline) -> dict[str, Any]:
 
 def write_baseline(baseline: Baseline, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    text = json.dumps(baseline_document(baseline), indent=2, ensure_ascii=False, allow_nan=False)
-    tmp.write_text(text + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_json(path, baseline_document(baseline))
 
 
 def read_baseline(path: Path) -> Baseline:

@@ -1,22 +1,21 @@
 """Benchmark accuracies per reward model, the predictors that `prbj correlate` tests: this benchmark's accuracy
-read from prbj run directories (with per-item outcomes for the item bootstrap), and other benchmarks'
+from prbj runs (loaded by runs.rundir; with per-item outcomes for the item bootstrap), and other benchmarks'
 accuracies from a CSV (`rm, benchmark, accuracy`)."""
 
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
 
-from prbj.errors import ConfigError, DataError
+from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS
+from prbj.errors import ConfigError, DataError
 
 PRBJ_BENCHMARK = "Personalized-RewardBench"
 
@@ -68,7 +67,7 @@ class BenchmarkColumn:
 
 @dataclass(frozen=True)
 class RunSelection:
-    runs: Sequence[Path]
+    runs: Sequence[RunData]
     judges: Sequence[str] = ()
     context: str | None = None
     # "judge=rm" or "judge@context=rm" entries, already split.
@@ -114,33 +113,32 @@ def load_prbj_runs(selection: RunSelection, *, name: str = PRBJ_BENCHMARK) -> Pr
     item_frames: list[pl.DataFrame] = []
     item_rms: set[str] = set()
     for run in selection.runs:
-        rows = _summary_rows(run)
         picked = [
             r
-            for r in rows
-            if (not selection.judges or r["judge"] in selection.judges)
-            and (selection.context is None or r["context"] == selection.context)
+            for r in run.results
+            if (not selection.judges or r.judge in selection.judges)
+            and (selection.context is None or r.context == selection.context)
         ]
         names = {}
-        for judge, context in sorted({(r["judge"], r["context"]) for r in picked}):
+        for judge, context in sorted({(r.judge, r.context) for r in picked}):
             key = f"{judge}@{context}"
             rm = mapping.get(key) or mapping.get(judge) or judge
             used_keys.update(k for k in (key, judge) if k in mapping)
             if rm in owner:
                 prior_judge, prior_context, prior_run = owner[rm]
                 raise DataError(
-                    f"{run}: RM {rm!r} would come from both {prior_judge}@{prior_context} ({prior_run}) and "
+                    f"{run.run_dir}: RM {rm!r} would come from both {prior_judge}@{prior_context} ({prior_run}) and "
                     f"{judge}@{context}; pick one with --judge/--context or map them apart with "
                     f"--map {judge}@{context}=NAME"
                 )
-            owner[rm] = (judge, context, run)
+            owner[rm] = (judge, context, run.run_dir)
             names[(judge, context)] = rm
         for row in picked:
-            if row["accuracy"] is None:
+            if row.accuracy is None:
                 continue  # no judgment succeeded: there is no accuracy to correlate
-            rm = names[(row["judge"], row["context"])]
-            accuracy.setdefault(row["subset"], {})[rm] = float(row["accuracy"])
-        frame = _item_frame(run, names)
+            rm = names[(row.judge, row.context)]
+            accuracy.setdefault(row.subset, {})[rm] = float(row.accuracy)
+        frame = _item_frame(run.judgments, names)
         if frame is not None:
             item_frames.append(frame)
             item_rms.update(names.values())
@@ -151,35 +149,10 @@ def load_prbj_runs(selection: RunSelection, *, name: str = PRBJ_BENCHMARK) -> Pr
     return PrbjBenchmark(name, accuracy, per_item, frozenset(item_rms))
 
 
-def _summary_rows(run: Path) -> list[dict[str, Any]]:
-    path = run / "summary.json"
-    if not path.exists():
-        raise DataError(f"{run}: no summary.json; --run takes a prbj run directory (reports/<run-id>/)")
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from err
-    results = document.get("results") if isinstance(document, dict) else None
-    if not isinstance(results, list):
-        raise DataError(f"{path}: field 'results': missing or not a list")
-    for index, row in enumerate(results):
-        for field in ("judge", "context", "subset"):
-            if not isinstance(row, dict) or not isinstance(row.get(field), str):
-                raise DataError(f"{path}: field 'results[{index}].{field}': expected a string")
-        value = row.get("accuracy")
-        if value is not None and (not isinstance(value, int | float) or not math.isfinite(value)):
-            raise DataError(f"{path}: field 'results[{index}].accuracy': expected a number or null")
-    return results
-
-
-def _item_frame(run: Path, names: Mapping[tuple[str, str], str]) -> pl.DataFrame | None:
-    path = run / "judgments.parquet"
-    if not path.exists() or not names:
+def _item_frame(judgments: pl.DataFrame, names: Mapping[tuple[str, str], str]) -> pl.DataFrame | None:
+    if not names:
         return None
-    try:
-        frame = pl.read_parquet(path, columns=["pair_id", "subset", "judge", "context", "status", "correct"])
-    except Exception as err:  # polars raises several error types for unreadable or incomplete files
-        raise DataError(f"{path}: not a prbj judgments table ({type(err).__name__}: {err})") from err
+    frame = judgments.select("pair_id", "subset", "judge", "context", "status", "correct")
     lookup = pl.DataFrame(
         [(judge, context, rm) for (judge, context), rm in names.items()],
         schema={"judge": pl.String, "context": pl.String, "rm": pl.String},

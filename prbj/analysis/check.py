@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from prbj.analysis.baseline import Baseline, GroupKey, Outcomes, item_outcomes, spent_usd
+from prbj.analysis.mcnemar import McNemarResult, paired_test
+from prbj.analysis.run_data import RunData
+from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.data.loaders import match_subset
 from prbj.errors import DataError
-from prbj.analysis.mcnemar import McNemarResult, paired_test
-from prbj.runs.rundir import RunData
-from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 Status = Literal["pass", "warn", "fail"]
 EXIT_PASS = 0

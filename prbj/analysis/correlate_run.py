@@ -3,7 +3,6 @@ metric with bootstrap intervals, and write correlation.json + correlation.md."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,9 @@ from prbj.analysis.correlate import (
     bootstrap_over_rms,
     metric_functions,
 )
-from prbj.errors import DataError
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
+from prbj.data.files import json_text, write_text
+from prbj.errors import DataError
 
 MIN_RMS = 3
 KChoice = int | Literal["max", "all"]
@@ -332,11 +332,6 @@ def write_report(report: CorrelationReport, out_dir: Path, markdown: str) -> tup
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "correlation.json"
     md_path = out_dir / "correlation.md"
-    for path, text in (
-        (json_path, json.dumps(report.document(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"),
-        (md_path, markdown),
-    ):
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+    write_text(json_path, json_text(report.document()))
+    write_text(md_path, markdown)
     return json_path, md_path

@@ -30,6 +30,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.data.files import read_json, write_parquet
 from prbj.data.validate import Location
 from prbj.errors import ConfigError, DataError
 
@@ -113,9 +114,7 @@ def add_outcomes(store: Path, outcomes: Sequence[Outcome]) -> AddResult:
     )
     merged = pl.concat([kept, new]).sort(["source", "subset", "rm", "k"], nulls_last=True)
     store.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".parquet.tmp")
-    merged.write_parquet(tmp)
-    tmp.replace(path)
+    write_parquet(path, merged)
     return AddResult(
         added=new.height - (old.height - kept.height),
         replaced=old.height - kept.height,
@@ -151,7 +150,7 @@ def read_outcomes(path: Path, *, rm: str | None = None, source: str | None = Non
     if suffix == ".jsonl":
         return _from_records(_jsonl_records(path), path, rm=rm, source=source)
     if suffix == ".json":
-        document = _load_json(path)
+        document = read_json(path)
         if isinstance(document, dict):
             return _from_evaluation_summary(document, path, rm=rm, source=source)
         if isinstance(document, list):
@@ -218,13 +217,6 @@ def _jsonl_records(path: Path) -> Iterable[tuple[Location, Any]]:
                 yield Location(str(path), line_number), json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataError(f"{path}:{line_number}: invalid JSON: {err.msg}") from err
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from err
 
 
 def _from_records(

@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from prbj import __version__
+from prbj.analysis.downstream import STORE_FILE
+from prbj.analysis.stats import ALL_SUBSETS
 from prbj.bon.evaluate import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
@@ -42,13 +44,11 @@ from prbj.bon.rundir import (
 )
 from prbj.bon.sample import Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
-from prbj.analysis.downstream import STORE_FILE
 from prbj.judges.setup import JudgeOptions, build_judges
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import SHORT_SUBSET, usage_table
-from prbj.runs.execute import package_versions
-from prbj.analysis.stats import ALL_SUBSETS
+from prbj.runs.rundir import package_versions
 
 
 def _usage(gateway: Gateway) -> list[dict[str, Any]]:

@@ -19,17 +19,19 @@ from typing import Any
 
 import polars as pl
 
+from prbj.data.files import read_json, write_json, write_parquet
 from prbj.data.loaders import Dataset, load_dataset
 from prbj.data.schema import Pair
 from prbj.errors import DataError
+from prbj.runs.rundir import RUN_FILE, new_run_dir
+from prbj.runs.rundir import SUMMARY_FILE as SUMMARY_FILE  # re-exported: BoN steps write their summary.json
 
-RUN_FILE = "run.json"
+# run.json and summary.json are named as in every prbj run directory; the rest are BoN's own.
 SAMPLES_FILE = "samples.parquet"
 SCORES_FILE = "scores.parquet"
 PICKS_FILE = "picks.parquet"
 GOLD_FILE = "gold.parquet"
 EVALUATIONS_FILE = "evaluations.parquet"
-SUMMARY_FILE = "summary.json"
 OFFICIAL_SUMMARY_FILE = "evaluation_summary.json"
 RMS_FOLDER = "rms"
 COMMAND = "bon"
@@ -74,15 +76,6 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "rm"
 
 
-def write_json(path: Path, document: dict[str, Any]) -> None:
-    # Write then rename, so an interrupted step never leaves half a file that a later step trusts.
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(
-        json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    tmp.replace(path)
-
-
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -96,12 +89,7 @@ class BonRun:
     def create(cls, out_dir: Path, config: dict[str, Any], meta: dict[str, Any]) -> BonRun:
         started = datetime.now(UTC)
         digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:6]
-        stem = f"bon-{started:%Y%m%d-%H%M%S}-{digest}"
-        candidate, suffix = out_dir / stem, 1
-        while candidate.exists():
-            suffix += 1
-            candidate = out_dir / f"{stem}-{suffix}"
-        candidate.mkdir(parents=True)
+        candidate = new_run_dir(out_dir, started, digest, prefix=f"{COMMAND}-")
         return cls(candidate, {"run_id": candidate.name, "command": COMMAND, **meta})
 
     @classmethod
@@ -111,10 +99,7 @@ class BonRun:
             raise DataError(
                 f"{path}: not a BoN run directory (no {RUN_FILE}); create one with 'prbj bon sample'"
             )
-        try:
-            meta = json.loads(run_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{run_file}:{err.lineno}: invalid JSON: {err.msg}") from None
+        meta = read_json(run_file)
         if not isinstance(meta, dict) or meta.get("command") != COMMAND:
             raise DataError(f"{run_file}: field 'command': expected 'bon' (this is not a BoN run directory)")
         return cls(path, meta)
@@ -144,11 +129,7 @@ class BonRun:
             raise DataError(f"{path}: not a readable Parquet file ({type(err).__name__})") from None
 
     def write(self, name: str, frame: pl.DataFrame) -> Path:
-        path = self.path / name
-        tmp = path.with_suffix(".parquet.tmp")
-        frame.write_parquet(tmp)
-        tmp.replace(path)
-        return path
+        return write_parquet(self.path / name, frame)
 
     def questions(self, dataset: str | None = None) -> dict[str, Pair]:
         """The run's questions by pair id, reloaded from its dataset (or `dataset`, when the files moved) and

@@ -22,10 +22,10 @@ from prbj.build.pipeline import Builder, BuildSettings, Outcome, Roles
 from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
 from prbj.data.lamp import LampRecord, load_lamp
-from prbj.runs.engine import run_jobs
 from prbj.errors import ConfigError, DataError
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import usage_table
+from prbj.runs.engine import run_jobs
 
 
 def _roles(shared: GatewayOptions, plan: str, provider: str | None, per_role: dict[str, str | None]) -> Roles:
@@ -72,7 +72,7 @@ def run_build_command(
     progress: bool,
     **gateway_options: Any,
 ) -> int:
-    from prbj.runs.execute import package_versions
+    from prbj.runs.rundir import package_versions
 
     shared = GatewayOptions.pop_from(gateway_options)
     console = Console()

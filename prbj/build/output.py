@@ -4,8 +4,7 @@ an interrupted build never leaves a half file that `prbj judge` would trust."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from prbj import __version__
 from prbj.build.pipeline import Builder, Outcome, word_counts
+from prbj.data.files import write_json, write_jsonl, write_text
 from prbj.data.lamp import LampSet
 
 PAIRS_FILE = "pairs.jsonl"
@@ -105,20 +105,6 @@ def incomplete_record(outcome: Outcome) -> dict[str, Any]:
     }
 
 
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
-def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    _write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-
-
-def write_json(path: Path, document: dict[str, Any]) -> None:
-    _write_text(path, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-
-
 def summary_document(
     lamp: LampSet, config: BuildConfig, builder: Builder, numbers: dict[str, Any]
 ) -> dict[str, Any]:
@@ -162,7 +148,7 @@ def write_build(
         out_dir / INCOMPLETE_FILE, (incomplete_record(o) for o in outcomes if o.status == "incomplete")
     )
     write_json(out_dir / SUMMARY_FILE, summary)
-    _write_text(out_dir / REPORT_FILE, report)
+    write_text(out_dir / REPORT_FILE, report)
     write_json(out_dir / RUN_FILE, run)
 
 

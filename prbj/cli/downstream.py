@@ -5,22 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from prbj.cli.support import friendly_errors
-from prbj.errors import DataError
-
-
-def _parse_k(value: str) -> int | str:
-    if value in ("max", "all"):
-        return value
-    try:
-        k = int(value)
-    except ValueError:
-        raise click.BadParameter("expected 'max', 'all' or a whole number such as 16") from None
-    if k < 1:
-        raise click.BadParameter("k must be at least 1")
-    return k
 
 
 @click.command()
@@ -148,47 +134,24 @@ def correlate(
       prbj correlate --run reports/run1 --run reports/run2 --context profile --benchmarks other.csv
       prbj correlate --benchmarks accuracies.csv --source bon --k all --out reports/corr-bon
     """
-    from prbj.analysis.benchmark_scores import RunSelection, load_benchmark_csv, load_prbj_runs, parse_mapping
-    from prbj.analysis.correlate_run import CorrelateConfig, write_report
-    from prbj.analysis.correlate_run import correlate as correlate_tables
-    from prbj.analysis.downstream import read_store
-    from prbj.report.correlation import comparison_table, markdown, notes
+    from prbj.runs.downstream_command import run_correlate_command
 
-    try:
-        k = _parse_k(k_choice)
-    except click.BadParameter as err:
-        raise DataError(f"--k {k_choice!r}: {err.message}") from None
-    mapping = parse_mapping(mappings)
-    if mapping and not runs:
-        raise DataError("--map renames judges of --run directories; give at least one --run")
-    prbj_benchmark = (
-        load_prbj_runs(RunSelection(runs, judges, context, mapping), name=benchmark_name) if runs else None
-    )
-    external = load_benchmark_csv(benchmarks) if benchmarks else {}
-    config = CorrelateConfig(
-        k=k,  # type: ignore[arg-type]
+    run_correlate_command(
+        runs=runs,
+        judges=judges,
+        context=context,
+        mappings=mappings,
+        benchmarks=benchmarks,
+        benchmark_name=benchmark_name,
+        benchmark_subset=benchmark_subset,
+        store=store,
         sources=sources,
-        benchmark_subset=benchmark_subset,  # type: ignore[arg-type]
+        k_choice=k_choice,
         rbo_p=rbo_p,
         resamples=resamples,
         seed=seed,
-        inputs={
-            "runs": [str(r) for r in runs],
-            "judges": list(judges),
-            "context": context,
-            "map": mapping,
-            "benchmarks": str(benchmarks) if benchmarks else None,
-            "store": str(store),
-            "sources": list(sources),
-        },
+        out=out,
     )
-    report = correlate_tables(read_store(store), prbj_benchmark, external, config)
-    console = Console()
-    console.print(comparison_table(report, compact=console.width < 120))
-    for line in notes(report):
-        console.print(f"[dim]{line}[/dim]", soft_wrap=True)
-    json_path, md_path = write_report(report, out, markdown(report))
-    console.print(f"wrote {json_path} and {md_path}")
 
 
 @click.group()
@@ -241,16 +204,9 @@ def downstream_add(paths: tuple[Path, ...], rm: str | None, source: str | None, 
       prbj downstream add ppo_results.csv --store reports/downstream
       prbj downstream add reports/bon-run/ --source bon-qwen0.5b
     """
-    from prbj.analysis.downstream import add_outcomes, read_outcomes
+    from prbj.runs.downstream_command import run_downstream_add
 
-    outcomes = [o for path in paths for o in read_outcomes(path, rm=rm, source=source)]
-    result = add_outcomes(store, outcomes)
-    rms = sorted({o.rm for o in outcomes})
-    Console().print(
-        f"{result.added} row(s) added, {result.replaced} replaced for {len(rms)} RM(s) "
-        f"({', '.join(rms)}); {result.total} in {result.path}",
-        soft_wrap=True,
-    )
+    run_downstream_add(paths, rm=rm, source=source, store=store)
 
 
 @downstream.command("show")
@@ -270,19 +226,6 @@ def downstream_show(store: Path) -> None:
       prbj downstream show
       prbj downstream show --store runs/downstream
     """
-    from rich.table import Table
+    from prbj.runs.downstream_command import run_downstream_show
 
-    from prbj.analysis.downstream import read_store
-
-    frame = read_store(store)
-    table = Table(title=f"downstream outcomes ({frame.height} rows)")
-    for column in ("rm", "source", "subset", "k", "score", "n", "std"):
-        table.add_column(column, justify="right" if column in ("k", "score", "n", "std") else "left")
-    for row in frame.iter_rows(named=True):
-        table.add_row(
-            *(
-                "—" if row[c] is None else f"{row[c]:.4f}" if isinstance(row[c], float) else str(row[c])
-                for c in ("rm", "source", "subset", "k", "score", "n", "std")
-            )
-        )
-    Console().print(table)
+    run_downstream_show(store)

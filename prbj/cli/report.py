@@ -6,10 +6,8 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from prbj.cli.support import friendly_errors, stderr_console
-from prbj.errors import DataError
+from prbj.cli.support import friendly_errors
 
 
 @click.command()
@@ -49,37 +47,9 @@ def report(
       prbj report reports/*/ --out reports/leaderboard --title "RMs on the full benchmark"
       prbj report reports/<run-id> --downstream reports/downstream
     """
-    from prbj.report.writer import write_reports
+    from prbj.runs.report_command import run_report_command
 
-    # Not a terminal (CI logs, pipes): Rich would squeeze the tables into 80 columns.
-    console = Console() if Console().is_terminal else Console(width=140)
-    runs = _run_dirs_for_report(run_dirs)
-    target = out if out is not None else (None if len(runs) == 1 else runs[0].parent / "leaderboard")
-    files = write_reports(
-        runs, target, console=None if quiet else console, title=title, downstream=downstream
-    )
-    console.print(f"report: {files.markdown} and {files.html}", highlight=False, soft_wrap=True)
-
-
-def _run_dirs_for_report(paths: tuple[Path, ...]) -> list[Path]:
-    """Every path must exist; with several (a shell glob over reports/*), folders that are not runs, such as
-    reports/baselines or an earlier leaderboard, are skipped with a note instead of stopping the report."""
-    from prbj.runs.rundir import SUMMARY_FILE
-
-    for path in paths:
-        if not path.exists():
-            raise DataError(f"{path}: no such run directory")
-    if len(paths) == 1:
-        return list(paths)
-    runs = []
-    for path in paths:
-        if path.is_dir() and (path / SUMMARY_FILE).exists():
-            runs.append(path)
-        else:
-            stderr_console().print(f"note: skipped {path}: not a run directory ({SUMMARY_FILE} missing)")
-    if not runs:
-        raise DataError(f"none of the {len(paths)} paths is a run directory ({SUMMARY_FILE} missing)")
-    return runs
+    run_report_command(run_dirs, out=out, title=title, downstream=downstream, quiet=quiet)
 
 
 @click.command()
@@ -166,24 +136,9 @@ def check(
       prbj check reports/<run-id> --baseline base.json --tolerance 1 --alpha 0.01 --format json
       prbj check reports/<run-id> --baseline base.json --update-baseline   # accept the new figures
     """
-    from prbj.analysis.baseline import baseline_from_run, read_baseline, write_baseline
-    from prbj.analysis.check import CheckSettings, check_run
-    from prbj.report.check_view import check_json, print_check
-    from prbj.runs.rundir import load_run
+    from prbj.analysis.check import CheckSettings
+    from prbj.runs.report_command import run_check_command
 
-    # CI logs are not terminals; Rich would squeeze the table into 80 columns there.
-    console = Console() if Console().is_terminal else Console(width=120)
-    run = load_run(run_dir)
-    if update_baseline:
-        baseline = baseline_from_run(run)
-        write_baseline(baseline, baseline_path)
-        console.print(
-            f"baseline written: {baseline_path} ({len(baseline.results)} result rows, "
-            f"{len(baseline.items)} items, from run {baseline.source_run})",
-            highlight=False,
-            soft_wrap=True,
-        )
-        return
     settings = CheckSettings(
         tolerance_points=tolerance,
         alpha=alpha,
@@ -192,9 +147,12 @@ def check(
         judges=judges,
         subsets=subsets,
     )
-    result = check_run(run, read_baseline(baseline_path), settings, baseline_path=str(baseline_path))
-    if output_format == "json":
-        click.echo(check_json(result))
-    else:
-        print_check(result, console)
-    sys.exit(result.exit_code)
+    sys.exit(
+        run_check_command(
+            run_dir,
+            baseline_path=baseline_path,
+            update_baseline=update_baseline,
+            settings=settings,
+            output_format=output_format,
+        )
+    )

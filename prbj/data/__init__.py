@@ -1,4 +1,4 @@
-"""Benchmark data: schema, loaders, validation and the leakage guard."""
+"""Benchmark data: schema, loaders, validation, the leakage guard, and whole-file writes (files)."""
 
 from prbj.data.loaders import OFFICIAL_HF_DATASET, Dataset, load_dataset
 from prbj.data.schema import CONTEXTS, SUBSETS, Context, JudgeView, Pair, ProfilePost, RubricAspect

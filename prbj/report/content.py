@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prbj.runs.rundir import RunData
+from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 # Optional judgment columns other parts of prbj add; read when present, never required.

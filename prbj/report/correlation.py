@@ -8,7 +8,7 @@ from rich.table import Table
 
 from prbj.analysis.correlate import METRIC_LABELS, Interval
 from prbj.analysis.correlate_run import Comparison, CorrelationReport, MetricResult
-from prbj.report.terminal import SHORT_SUBSET
+from prbj.report.fmt import SHORT_SUBSET
 
 
 def _number(value: float | None) -> str:

@@ -1,4 +1,5 @@
-"""Number formats shared by the terminal, Markdown and HTML reports, so the three print the same figures."""
+"""Number formats shared by every table prbj prints or writes (the leaderboard of `prbj judge`, the terminal,
+Markdown and HTML reports, `prbj check`), so they all print the same figure the same way."""
 
 from __future__ import annotations
 
@@ -6,6 +7,13 @@ from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 NA = "n/a"
 DASH = "—"
+
+# The official names are long; a terminal column needs a short header.
+SHORT_SUBSET = {
+    "Art_and_Entertainment": "A&E",
+    "Lifestyle_and_Personal_Development": "L&PD",
+    "Society_and_Culture": "S&C",
+}
 
 # Report headers have more room than terminal columns: shorter than the official names, still readable.
 REPORT_SUBSET = {
@@ -19,8 +27,6 @@ def short_subset(subset: str, *, terse: bool = False) -> str:
     """A subset's column or panel name; `terse` for terminal columns."""
     if subset == ALL_SUBSETS:
         return "overall"
-    from prbj.report.terminal import SHORT_SUBSET
-
     return (SHORT_SUBSET if terse else REPORT_SUBSET).get(subset, subset)
 
 
@@ -37,12 +43,23 @@ def points(value: float | None) -> str:
     return "0.0" if rounded == 0 else f"{rounded:+.1f}"
 
 
+def interval(row: GroupStats) -> str:
+    """A row's 95% interval in percent, "low–high"."""
+    if row.ci_low is None or row.ci_high is None:
+        return DASH
+    return f"{percent(row.ci_low)}–{percent(row.ci_high)}"
+
+
 def accuracy_with_ci(row: GroupStats | None) -> str:
     if row is None or row.accuracy is None:
         return DASH
     if row.ci_low is None or row.ci_high is None:
         return percent(row.accuracy)
-    return f"{percent(row.accuracy)} ({percent(row.ci_low)}–{percent(row.ci_high)})"
+    return f"{percent(row.accuracy)} ({interval(row)})"
+
+
+def failed_of(failed: int, n: int) -> str:
+    return f"{failed}/{n}"
 
 
 def usd(value: float | None) -> str:
@@ -61,6 +78,13 @@ def p_value(value: float | None) -> str:
     if value is None:
         return DASH
     return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def cell(value: object) -> str:
+    """A table cell of free type: a dash for nothing, four decimals for a float, text for the rest."""
+    if value is None:
+        return DASH
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def correlation(value: float | None) -> str:

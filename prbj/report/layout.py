@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from prbj.analysis.downstream import STORE_FILE as DOWNSTREAM_FILE
 from prbj.report import plots, tables
 from prbj.report.content import ReportContent
-from prbj.runs.rundir import DOWNSTREAM_FILE
 from prbj.report.plots import Figure
 from prbj.report.tables import TextTable
 

@@ -73,7 +73,7 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
                 ],
                 fmt.percent(row.overall.tie_rate),
                 fmt.percent(row.overall.length_controlled_accuracy),
-                f"{row.failed}/{row.overall.n}",
+                fmt.failed_of(row.failed, row.overall.n),
                 fmt.usd(cost.per_100_usd if cost else None),
             ]
         )

@@ -1,4 +1,5 @@
-"""The Rich leaderboard printed at the end of `prbj judge`."""
+"""The Rich tables `prbj judge` and friends print: the leaderboard, model-call usage, provider profiles. Numbers
+are formatted by prbj.report.fmt, as in the written reports."""
 
 from __future__ import annotations
 
@@ -10,23 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.report import fmt
 
-# The official names are long; a table column needs a short header.
-SHORT_SUBSET = {
-    "Art_and_Entertainment": "A&E",
-    "Lifestyle_and_Personal_Development": "L&PD",
-    "Society_and_Culture": "S&C",
-}
-
-
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}"
-
-
-def _interval(row: GroupStats) -> str:
-    if row.ci_low is None or row.ci_high is None:
-        return "—"
-    return f"{_percent(row.ci_low)}–{_percent(row.ci_high)}"
+# Re-exported for the commands that head terminal columns with it (bon, build); defined with the other formats.
+SHORT_SUBSET = fmt.SHORT_SUBSET
 
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
@@ -46,17 +34,25 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("acc", justify="right", style="bold", no_wrap=True)
     table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
-        table.add_column(SHORT_SUBSET.get(subset, subset), justify="right", no_wrap=True)
+        table.add_column(fmt.short_subset(subset, terse=True), justify="right", no_wrap=True)
     table.add_column("ties", justify="right", no_wrap=True)
     table.add_column("LC", justify="right", no_wrap=True)
     table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
         failed = row.parse_errors + row.api_errors + row.skipped_budget + row.skipped_cache
-        cells = [f"[bold]{row.judge}[/bold] [dim]{row.context}[/dim]", _percent(row.accuracy), _interval(row)]
+        cells = [
+            f"[bold]{row.judge}[/bold] [dim]{row.context}[/dim]",
+            fmt.percent(row.accuracy),
+            fmt.interval(row),
+        ]
         for subset in subsets:
             part = by_key.get((row.judge, row.context, subset))
-            cells.append(_percent(part.accuracy) if part else "—")
-        cells += [_percent(row.tie_rate), _percent(row.length_controlled_accuracy), f"{failed}/{row.n}"]
+            cells.append(fmt.percent(part.accuracy) if part else fmt.DASH)
+        cells += [
+            fmt.percent(row.tie_rate),
+            fmt.percent(row.length_controlled_accuracy),
+            fmt.failed_of(failed, row.n),
+        ]
         table.add_row(*cells)
     return table
 

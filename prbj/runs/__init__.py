@@ -1,1 +1,3 @@
-"""Executing a run: fan-out with progress, the judge command's body, and the run directory (rundir)."""
+"""Executing a run and the command bodies that read runs: fan-out with progress (engine), `prbj judge` (execute,
+command), `prbj report`/`check` (report_command), `prbj correlate`/`downstream` (downstream_command), and the
+run directory (rundir), the only module that names, writes and reads its files."""

@@ -1,28 +1,29 @@
-"""`prbj judge` as a function: judge every pair with every judge and write the run directory."""
+"""`prbj judge` as a function: judge every pair with every judge, then write the run directory (through
+runs.rundir) with its report rendered from the judgments still in memory."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
-import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from prbj import __version__
+from prbj.analysis.run_data import RunData
+from prbj.analysis.stats import GroupStats, summarize
+from prbj.context.planner import Planner
 from prbj.data.loaders import Dataset
-from prbj.runs.engine import run_jobs
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
-from prbj.context.planner import Planner
-from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats, summarize
+from prbj.report.writer import render_report
+from prbj.runs import rundir
+from prbj.runs.engine import run_jobs
 
 JUDGMENT_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,
@@ -102,40 +103,57 @@ def execute(
     usage = [s.as_dict() for s in gateway.stats()] if gateway is not None else []
     if gateway is not None and gateway.mode == "dry_run":
         return RunResult(None, frame, summary, started, finished, {"usage": usage})
-    run_dir = _new_run_dir(config.out_dir, started, _config_hash(dataset, judges, config))
+    run_dir = rundir.new_run_dir(config.out_dir, started, _config_hash(dataset, judges, config))
     extra: dict[str, Any] = {"usage": usage}
     if gateway is not None:
         extra["mode"] = gateway.mode
         extra["max_cost"] = gateway.budget.max_cost
     if planner is not None:
         extra["planner"] = planner.describe()
-        _write_planner_outputs(run_dir / "planner.jsonl", planner)
-    write_run(run_dir, dataset, judges, config, frame, summary, started, finished, extra)
-    _write_reports(run_dir)
+        rundir.write_planner_outputs(run_dir, _planner_records(planner))
+    run = RunData(
+        run_dir=run_dir,
+        run_id=run_dir.name,
+        run=rundir.run_document(
+            run_dir,
+            started=started,
+            finished=finished,
+            config=_config_record(config),
+            judges=[j.describe() for j in judges],
+            dataset=dataset,
+            extra=extra,
+        ),
+        summary=rundir.summary_document(dataset, config.seed, summary),
+        results=summary,
+        judgments=frame,
+        downstream=None,
+    )
+    rundir.write_run(run)
+    # The report is rendered from the run just held in memory, not read back from the files above.
+    rundir.write_report(run_dir, render_report([run], plots_dir=rundir.PLOTS_DIR))
     return RunResult(run_dir, frame, summary, started, finished, extra)
 
 
-def _write_planner_outputs(path: Path, planner: Planner) -> None:
-    lines = [
-        json.dumps(
-            {
-                "pair_id": out.pair_id,
-                "status": out.result.status,
-                "aspects": out.aspects,
-                "cached": out.result.cached,
-            },
-            ensure_ascii=False,
-        )
+def _config_record(config: RunConfig) -> dict[str, Any]:
+    return {
+        "dataset": config.dataset,
+        "subsets": list(config.subsets),
+        "limit": config.limit,
+        "seed": config.seed,
+        "concurrency": config.concurrency,
+    }
+
+
+def _planner_records(planner: Planner) -> list[dict[str, Any]]:
+    return [
+        {
+            "pair_id": out.pair_id,
+            "status": out.result.status,
+            "aspects": out.aspects,
+            "cached": out.result.cached,
+        }
         for out in sorted(planner.outputs(), key=lambda o: o.pair_id)
     ]
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-
-
-def _write_reports(run_dir: Path) -> None:
-    # Imported here: the report modules are only needed once the run's data is on disk.
-    from prbj.report.writer import write_reports
-
-    write_reports([run_dir])
 
 
 def _config_hash(dataset: Dataset, judges: Sequence[Judge], config: RunConfig) -> str:
@@ -148,88 +166,3 @@ def _config_hash(dataset: Dataset, judges: Sequence[Judge], config: RunConfig) -
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:6]
-
-
-def _new_run_dir(out_dir: Path, started: datetime, config_hash: str) -> Path:
-    stem = f"{started:%Y%m%d-%H%M%S}-{config_hash}"
-    candidate = out_dir / stem
-    suffix = 1
-    while candidate.exists():
-        suffix += 1
-        candidate = out_dir / f"{stem}-{suffix}"
-    candidate.mkdir(parents=True)
-    return candidate
-
-
-def package_versions() -> dict[str, str]:
-    versions = {"prbj": __version__, "python": platform.python_version()}
-    for package in ("polars", "numpy", "litellm", "wordllama", "torch", "transformers"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
-
-
-def summary_document(dataset: Dataset, config: RunConfig, summary: Sequence[GroupStats]) -> dict[str, Any]:
-    """The content of summary.json: a pure function of data, judges and seed (no times, no paths), so that
-    two runs with the same inputs produce identical files."""
-    return {
-        "prbj_version": __version__,
-        "dataset": {
-            "source": dataset.source,
-            "fingerprint": dataset.fingerprint(),
-            "n_pairs": len(dataset.pairs),
-            "subsets": dataset.subsets,
-        },
-        "seed": config.seed,
-        "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE},
-        "results": [row.as_dict() for row in summary],
-    }
-
-
-def write_run(
-    run_dir: Path,
-    dataset: Dataset,
-    judges: Sequence[Judge],
-    config: RunConfig,
-    frame: pl.DataFrame,
-    summary: Sequence[GroupStats],
-    started: datetime,
-    finished: datetime,
-    extra: dict[str, Any] | None = None,
-) -> None:
-    run = {
-        "run_id": run_dir.name,
-        "command": "judge",
-        "started": started.isoformat(timespec="seconds"),
-        "finished": finished.isoformat(timespec="seconds"),
-        "config": {
-            "dataset": config.dataset,
-            "subsets": list(config.subsets),
-            "limit": config.limit,
-            "seed": config.seed,
-            "concurrency": config.concurrency,
-        },
-        "judges": [j.describe() for j in judges],
-        "dataset": {
-            "source": dataset.source,
-            "fingerprint": dataset.fingerprint(),
-            "n_pairs": len(dataset.pairs),
-            "subsets": dataset.subsets,
-        },
-        "versions": package_versions(),
-        **(extra or {}),
-    }
-    _write_json(run_dir / "run.json", run)
-    frame.write_parquet(run_dir / "judgments.parquet")
-    _write_json(run_dir / "summary.json", summary_document(dataset, config, summary))
-
-
-def _write_json(path: Path, document: dict[str, Any]) -> None:
-    # Write then rename, so an interrupted run never leaves half a file that a later command trusts.
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(
-        json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    tmp.replace(path)

@@ -1,71 +1,180 @@
-"""Read run directories back: run.json, summary.json, judgments.parquet and optional downstream outcomes.
+"""The run directory of `prbj judge`: the one place that knows its file names, writes it and reads it back.
 
-Runs written by other versions of prbj may carry more or fewer columns and fields; readers here take what
-they know, fill what is missing with None, and only insist on what a report cannot do without.
+    <run-id>/run.json            how the run was made: command, times, config, judges, dataset, versions, usage
+    <run-id>/summary.json        the figures: a pure function of data, judges and seed (byte-identical reruns)
+    <run-id>/judgments.parquet   one row per judgment
+    <run-id>/planner.jsonl       the planner's aspects per pair, when a planner ran
+    <run-id>/report.md, report.html, plots/*.svg   the rendered report
+    <run-id>/downstream.parquet  downstream outcomes, when the directory holds some (a prbj BoN run writes them)
+
+Analyses and reports never touch these files: they get the runs this module loads (`RunData`) and hand back
+what to write. Runs written by other versions of prbj may carry more or fewer columns and fields; the reader
+takes what it knows and only insists on what a report cannot do without.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, fields
+import platform
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from prbj import __version__
+from prbj.analysis.downstream import STORE_FILE, outcomes_frame, read_outcomes
+from prbj.analysis.run_data import RunData, result_rows
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
+from prbj.data.files import read_json, write_json, write_jsonl, write_parquet, write_text
+from prbj.data.loaders import Dataset
 from prbj.errors import DataError
-from prbj.analysis.stats import GroupStats
+from prbj.report.content import ReportContent
+from prbj.report.writer import RenderedReport
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 JUDGMENTS_FILE = "judgments.parquet"
+PLANNER_FILE = "planner.jsonl"
+MARKDOWN_FILE = "report.md"
+HTML_FILE = "report.html"
+PLOTS_DIR = "plots"
+# A run directory holding downstream outcomes holds them as a downstream store does.
+DOWNSTREAM_FILE = STORE_FILE
 
-# Downstream outcomes, when a run directory has them: the table of prbj.analysis.downstream.
-DOWNSTREAM_FILE = "downstream.parquet"
+# Columns a report cannot do without; everything else in judgments.parquet is optional.
+REQUIRED_JUDGMENT_COLUMNS = frozenset({"pair_id", "subset", "judge", "context", "status", "correct"})
 
-_KEY_FIELDS = ("judge", "context", "subset")
+# Packages whose versions a run records, when installed: the ones that can change a figure.
+_RECORDED_PACKAGES = ("polars", "numpy", "litellm", "wordllama", "torch", "transformers")
 
 
 @dataclass(frozen=True)
-class RunData:
-    run_dir: Path
-    run_id: str
-    run: dict[str, Any]
-    summary: dict[str, Any]
-    results: list[GroupStats]
-    judgments: pl.DataFrame
-    downstream: pl.DataFrame | None
-
-    @property
-    def dataset(self) -> dict[str, Any]:
-        return self.summary.get("dataset") or self.run.get("dataset") or {}
+class ReportFiles:
+    markdown: Path
+    html: Path
+    plots: list[Path]
+    content: ReportContent
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+def package_versions() -> dict[str, str]:
+    versions = {"prbj": __version__, "python": platform.python_version()}
+    for package in _RECORDED_PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
 
 
-def result_rows(document: Any, source: Path) -> list[GroupStats]:
-    """GroupStats from the `results` list of a summary.json-like document; fields unknown to this version are
-    ignored and fields it expects but the file lacks become None."""
-    rows = document.get("results") if isinstance(document, dict) else None
-    if not isinstance(rows, list):
-        raise DataError(f"{source}: field 'results': missing or not a list")
-    names = [f.name for f in fields(GroupStats)]
-    parsed = []
-    for index, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise DataError(f"{source}: field 'results[{index}]': not an object")
-        for key in _KEY_FIELDS:
-            if not isinstance(row.get(key), str):
-                raise DataError(f"{source}: field 'results[{index}].{key}': missing or not a string")
-        parsed.append(GroupStats(**{name: row.get(name) for name in names}))
-    return parsed
+# Writing -----------------------------------------------------------------------------------------------------
+
+
+def new_run_dir(out_dir: Path, started: datetime, config_hash: str, *, prefix: str = "") -> Path:
+    """A fresh `<out_dir>/<prefix><yyyymmdd-hhmmss>-<hash>[-n]` folder, created here so two runs never share
+    one."""
+    stem = f"{prefix}{started:%Y%m%d-%H%M%S}-{config_hash}"
+    candidate = out_dir / stem
+    suffix = 1
+    while candidate.exists():
+        suffix += 1
+        candidate = out_dir / f"{stem}-{suffix}"
+    candidate.mkdir(parents=True)
+    return candidate
+
+
+def dataset_record(dataset: Dataset) -> dict[str, Any]:
+    return {
+        "source": dataset.source,
+        "fingerprint": dataset.fingerprint(),
+        "n_pairs": len(dataset.pairs),
+        "subsets": dataset.subsets,
+    }
+
+
+def summary_document(dataset: Dataset, seed: int, results: Sequence[GroupStats]) -> dict[str, Any]:
+    """The content of summary.json: a pure function of data, judges and seed (no times, no paths), so that
+    two runs with the same inputs produce identical files."""
+    return {
+        "prbj_version": __version__,
+        "dataset": dataset_record(dataset),
+        "seed": seed,
+        "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE},
+        "results": [row.as_dict() for row in results],
+    }
+
+
+def run_document(
+    run_dir: Path,
+    *,
+    started: datetime,
+    finished: datetime,
+    config: dict[str, Any],
+    judges: list[dict[str, Any]],
+    dataset: Dataset,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The content of run.json for `prbj judge`."""
+    return {
+        "run_id": run_dir.name,
+        "command": "judge",
+        "started": started.isoformat(timespec="seconds"),
+        "finished": finished.isoformat(timespec="seconds"),
+        "config": config,
+        "judges": judges,
+        "dataset": dataset_record(dataset),
+        "versions": package_versions(),
+        **(extra or {}),
+    }
+
+
+def write_run(run: RunData) -> None:
+    """run.json, judgments.parquet, then summary.json: a folder with summary.json is a complete run."""
+    write_json(run.run_dir / RUN_FILE, run.run)
+    write_parquet(run.run_dir / JUDGMENTS_FILE, run.judgments)
+    write_json(run.run_dir / SUMMARY_FILE, run.summary)
+
+
+def write_planner_outputs(run_dir: Path, records: Iterable[dict[str, Any]]) -> Path:
+    return write_jsonl(run_dir / PLANNER_FILE, records)
+
+
+def write_report(target: Path, rendered: RenderedReport) -> ReportFiles:
+    """report.md, report.html and plots/*.svg in `target` (a run directory or a leaderboard folder)."""
+    plots_dir = target / PLOTS_DIR
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    plots = [write_text(plots_dir / f"{name}.svg", svg) for name, svg in rendered.plots.items()]
+    markdown = write_text(target / MARKDOWN_FILE, rendered.markdown)
+    html = write_text(target / HTML_FILE, rendered.html)
+    return ReportFiles(markdown, html, plots, rendered.content)
+
+
+# Reading -----------------------------------------------------------------------------------------------------
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (path / SUMMARY_FILE).exists()
+
+
+def select_run_dirs(paths: Sequence[Path], note: Callable[[str], None]) -> list[Path]:
+    """Every path must exist; with several (a shell glob over reports/*), folders that are not runs, such as
+    reports/baselines or an earlier leaderboard, are skipped with a `note` instead of stopping the command."""
+    for path in paths:
+        if not path.exists():
+            raise DataError(f"{path}: no such run directory")
+    if len(paths) == 1:
+        return list(paths)
+    runs = []
+    for path in paths:
+        if is_run_dir(path):
+            runs.append(path)
+        else:
+            note(f"skipped {path}: not a run directory ({SUMMARY_FILE} missing)")
+    if not runs:
+        raise DataError(f"none of the {len(paths)} paths is a run directory ({SUMMARY_FILE} missing)")
+    return runs
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -74,35 +183,38 @@ def load_run(run_dir: Path) -> RunData:
         raise DataError(f"{run_dir}: not a run directory (no such folder)")
     summary_path = run_dir / SUMMARY_FILE
     if not summary_path.exists():
-        raise DataError(f"{run_dir}: not a run directory ({SUMMARY_FILE} missing)")
+        raise DataError(f"{run_dir}: not a run directory (no {SUMMARY_FILE})")
     summary = read_json(summary_path)
     results = result_rows(summary, summary_path)
     run_path = run_dir / RUN_FILE
     run = read_json(run_path) if run_path.exists() else {}
-    judgments_path = run_dir / JUDGMENTS_FILE
-    if not judgments_path.exists():
-        raise DataError(f"{run_dir}: {JUDGMENTS_FILE} missing")
-    try:
-        judgments = pl.read_parquet(judgments_path)
-    except Exception as err:  # polars raises several error types for damaged files
-        raise DataError(f"{judgments_path}: cannot read: {err}") from None
-    missing = {"pair_id", "subset", "judge", "context", "status", "correct"} - set(judgments.columns)
-    if missing:
-        raise DataError(f"{judgments_path}: missing columns {', '.join(sorted(missing))}")
     return RunData(
         run_dir=run_dir,
         run_id=str(run.get("run_id") or run_dir.name),
         run=run,
         summary=summary,
         results=results,
-        judgments=judgments,
+        judgments=_read_judgments(run_dir / JUDGMENTS_FILE),
         downstream=load_downstream(run_dir),
     )
 
 
+def _read_judgments(path: Path) -> pl.DataFrame:
+    if not path.exists():
+        raise DataError(f"{path.parent}: {path.name} missing")
+    try:
+        judgments = pl.read_parquet(path)
+    except Exception as err:  # polars raises several error types for damaged files
+        raise DataError(f"{path}: cannot read: {err}") from None
+    missing = REQUIRED_JUDGMENT_COLUMNS - set(judgments.columns)
+    if missing:
+        raise DataError(f"{path}: missing columns {', '.join(sorted(missing))}")
+    return judgments
+
+
 def load_downstream(run_dir: Path) -> pl.DataFrame | None:
-    """Downstream outcomes a run directory holds (a prbj BoN run writes them), in the table format of
-    `prbj downstream` (docs/downstream.md): columns rm, source, subset, k, score, n, std, origin."""
+    """Downstream outcomes a run directory holds, in the table format of `prbj downstream` (docs/downstream.md):
+    columns rm, source, subset, k, score, n, std, origin."""
     path = run_dir / DOWNSTREAM_FILE
     return read_downstream(path) if path.exists() else None
 
@@ -110,6 +222,4 @@ def load_downstream(run_dir: Path) -> pl.DataFrame | None:
 def read_downstream(path: Path) -> pl.DataFrame:
     """Any input `prbj downstream add` reads without --rm: a store folder, a downstream .parquet, or CSV/JSON
     records with rm, subset, score (source, k, n, std optional)."""
-    from prbj.analysis.downstream import outcomes_frame, read_outcomes
-
     return outcomes_frame(read_outcomes(Path(path)))

@@ -1,0 +1,92 @@
+"""`prbj report` and `prbj check` behind the CLI: load run directories through runs.rundir, hand the runs to
+analysis and report, and write what comes back through rundir again."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from prbj.analysis.baseline import baseline_from_run, read_baseline, write_baseline
+from prbj.analysis.check import CheckSettings, check_run
+from prbj.report.check_view import check_json, print_check
+from prbj.report.console import print_report
+from prbj.report.writer import render_report
+from prbj.runs import rundir
+
+# Where several runs' shared report goes by default, beside the runs.
+LEADERBOARD_FOLDER = "leaderboard"
+
+
+def _wide_console(width: int) -> Console:
+    # Not a terminal (CI logs, pipes): Rich would squeeze the tables into 80 columns.
+    return Console() if Console().is_terminal else Console(width=width)
+
+
+def write_reports(
+    run_dirs: Sequence[Path],
+    out_dir: Path | None = None,
+    *,
+    console: Console | None = None,
+    title: str | None = None,
+    downstream: Sequence[Path] = (),
+) -> rundir.ReportFiles:
+    """Render the runs into `out_dir` (the run directory itself when there is one run and no out_dir);
+    print the terminal report to `console` when given."""
+    runs = [rundir.load_run(Path(d)) for d in run_dirs]
+    if not runs:
+        raise ValueError("write_reports needs at least one run directory")
+    target = Path(out_dir) if out_dir is not None else runs[0].run_dir
+    rendered = render_report(
+        runs,
+        plots_dir=rundir.PLOTS_DIR,
+        title=title,
+        extra_downstream=[rundir.read_downstream(Path(path)) for path in downstream],
+    )
+    files = rundir.write_report(target, rendered)
+    if console is not None:
+        print_report(rendered.content, console)
+    return files
+
+
+def run_report_command(
+    run_dirs: Sequence[Path], *, out: Path | None, title: str | None, downstream: Sequence[Path], quiet: bool
+) -> None:
+    console = _wide_console(140)
+    notes = Console(stderr=True, highlight=False)
+    runs = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
+    target = out if out is not None else (None if len(runs) == 1 else runs[0].parent / LEADERBOARD_FOLDER)
+    files = write_reports(
+        runs, target, console=None if quiet else console, title=title, downstream=downstream
+    )
+    console.print(f"report: {files.markdown} and {files.html}", highlight=False, soft_wrap=True)
+
+
+def run_check_command(
+    run_dir: Path,
+    *,
+    baseline_path: Path,
+    update_baseline: bool,
+    settings: CheckSettings,
+    output_format: str,
+) -> int:
+    """Check the run against the baseline (or write the baseline); the exit code of the check."""
+    console = _wide_console(120)
+    run = rundir.load_run(run_dir)
+    if update_baseline:
+        baseline = baseline_from_run(run)
+        write_baseline(baseline, baseline_path)
+        console.print(
+            f"baseline written: {baseline_path} ({len(baseline.results)} result rows, "
+            f"{len(baseline.items)} items, from run {baseline.source_run})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return 0
+    result = check_run(run, read_baseline(baseline_path), settings, baseline_path=str(baseline_path))
+    if output_format == "json":
+        print(check_json(result))  # machines read stdout: no Rich markup, no wrapping
+    else:
+        print_check(result, console)
+    return result.exit_code
