@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prbj.build.agreement_report import agreement_markdown
 from prbj.build.annotate import ANNOTATION_DIR, KEY_COLUMNS, KEY_FILE, read_build_pairs
-from prbj.build.checks import DIMENSIONS
+from prbj.build.checks import CHECK_JUDGE, DIMENSIONS
 from prbj.build.kappa import cohen_kappa
 from prbj.build.output import write_json
 from prbj.errors import DataError
 
-CHECK_JUDGE = "check model"
 SCORES = (1, 2, 3, 4, 5)
 PREFERENCE_LABELS = ("chosen", "rejected", "tie")
 ANSWERS = ("chosen", "rejected")
@@ -228,8 +228,6 @@ def agreement_report(out_dir: Path, annotations: Annotations) -> dict[str, Any]:
 
 
 def write_agreement(out_dir: Path, report: dict[str, Any]) -> tuple[Path, Path]:
-    from prbj.build.agreement_report import agreement_markdown
-
     folder = out_dir / ANNOTATION_DIR
     json_path, md_path = folder / "agreement.json", folder / "agreement.md"
     write_json(json_path, report)

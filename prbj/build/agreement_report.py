@@ -7,8 +7,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from prbj.build.agreement import CHECK_JUDGE
-from prbj.build.checks import DIMENSIONS
+from prbj.build.checks import CHECK_JUDGE, DIMENSIONS
 
 _COLUMNS = (*DIMENSIONS, "preference")
 # Short headers keep both tables within 80 columns.

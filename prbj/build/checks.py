@@ -17,6 +17,8 @@ from prbj.judges.verdict import final_part
 
 CHECK_PARSER_VERSION = "1"
 QUALITY_DIMENSIONS: tuple[str, ...] = ("factuality", "relevance", "helpfulness")
+# How the check model is named beside the human annotators in agreement tables.
+CHECK_JUDGE = "check model"
 DIMENSIONS: tuple[str, ...] = (*QUALITY_DIMENSIONS, "adherence")
 SCALE = (1, 5)
 
