@@ -43,7 +43,7 @@ def test_no_module_declares_its_own_list_of_statuses() -> None:
                 names = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
                 if len(names & set(STATUSES)) >= 3:
                     offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
-            if isinstance(node, ast.Dict):
+            if isinstance(node, ast.Dict) and path.name != "status.py":
                 names = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
                 if len(names & set(STATUSES)) >= 3:
                     offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")

@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prbj.data.schema import Pair, RubricAspect
+from prbj.data.status import severity
 from prbj.judges.verdict import final_part, strip_quotes
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
-from prbj.prompts import Template, builtin, combined_sha
 from prbj.llm.providers import ProviderSpec
+from prbj.prompts import Template, builtin, combined_sha
 
 GoldMode = Literal["per-answer", "per-aspect"]
 GOLD_MODES: tuple[str, ...] = ("per-answer", "per-aspect")
 MAX_MATCH = 2
-_FAILURE_ORDER = ("skipped_budget", "skipped_cache", "dry_run", "api_error", "parse_error")
 _FENCE = re.compile(r"```(?:json)?", re.I)
 
 
@@ -164,9 +164,7 @@ class GoldJudge:
             grade.add(result)
         failed = [r for r in results if not r.ok]
         if failed:
-            worst = min(
-                failed, key=lambda r: _FAILURE_ORDER.index(r.status) if r.status in _FAILURE_ORDER else 9
-            )
+            worst = max(failed, key=lambda r: severity(r.status))
             grade.status, grade.error = worst.status, worst.error
             return grade
         if self.mode == "per-answer":

@@ -21,18 +21,18 @@ from prbj.build.checks import (
     parse_check,
     word_count,
 )
+from prbj.context.planner import Planner, format_profile
 from prbj.data.lamp import LampRecord
+from prbj.data.status import UNANSWERED_STATUSES
 from prbj.judges.verdict import final_part
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
-from prbj.context.planner import Planner, format_profile
-from prbj.prompts import Template, builtin, combined_sha
 from prbj.llm.providers import ProviderSpec
+from prbj.prompts import Template, builtin, combined_sha
 
 PlanSource = Literal["planner", "gold"]
 Status = Literal["kept", "dropped", "incomplete"]
 ROLES: tuple[str, ...] = ("planner", "chosen", "rejected", "check")
 # Statuses of a call that a rerun can still turn into an answer.
-_UNFINISHED = ("api_error", "skipped_budget", "skipped_cache", "dry_run")
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ class Builder:
 
     def _record_call(self, outcome: Outcome, step: str, result: LLMResult) -> None:
         outcome.calls.append(StepCall(step, result.status, result.cached, result.cost_usd, result.error))
-        if result.status in _UNFINISHED and result.status != "dry_run":
+        if result.status in UNANSWERED_STATUSES and result.status != "dry_run":
             raise _Unfinished(step, result)
 
     async def _plan(self, record: LampRecord, outcome: Outcome) -> list[str]:

@@ -8,6 +8,7 @@ from rich import box
 from rich.table import Table
 
 from prbj.build.checks import DIMENSIONS
+from prbj.data.status import STATUS_MEANING, UNANSWERED_STATUSES
 from prbj.report.terminal import SHORT_SUBSET
 
 REASON_TEXT = {
@@ -22,10 +23,8 @@ REASON_TEXT = {
     "low_quality_chosen": "the chosen answer scored below --min-quality",
     "low_quality_rejected": "the rejected answer scored below --min-quality",
     "small_adherence_gap": "adherence gap below --min-gap",
-    "api_error": "a call failed (rerun to retry)",
-    "skipped_budget": "--max-cost reached (rerun with a higher cap)",
-    "skipped_cache": "not in the cache (--cache-only)",
-    "dry_run": "not sent (--dry-run)",
+    # A build step whose call got no answer is dropped for the call's status.
+    **{status: STATUS_MEANING[status] for status in UNANSWERED_STATUSES},
 }
 
 

@@ -18,6 +18,16 @@ FAILED_STATUSES: tuple[Status, ...] = ("parse_error", "api_error", "skipped_budg
 # Calls that produced no answer at all: a rerun (or a higher cap, or leaving --cache-only) may still get one.
 UNANSWERED_STATUSES: tuple[CallStatus, ...] = ("api_error", "skipped_budget", "skipped_cache", "dry_run")
 
+# What each status means to the user, in the words reports and error lines use.
+STATUS_MEANING: dict[Status, str] = {
+    "ok": "answered",
+    "parse_error": "the reply held no readable verdict or score",
+    "api_error": "a call failed (rerun to retry)",
+    "skipped_budget": "--max-cost reached (rerun with a higher cap)",
+    "skipped_cache": "not in the cache (--cache-only)",
+    "dry_run": "not sent (--dry-run)",
+}
+
 # When one result needs several calls (both answer orders, one grade per rubric aspect), the result takes the
 # status that explains the most: a call never sent outranks one that failed, which outranks a reply that was
 # unreadable. The three "not sent" statuses come from exclusive modes, so their order among themselves is moot.
