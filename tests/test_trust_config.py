@@ -42,7 +42,7 @@ def _judge(server: ProviderServer, tmp_path: Path, *args: str, api_base: str | N
 @pytest.mark.parametrize(
     ("line", "field"),
     [
-        ('model = 5\n[price]\ninput = 1.0\noutput = 2.0\n', "'model': expected a string"),
+        ("model = 5\n[price]\ninput = 1.0\noutput = 2.0\n", "'model': expected a string"),
         (GOOD_PROFILE.replace("input = 1.0", "input = nan"), "'price.input'"),
         (GOOD_PROFILE.replace("output = 2.0", "output = inf"), "'price.output'"),
         (GOOD_PROFILE + "", None),

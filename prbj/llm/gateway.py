@@ -20,8 +20,8 @@ from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens, litellm
-from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
 from prbj.llm.urls import redact_url
 
 Mode = Literal["live", "cache_only", "dry_run"]

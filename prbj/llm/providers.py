@@ -312,7 +312,7 @@ def _price(price: dict[str, Any], key: str, path: Path) -> float | None:
     if not _is_number(value) or value < 0:
         raise ConfigError(
             f"{path}: field 'price.{key}': expected USD per million tokens (a finite number >= 0) or "
-            f"\"litellm\", got {value!r}"
+            f'"litellm", got {value!r}'
         )
     return float(value) / _PER_MILLION
 

@@ -58,9 +58,7 @@ def check_api_base(url: str, *, option: str = "--api-base") -> str:
     except ValueError as err:
         raise ConfigError(f"{option} {shown}: not a URL ({err})") from None
     if parts.scheme.lower() not in _SCHEMES or not parts.hostname:
-        raise ConfigError(
-            f"{option} {shown}: not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)"
-        )
+        raise ConfigError(f"{option} {shown}: not an http(s) URL with a host (e.g. http://127.0.0.1:8000/v1)")
     if parts.username is not None or parts.password is not None:
         raise ConfigError(
             f"{option} {shown}: credentials in the URL are not sent to the provider; remove them and put the "
