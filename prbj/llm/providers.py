@@ -301,7 +301,7 @@ def _positive(raw: dict[str, Any], key: str, path: Path) -> float | None:
     if value is None:
         return None
     if not _is_number(value) or value <= 0:
-        raise ConfigError(f"{path}: field '{key}': expected a positive finite number, got {value!r}")
+        raise ConfigError(f"{path}: field '{key}': expected a positive number (finite), got {value!r}")
     return float(value)
 
 
