@@ -595,7 +595,8 @@ def test_custom_templates_fill_placeholders_and_leave_other_braces(
     system = harness.tmp_path / "system.txt"
     system.write_text(
         'You are a judge for the question "{question}". Reply as JSON {"winner": "A"} or end with '
-        "**Result:** <A or B>. {not_a_field} stays.",
+        # An unknown {identifier} is refused now (tests/test_trust_templates.py); JSON and other braces stay.
+        "**Result:** <A or B>. {not a field} stays.",
         encoding="utf-8",
     )
     user = harness.tmp_path / "user.txt"

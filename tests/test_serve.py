@@ -205,7 +205,7 @@ async def test_random_judge_matches_when_the_pair_id_is_given(in_process: Any, s
         ("/score", [1, 2], "body: expected a JSON object"),
         (
             "/score/batch",
-            {"items": [{"response_text": "a"}, {"query": "q"}]},
+            {"items": [{"response_text": "a", "query": "q"}, {"query": "q"}]},
             "field 'items[1].response_text'",
         ),
         ("/score/batch", {"answers": []}, "field 'items'"),

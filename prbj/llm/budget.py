@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from prbj.errors import ConfigError
 
 
 @dataclass
@@ -13,6 +16,13 @@ class Budget:
     max_cost: float | None = None
     spent: float = 0.0
     reserved: float = 0.0
+
+    def __post_init__(self) -> None:
+        # nan compares false with everything and inf never binds: either would let every call through.
+        if self.max_cost is not None and (
+            isinstance(self.max_cost, bool) or not math.isfinite(self.max_cost) or self.max_cost < 0
+        ):
+            raise ConfigError(f"--max-cost {self.max_cost}: expected a finite amount of USD >= 0")
 
     def try_reserve(self, worst_case: float) -> bool:
         """Reserve `worst_case` USD if the cap allows it; a call that could cross the cap is not sent."""

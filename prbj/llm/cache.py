@@ -4,6 +4,13 @@ Keys are content hashes of everything that determines an answer (resolved model 
 generation params, template hash, sample index, ...) and nothing that does not (concurrency, retry settings,
 API keys). Values are JSON-able dicts. Errors are never stored. diskcache keeps its index in SQLite, so two prbj
 processes can share one folder safely.
+
+The folder is data, never code: values are stored as JSON (`JSONDisk`), not with diskcache's default pickle, so
+a folder restored from a CI cache or shared by someone else cannot run anything when it is read. An entry that
+is not JSON (a pickle planted or left by an older prbj) is refused as corrupt, and a folder written by an older
+prbj (no `prbj-cache.json` marker) is refused with a "rebuild the cache" message rather than read. A corrupt
+folder is one line naming it and the cause (ConfigError, exit 2); a read-only folder serves its hits and says
+once, on stderr, that new answers will not be stored.
 """
 
 from __future__ import annotations
@@ -11,18 +18,30 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
+import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import diskcache
+from diskcache.core import MODE_BINARY, MODE_RAW
+
+from prbj.errors import ConfigError
 
 DEFAULT_CACHE_DIR = Path("cache")
 CACHE_ENV = "PRBJ_CACHE_DIR"
-# Bumped when the layout of stored values changes, so old entries are simply missed rather than misread.
+# Part of every key: bumped when what a key means changes, so old entries are simply missed rather than misread.
 CACHE_FORMAT = 1
+# How values are stored on disk (1: diskcache's pickle; 2: JSON). Recorded in FORMAT_FILE; a folder in another
+# storage format is refused, never read.
+STORAGE_FORMAT = 2
+FORMAT_FILE = "prbj-cache.json"
+_DB_FILE = "cache.db"
+_REBUILD = "rebuild the cache: delete or move the folder (its answers will be bought again)"
 
 # Names that must never be part of a key or a stored value: a key in the cache would leak with the folder.
 _SECRET_FIELDS = frozenset({"api_key", "authorization", "x-api-key", "x-goog-api-key"})
@@ -49,54 +68,206 @@ class CacheStats:
     by_kind: dict[str, int]
 
 
+class CorruptEntry(Exception):
+    """A stored value or key that is not plain JSON data: refused, never decoded."""
+
+
+class JSONDisk(diskcache.Disk):
+    """diskcache storage that writes values as UTF-8 JSON and reads back nothing else: no pickle, either way."""
+
+    def put(self, key: Any) -> tuple[Any, bool]:
+        if not isinstance(key, str):
+            raise TypeError(f"cache keys are strings, got {type(key).__name__}")
+        return super().put(key)
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:  # a pickled key: only a foreign or older writer stores one
+            raise CorruptEntry("a key is not plain text")
+        return key
+
+    def store(self, value: Any, read: bool, key: Any = diskcache.core.UNKNOWN) -> Any:
+        if read:
+            raise TypeError("JSONDisk stores JSON-able values, not files")
+        blob = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        return super().store(blob, False, key=key)
+
+    def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+        if read or mode not in (MODE_RAW, MODE_BINARY):
+            raise CorruptEntry("a value is not JSON (pickled or text data)")
+        blob = super().fetch(mode, filename, value, False)
+        if not isinstance(blob, bytes):
+            raise CorruptEntry("a value is not JSON (a bare number or text)")
+        try:
+            return json.loads(blob)
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise CorruptEntry(f"a value is not JSON ({err})") from None
+
+
+class _ReadOnlyStore:
+    """Reads a cache folder that cannot be written (diskcache itself writes on open): the SQLite index opened
+    immutable, values decoded by JSONDisk. Only what ResponseCache needs."""
+
+    def __init__(self, directory: Path) -> None:
+        uri = (directory / _DB_FILE).resolve().as_uri() + "?mode=ro&immutable=1"
+        self._db = sqlite3.connect(uri, uri=True)
+        self._disk = JSONDisk(str(directory))
+        self._db.execute("SELECT 1 FROM Cache LIMIT 1").fetchall()  # fails now if the index is unreadable
+
+    def get(self, key: str) -> Any:
+        row = self._db.execute(
+            "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1", (key,)
+        ).fetchone()
+        return None if row is None else self._disk.fetch(row[0], row[1], row[2], False)
+
+    def __contains__(self, key: str) -> bool:
+        return (
+            self._db.execute("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone() is not None
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        for key, raw in self._db.execute("SELECT key, raw FROM Cache ORDER BY rowid").fetchall():
+            yield self._disk.get(key, bool(raw))
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM Cache").fetchone()[0])
+
+    def volume(self) -> int:
+        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        files = self._db.execute("SELECT COALESCE(SUM(size), 0) FROM Cache").fetchone()[0]
+        return int(pages * page_size + files)
+
+    def close(self) -> None:
+        self._db.close()
+
+
 class ResponseCache:
-    """A thin typed layer over diskcache.Cache."""
+    """A thin typed layer over diskcache.Cache; every failure of the folder is one ConfigError naming it."""
 
     def __init__(self, directory: Path | str | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
-        self._opened: diskcache.Cache | None = None
+        self._opened: diskcache.Cache | _ReadOnlyStore | None = None
+        self.read_only = False
 
     @property
-    def _store(self) -> diskcache.Cache:
+    def _store(self) -> diskcache.Cache | _ReadOnlyStore:
         # Opened on first use, so a run that makes no model call leaves no cache folder behind.
         if self._opened is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            # No size limit: evicting a paid answer silently would make a rerun pay twice.
-            self._opened = diskcache.Cache(str(self.directory), size_limit=2**62, eviction_policy="none")
+            with self._failures():
+                self._opened = self._open()
         return self._opened
 
+    def _open(self) -> diskcache.Cache | _ReadOnlyStore:
+        existing = (self.directory / _DB_FILE).exists()
+        if existing:
+            self._check_format()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if not existing:
+                (self.directory / FORMAT_FILE).write_text(json.dumps({"format": STORAGE_FORMAT}) + "\n")
+            # No size limit: evicting a paid answer silently would make a rerun pay twice.
+            return diskcache.Cache(
+                str(self.directory), disk=JSONDisk, size_limit=2**62, eviction_policy="none"
+            )
+        except (OSError, sqlite3.OperationalError) as err:
+            if not (existing and _is_read_only_failure(err)):
+                raise
+        store = _ReadOnlyStore(self.directory)
+        self.read_only = True
+        print(
+            f"prbj: cache folder {self.directory} is read-only: its answers are used, new answers will not be "
+            f"stored",
+            file=sys.stderr,
+        )
+        return store
+
+    def _check_format(self) -> None:
+        marker = self.directory / FORMAT_FILE
+        try:
+            found = json.loads(marker.read_text(encoding="utf-8")).get("format")
+        except FileNotFoundError:
+            raise ConfigError(
+                f"cache folder {self.directory}: written by an older prbj (pickled values, which prbj no longer "
+                f"reads); {_REBUILD}"
+            ) from None
+        except (OSError, ValueError, AttributeError) as err:
+            raise ConfigError(
+                f"cache folder {self.directory}: unreadable {FORMAT_FILE} ({err}); {_REBUILD}"
+            ) from None
+        if found != STORAGE_FORMAT:
+            raise ConfigError(
+                f"cache folder {self.directory}: storage format {found!r}, this prbj reads {STORAGE_FORMAT}; "
+                f"{_REBUILD}"
+            )
+
+    @contextmanager
+    def _failures(self) -> Iterator[None]:
+        """Turns what a damaged folder raises (deep inside SQLite or diskcache) into one line naming it."""
+        try:
+            yield
+        except CorruptEntry as err:
+            raise ConfigError(
+                f"cache folder {self.directory}: corrupt: {err}; it was not loaded (prbj never unpickles cache "
+                f"data); {_REBUILD}"
+            ) from None
+        except sqlite3.DatabaseError as err:
+            raise ConfigError(
+                f"cache folder {self.directory}: corrupt index {_DB_FILE} ({err}); {_REBUILD}"
+            ) from None
+        except OSError as err:
+            raise ConfigError(
+                f"cache folder {self.directory}: cannot use it ({err.strerror or err}); {_REBUILD}"
+            ) from None
+
     def get(self, key: str) -> dict[str, Any] | None:
-        entry = self._store.get(key)
-        return None if entry is None else entry["value"]
+        with self._failures():
+            entry = self._store.get(key)
+            return None if entry is None else _entry(entry)["value"]
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        self._store.set(key, {"value": value, "stored_at": time.time()})
+        with self._failures():
+            store = self._store
+            if isinstance(store, diskcache.Cache):
+                store.set(key, {"value": value, "stored_at": time.time()})
 
     def __contains__(self, key: str) -> bool:
-        return key in self._store
+        with self._failures():
+            return key in self._store
 
     def keys(self) -> Iterator[str]:
-        return iter(self._store)
+        with self._failures():
+            return iter(list(self._store))
 
     def stats(self) -> CacheStats:
-        by_kind: dict[str, int] = {}
-        for key in self._store:
-            kind = str(key).split(":", 1)[0]
-            by_kind[kind] = by_kind.get(kind, 0) + 1
-        return CacheStats(str(self.directory), len(self._store), int(self._store.volume()), by_kind)
+        with self._failures():
+            store = self._store
+            by_kind: dict[str, int] = {}
+            for key in store:
+                kind = str(key).split(":", 1)[0]
+                by_kind[kind] = by_kind.get(kind, 0) + 1
+            return CacheStats(str(self.directory), len(store), int(store.volume()), by_kind)
 
     def clear(self) -> int:
-        return int(self._store.clear())
+        with self._failures():
+            return int(self._writable("clear").clear())
 
     def prune(self, older_than_seconds: float) -> int:
         """Drop entries stored more than `older_than_seconds` ago; returns how many were dropped."""
         cutoff = time.time() - older_than_seconds
         dropped = 0
-        for key in list(self._store):
-            entry = self._store.get(key)
-            if entry is not None and entry["stored_at"] < cutoff and self._store.delete(key):
-                dropped += 1
+        with self._failures():
+            store = self._writable("prune")
+            for key in list(store):
+                entry = store.get(key)
+                if entry is not None and _entry(entry)["stored_at"] < cutoff and store.delete(key):
+                    dropped += 1
         return dropped
+
+    def _writable(self, action: str) -> diskcache.Cache:
+        store = self._store
+        if not isinstance(store, diskcache.Cache):
+            raise ConfigError(f"cache folder {self.directory}: read-only, cannot {action} it")
+        return store
 
     def close(self) -> None:
         if self._opened is not None:
@@ -108,3 +279,20 @@ class ResponseCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _entry(entry: Any) -> dict[str, Any]:
+    if (
+        not isinstance(entry, dict)
+        or "value" not in entry
+        or not isinstance(entry.get("stored_at"), int | float)
+    ):
+        raise CorruptEntry("an entry lacks its value or time stamp")
+    return entry
+
+
+def _is_read_only_failure(error: BaseException) -> bool:
+    if isinstance(error, PermissionError):
+        return True
+    text = str(error).lower()
+    return "readonly" in text or "read-only" in text or "unable to open" in text

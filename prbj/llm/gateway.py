@@ -8,6 +8,7 @@ counted, never folded into a score.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,8 +20,9 @@ from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens, litellm
-from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
+from prbj.llm.urls import redact_url
 
 Mode = Literal["live", "cache_only", "dry_run"]
 CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
@@ -389,12 +391,47 @@ def describe_error(
     if error is None:
         return f"gave up after {attempts} attempts ({elapsed:.1f}s)"
     status = status_of(error)
-    text = str(error)
     # Mask before cutting: a key straddling the cut would otherwise survive in part.
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
+    text = mask_secrets(str(error), secrets)
     first_line = (text.strip().splitlines() or [""])[0][:300]
     code = f" HTTP {status}" if status else ""
     plural = "s" if attempts != 1 else ""
     return f"{type(error).__name__}{code} after {attempts} attempt{plural} ({elapsed:.1f}s): {first_line}"
+
+
+# Shorter "keys" are placeholders ("EMPTY", "x") or test values: masking them would only mangle the message.
+MIN_SECRET_LENGTH = 8
+_UNMISTAKABLE_SECRET_LENGTH = 20
+_URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>]+")
+_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
+
+
+def mask_secrets(text: str, secrets: Sequence[str | None]) -> str:
+    """`text` with each secret replaced by *** where it stands as a whole token (never inside a longer word),
+    also when the text quotes only its start (a message cut by the provider), and with credentials in any URL
+    it quotes redacted."""
+    text = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)) or "", text)
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+        text = _mask_one(text, secret)
+    return text
+
+
+def _mask_one(text: str, secret: str) -> str:
+    pieces: list[str] = []
+    position = 0
+    start = text.find(secret[:MIN_SECRET_LENGTH])
+    while start >= 0:
+        length = MIN_SECRET_LENGTH
+        while length < len(secret) and start + length < len(text) and text[start + length] == secret[length]:
+            length += 1
+        end = start + length
+        # A whole token: nothing word-like glued to either side (a cut key ends where the secret diverges).
+        before_ok = start == 0 or not _TOKEN_CHAR.match(text[start - 1])
+        after_ok = end == len(text) or not _TOKEN_CHAR.match(text[end])
+        # A full key of real length cannot be an ordinary word: it goes even when glued to other text.
+        whole_key = length == len(secret) and length >= _UNMISTAKABLE_SECRET_LENGTH
+        if whole_key or (before_ok and after_ok):
+            pieces.append(text[position:start] + "***")
+            position = end
+        start = text.find(secret[:MIN_SECRET_LENGTH], max(end, start + 1))
+    return "".join(pieces) + text[position:]

@@ -7,6 +7,7 @@ a Hugging Face causal LM run in-process.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from prbj.errors import ConfigError
+from prbj.llm.urls import check_api_base, redact_url
 
 PROVIDERS_ENV = "PRBJ_PROVIDERS_DIR"
 LITELLM_PREFIX = "litellm:"
@@ -69,7 +71,12 @@ class ProviderSpec:
         return self.model.split("/", 1)[0] if "/" in self.model else "openai"
 
     def with_api_base(self, api_base: str | None) -> ProviderSpec:
-        return self if api_base is None else replace(self, api_base=api_base)
+        return self if api_base is None else replace(self, api_base=check_api_base(api_base))
+
+    @property
+    def redacted_api_base(self) -> str | None:
+        """The base URL as it may be written to run.json or printed: credentials blanked."""
+        return redact_url(self.api_base)
 
     def api_key(self) -> str | None:
         """The key from the environment; a one-line error naming the variable when it is required and unset."""
@@ -212,7 +219,13 @@ def load_profile(name: str, path: Path) -> ProviderSpec:
         raise ConfigError(
             f"{path}: field '{sorted(unknown)[0]}': unknown; expected {', '.join(sorted(_KNOWN_KEYS))}"
         )
-    if not isinstance(raw.get("model"), str) or not raw["model"]:
+    model = raw.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ConfigError(
+            f"{path}: field 'model': expected a string (a LiteLLM model id such as "
+            f"gemini/gemini-3-flash-preview), got {model!r}"
+        )
+    if not model:
         raise ConfigError(
             f"{path}: field 'model': missing (a LiteLLM model id such as gemini/gemini-3-flash-preview)"
         )
@@ -234,9 +247,9 @@ def load_profile(name: str, path: Path) -> ProviderSpec:
         name=name,
         model=raw["model"],
         api_key_env=_optional_string(raw, "api_key_env", path),
-        api_key_required=bool(raw.get("api_key_required", True)),
-        api_base=_optional_string(raw, "api_base", path),
-        paid=bool(raw.get("paid", True)),
+        api_key_required=_flag(raw, "api_key_required", path, default=True),
+        api_base=_profile_api_base(raw, path),
+        paid=_flag(raw, "paid", path, default=True),
         rpm=_positive(raw, "rpm", path),
         tpm=_positive(raw, "tpm", path),
         max_concurrency=concurrency,
@@ -265,12 +278,30 @@ def _optional_string(raw: dict[str, Any], key: str, path: Path) -> str | None:
     return value
 
 
+def _flag(raw: dict[str, Any], key: str, path: Path, *, default: bool) -> bool:
+    # bool("no") is True: anything but a TOML boolean would silently mean the opposite of what was written.
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: field '{key}': expected true or false, got {value!r}")
+    return value
+
+
+def _profile_api_base(raw: dict[str, Any], path: Path) -> str | None:
+    value = _optional_string(raw, "api_base", path)
+    return None if value is None else check_api_base(value, option=f"{path}: field 'api_base':")
+
+
+def _is_number(value: Any) -> bool:
+    # TOML reads nan and inf as floats; either would make a rate limit or the budget meaningless.
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def _positive(raw: dict[str, Any], key: str, path: Path) -> float | None:
     value = raw.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"{path}: field '{key}': expected a positive number, got {value!r}")
+    if not _is_number(value) or value <= 0:
+        raise ConfigError(f"{path}: field '{key}': expected a positive number (finite), got {value!r}")
     return float(value)
 
 
@@ -278,9 +309,10 @@ def _price(price: dict[str, Any], key: str, path: Path) -> float | None:
     value = price.get(key)
     if value is None or value == TAKE_LITELLM_PRICE:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if not _is_number(value) or value < 0:
         raise ConfigError(
-            f"{path}: field 'price.{key}': expected USD per million tokens or \"litellm\", got {value!r}"
+            f"{path}: field 'price.{key}': expected USD per million tokens (a finite number >= 0) or "
+            f'"litellm", got {value!r}'
         )
     return float(value) / _PER_MILLION
 

@@ -18,7 +18,9 @@ official setup's reward = score / 10 when the trainer cannot scale it itself).
 official prompt format ("Post 1 (Category: c):\\ntext\\nPost 2 ...") is split back into its posts. The judge
 gets a `JudgeView` of context "profile" when it reads the profile and "none" otherwise, exactly as in
 `prbj judge`, so a served score equals the score `prbj judge` gives the same texts (for the `random` baseline
-pass the pair's `pair_id`: its draw depends on it). Malformed requests get 400 with a message naming the field.
+pass the pair's `pair_id`: its draw depends on it). Malformed requests get 400 with a message naming the field:
+a missing `query`, a `profile` string that holds JSON (a list serialized twice), a body that is not UTF-8 or is
+JSON nested too deeply. Idle connections close after IDLE_TIMEOUT; a body slower than READ_TIMEOUT gets 408.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge
 
 MAX_BODY_BYTES = 64 * 2**20
+# A connection with no request in progress is closed after this long, and a request body must arrive within
+# READ_TIMEOUT: a slow or stalled client must not pin a connection (or a handler) forever.
+IDLE_TIMEOUT = 60.0
+READ_TIMEOUT = 60.0
 DEFAULT_SUBSET = "served"
 # The official verl data preparation joins the top-k posts as "Post i (Category: c):\n<text>" lines.
 _OFFICIAL_POST = re.compile(r"^Post \d+ \(Category: (?P<category>[^\n]*?)\):\n", re.MULTILINE)
@@ -71,6 +77,11 @@ def parse_profile(value: Any, where: str = "") -> tuple[ProfilePost, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
+        if _holds_json(value):
+            # A list serialized twice would otherwise be judged as one post of JSON text.
+            raise RequestError(
+                f"field '{where}profile': a string holding JSON; send the list itself, not its JSON text"
+            )
         return _profile_from_string(value)
     if not isinstance(value, list):
         raise RequestError(f"field '{where}profile': expected a list or a string, got {type(value).__name__}")
@@ -92,6 +103,16 @@ def parse_profile(value: Any, where: str = "") -> tuple[ProfilePost, ...]:
     return tuple(posts)
 
 
+def _holds_json(value: str) -> bool:
+    stripped = value.strip()
+    if not stripped.startswith(("[", "{")):
+        return False
+    try:
+        return isinstance(json.loads(stripped), list | dict)
+    except (ValueError, RecursionError):
+        return False
+
+
 def _profile_from_string(value: str) -> tuple[ProfilePost, ...]:
     if not value.strip():
         return ()
@@ -110,8 +131,9 @@ def parse_request(body: Any, context: Context, where: str = "") -> ScoreRequest:
     if not isinstance(body, dict):
         raise RequestError(f"{where.rstrip('.') or 'body'}: expected a JSON object")
     response_text = _text(body, "response_text", where, required=True)
-    query = _text(body, "query", where, required=False) or ""
     profile = parse_profile(body.get("profile"), where)
+    # Required, as in the verl contract: without it the judge would score an answer to an empty question.
+    query = _text(body, "query", where, required=True) or ""
     pair_id = _text(body, "pair_id", where, required=False) or _text(body, "id", where, required=False)
     subset = _text(body, "subset", where, required=False) or _text(body, "category", where, required=False)
     view = JudgeView(
@@ -145,8 +167,9 @@ def served_context(judge: Judge) -> Context:
 class RewardService:
     """Scores requests with one judge; answers that share a question and profile go to the judge together."""
 
-    def __init__(self, judge: Judge, *, concurrency: int = 16) -> None:
+    def __init__(self, judge: Judge, *, concurrency: int = 16, read_timeout: float = READ_TIMEOUT) -> None:
         self.context = served_context(judge)
+        self.read_timeout = read_timeout
         self.judge: PointwiseJudge = judge  # type: ignore[assignment]
         self._gate = asyncio.Semaphore(concurrency)
         self.scored = 0
@@ -200,11 +223,19 @@ class RewardService:
     async def _answer(self, request: web.Request, *, batch: bool, shape: str = "prbj") -> web.Response:
         try:
             scale = _scale(request.query.get("scale"))
-            body = json.loads(await request.text())
+            async with asyncio.timeout(self.read_timeout):
+                raw = await request.read()
+            body = json.loads(raw.decode("utf-8"))
         except RequestError as err:
             return _error(400, str(err))
+        except TimeoutError:
+            return _error(408, f"body: not received within {self.read_timeout:g}s")
+        except UnicodeDecodeError as err:
+            return _error(400, f"body: not UTF-8 text (byte {err.start})")
         except json.JSONDecodeError as err:
             return _error(400, f"body: invalid JSON at line {err.lineno}: {err.msg}")
+        except RecursionError:
+            return _error(400, "body: JSON nested too deeply")
         try:
             if shape == "openrlhf":
                 requests = _openrlhf_requests(body, self.context)
@@ -294,11 +325,16 @@ async def serve(
     concurrency: int = 16,
     on_ready: Callable[[str], None] | None = None,
     stop: asyncio.Event | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
 ) -> None:
     """Serve until `stop` is set (or SIGINT/SIGTERM arrives); `on_ready` gets the base URL once bound, with the
-    real port when `port` is 0."""
-    service = RewardService(judge, concurrency=concurrency)
-    runner = web.AppRunner(service.app(), access_log=None, handle_signals=False)
+    real port when `port` is 0. Idle connections close after `idle_timeout`; a body slower than `read_timeout`
+    gets 408."""
+    service = RewardService(judge, concurrency=concurrency, read_timeout=read_timeout)
+    runner = web.AppRunner(
+        service.app(), access_log=None, handle_signals=False, keepalive_timeout=idle_timeout
+    )
     await runner.setup()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
