@@ -133,7 +133,7 @@ class GoldJudge:
         return {
             "provider": self.provider.name,
             "model": self.provider.model,
-            "api_base": self.provider.api_base,
+            "api_base": self.provider.redacted_api_base,
             "mode": self.mode,
             "templates": {t.name: t.sha for t in (self.system, self.user)},
             "example_score": "sum of aspect scores (0/1/2) / (2 * aspects), in [0, 1]",

@@ -100,7 +100,7 @@ class Policy:
         return {
             "provider": self.provider.name,
             "model": self.provider.model,
-            "api_base": self.provider.api_base,
+            "api_base": self.provider.redacted_api_base,
             **asdict(self.settings),
             "profile_ranking": RETRIEVAL_NOTE,
             "templates": {t.name: t.sha for t in (self.system, self.user)},

@@ -159,7 +159,7 @@ class Builder:
                 described[role] = {
                     "provider": provider.name,
                     "model": provider.model,
-                    "api_base": provider.api_base,
+                    "api_base": provider.redacted_api_base,
                 }
         return described
 
