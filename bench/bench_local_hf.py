@@ -11,6 +11,7 @@ reply one at a time and in one batch, and their ratio.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import tempfile
 import time
@@ -23,7 +24,8 @@ from test_local_hf import build_tiny_llama, smollm2_gguf  # noqa: E402
 
 from prbj.data import load_dataset  # noqa: E402
 from prbj.judges.verdict import parse_verdict  # noqa: E402
-from prbj.local.generator import LocalGenerator, locate  # noqa: E402
+from prbj.local.generator import Generation, LocalGenerator  # noqa: E402
+from prbj.local.model_files import locate  # noqa: E402
 from prbj.prompts import builtin  # noqa: E402
 
 
@@ -41,6 +43,15 @@ def judge_prompts(n: int) -> list[list[dict[str, str]]]:
             [{"role": "system", "content": system.text}, {"role": "user", "content": user.render(values)}]
         )
     return prompts
+
+
+def generate(generator: LocalGenerator, prompts: list[list[dict[str, str]]], max_tokens: int) -> list[Generation]:
+    """All prompts submitted at once (so that they can share a batch), their replies in order."""
+
+    async def go() -> list[Generation]:
+        return list(await asyncio.gather(*(generator.generate(p, max_tokens) for p in prompts)))
+
+    return asyncio.run(go())
 
 
 def main() -> None:
@@ -64,17 +75,16 @@ def main() -> None:
 
     prompts = judge_prompts(args.requests)
     started = time.perf_counter()
-    generator = LocalGenerator(locate(model), max_batch=max(1, args.requests))
-    generator.submit(prompts[0], 1).result()
+    generator = LocalGenerator(locate(model, option="hf-local", gguf=True), max_batch=max(1, args.requests))
+    generate(generator, prompts[:1], 1)
     load = time.perf_counter() - started
 
     started = time.perf_counter()
-    alone = [generator.submit(p, args.max_tokens).result() for p in prompts]
+    alone = [generate(generator, [p], args.max_tokens)[0] for p in prompts]
     one_at_a_time = (time.perf_counter() - started) / len(prompts)
 
     started = time.perf_counter()
-    futures = [generator.submit(p, args.max_tokens) for p in prompts]
-    together = [f.result() for f in futures]
+    together = generate(generator, prompts, args.max_tokens)
     batched = (time.perf_counter() - started) / len(prompts)
 
     prompt_tokens = sum(g.prompt_tokens for g in alone) / len(alone)

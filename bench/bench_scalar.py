@@ -33,9 +33,9 @@ from prbj.data import load_dataset  # noqa: E402
 from prbj.data.loaders import Dataset  # noqa: E402
 from prbj.data.validate import parse_pair  # noqa: E402
 from prbj.errors import PrbjError  # noqa: E402
-from prbj.judges.registry import JudgeSettings  # noqa: E402
 from prbj.judges.scalar import ScalarOptions, conversation, make_scalar_judge  # noqa: E402
 from prbj.llm.cache import ResponseCache  # noqa: E402
+from prbj.llm.gateway import Gateway  # noqa: E402
 from prbj.runs.execute import judge_dataset  # noqa: E402
 
 
@@ -95,8 +95,8 @@ class PlainLoop:
 
 def prbj_judge(folder: Path, args: argparse.Namespace, cache_dir: Path, batch_tokens: int | None) -> Any:
     options = ScalarOptions(dtype=args.dtype, max_length=args.max_length, batch_tokens=batch_tokens)
-    settings = JudgeSettings(cache=ResponseCache(cache_dir), scalar=options)
-    return make_scalar_judge(str(folder), settings, context=args.context)
+    gateway = Gateway(ResponseCache(cache_dir))
+    return make_scalar_judge(str(folder), context=args.context, options=options, gateway=gateway, seed=0)
 
 
 def prbj_run(judge: Any, dataset: Dataset, concurrency: int) -> list[Any]:

@@ -1,4 +1,5 @@
-"""Local generative judges (`--provider hf-local:<path>`): a causal LM run in-process behind LiteLLM.
+"""Local generative judges (`--provider hf-local:<path>`): a causal LM run in-process, through the gateway's
+`local` transport.
 
 The models are built here: a tiny Llama with random weights, and one whose weights are set by hand so that it
 always answers "Result : B" (embeddings one-hot, attention and MLP outputs zeroed, the output layer a bigram
@@ -24,8 +25,11 @@ from prbj.cli import main
 from prbj.errors import ConfigError
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway, LLMRequest
-from prbj.local.generator import LocalGenerator, generator_for, locate
-from prbj.llm.providers import is_provider_name, resolve_provider
+from prbj.llm.providers import is_provider_name
+from prbj.local.generator import Generation, LocalGenerator
+from prbj.local.model_files import ModelSource, locate
+from prbj.local.models import local_models
+from prbj.local.provider import local_provider, resolve_provider
 
 SPECIALS = ["<pad>", "<s>", "</s>", "[UNK]", "<|user|>", "<|system|>", "<|assistant|>"]
 WORDS = "Result : A B the answer user which better fits this question camera film budget".split()
@@ -101,6 +105,19 @@ def says_b_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_llama(tmp_path_factory.mktemp("says-b-llama"), table)
 
 
+def hf_local(ref: str) -> ModelSource:
+    return locate(ref, option="hf-local", gguf=True)
+
+
+def generate_all(generator: LocalGenerator, requests: list[tuple[str, int]]) -> list[Generation]:
+    """Submit every request at once (so they can share a batch) and wait for all replies."""
+
+    async def go() -> list[Generation]:
+        return list(await asyncio.gather(*(generator.generate(chat(q), n) for q, n in requests)))
+
+    return asyncio.run(go())
+
+
 def chat(question: str) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": "You judge which answer fits the user better."},
@@ -114,7 +131,9 @@ def chat(question: str) -> list[dict[str, str]]:
 def test_hf_local_resolves_to_a_free_provider(random_llama: Path) -> None:
     spec = f"hf-local:{random_llama}"
     assert is_provider_name(spec)
-    provider = resolve_provider(spec)
+    gateway = Gateway()
+    provider = resolve_provider(spec, providers_dir=None, api_base=None, gateway=gateway, require_key=True)
+    assert gateway.transport(provider.transport) is local_models(gateway)
     assert provider.model == f"prbj-local/{random_llama.resolve()}"
     assert not provider.paid and provider.cost(10_000, 10_000) == 0.0
     assert provider.api_key() is None
@@ -124,31 +143,31 @@ def test_hf_local_resolves_to_a_free_provider(random_llama: Path) -> None:
 def test_new_weights_at_the_same_path_get_new_cache_keys(tmp_path: Path) -> None:
     folder = build_tiny_llama(tmp_path / "model")
     request = LLMRequest.chat(None, "which answer fits")
-    before = Gateway().request_key(resolve_provider(f"hf-local:{folder}"), request)
-    assert Gateway().request_key(resolve_provider(f"hf-local:{folder}"), request) == before
+    before = Gateway().request_key(local_provider(str(folder)), request)
+    assert Gateway().request_key(local_provider(str(folder)), request) == before
     config = json.loads((folder / "config.json").read_text())
     config["rms_norm_eps"] = 1e-5 if config.get("rms_norm_eps") != 1e-5 else 1e-6
     (folder / "config.json").write_text(json.dumps(config))
-    assert Gateway().request_key(resolve_provider(f"hf-local:{folder}"), request) != before
+    assert Gateway().request_key(local_provider(str(folder)), request) != before
 
 
 def test_locate_finds_gguf_files_and_rejects_what_is_not_a_model(tmp_path: Path) -> None:
     single = tmp_path / "one"
     single.mkdir()
     (single / "m.Q4.gguf").write_bytes(b"GGUF")
-    assert locate(str(single)).gguf_file == "m.Q4.gguf"
-    assert locate(str(single / "m.Q4.gguf")).location == str(single.resolve())
+    assert hf_local(str(single)).gguf_file == "m.Q4.gguf"
+    assert hf_local(str(single / "m.Q4.gguf")).location == str(single.resolve())
     (single / "other.gguf").write_bytes(b"GGUF")
     with pytest.raises(ConfigError, match=r"several \.gguf"):
-        locate(str(single))
+        hf_local(str(single))
     with pytest.raises(ConfigError, match="no such file"):
-        locate(str(tmp_path / "missing"))
+        hf_local(str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match=r"no config\.json"):
-        locate(str(tmp_path))
+        hf_local(str(tmp_path))
     (tmp_path / "weights.bin").write_bytes(b"")
     with pytest.raises(ConfigError, match=r"\.gguf"):
-        locate(str(tmp_path / "weights.bin"))
-    assert locate("HuggingFaceTB/SmolLM2-135M-Instruct").gguf_file is None
+        hf_local(str(tmp_path / "weights.bin"))
+    assert hf_local("HuggingFaceTB/SmolLM2-135M-Instruct").gguf_file is None
 
 
 def test_a_missing_local_model_is_a_usage_error(tmp_path: Path, small_dataset: Path) -> None:
@@ -162,15 +181,12 @@ def test_a_missing_local_model_is_a_usage_error(tmp_path: Path, small_dataset: P
 
 
 def test_batched_generation_equals_one_at_a_time(random_llama: Path) -> None:
-    generator = LocalGenerator(locate(str(random_llama)))
+    generator = LocalGenerator(hf_local(str(random_llama)))
     questions = [" ".join(["which answer fits"] * k) for k in (1, 3, 6)]
     budgets = [5, 12, 8]
-    together = [generator.submit(chat(q), n) for q, n in zip(questions, budgets, strict=True)]
-    batched = [f.result(timeout=120) for f in together]
+    batched = generate_all(generator, list(zip(questions, budgets, strict=True)))
     assert max(generator.batch_sizes) > 1, generator.batch_sizes
-    alone = [
-        generator.submit(chat(q), n).result(timeout=120) for q, n in zip(questions, budgets, strict=True)
-    ]
+    alone = [generate_all(generator, [(q, n)])[0] for q, n in zip(questions, budgets, strict=True)]
     assert [g.text for g in batched] == [g.text for g in alone]
     for generation, budget in zip(batched, budgets, strict=True):
         assert 0 < generation.completion_tokens <= budget
@@ -180,17 +196,21 @@ def test_batched_generation_equals_one_at_a_time(random_llama: Path) -> None:
 
 
 def test_a_prompt_too_long_for_the_model_fails_alone(random_llama: Path) -> None:
-    generator = LocalGenerator(locate(str(random_llama)))
-    too_long = generator.submit(chat("which answer fits " * 2000), 8)
-    fine = generator.submit(chat("which answer fits"), 8)
-    with pytest.raises(ValueError, match="exceeds the model's context of 4096"):
-        too_long.result(timeout=120)
-    assert fine.result(timeout=120).completion_tokens > 0
+    generator = LocalGenerator(hf_local(str(random_llama)))
+
+    async def go() -> list[Generation | BaseException]:
+        too_long = generator.generate(chat("which answer fits " * 2000), 8)
+        fine = generator.generate(chat("which answer fits"), 8)
+        return list(await asyncio.gather(too_long, fine, return_exceptions=True))
+
+    too_long, fine = asyncio.run(go())
+    assert isinstance(too_long, ValueError) and "exceeds the model's context of 4096" in str(too_long)
+    assert isinstance(fine, Generation) and fine.completion_tokens > 0
 
 
 def test_the_chat_template_is_tokenised_once(random_llama: Path) -> None:
-    generator = LocalGenerator(locate(str(random_llama)))
-    generator.submit(chat("warm up"), 1).result(timeout=120)  # loads the model on the worker
+    generator = LocalGenerator(hf_local(str(random_llama)))
+    generate_all(generator, [("warm up", 1)])  # loads the model on the worker
     ids = generator.prompt_ids(chat("which camera fits my budget"))
     bos = generator.tokenizer.bos_token_id
     assert ids[0] == bos and ids.count(bos) == 1
@@ -201,10 +221,11 @@ def test_a_model_that_cannot_load_fails_each_call_once_without_retries(tmp_path:
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
-    provider = resolve_provider(f"hf-local:{broken}")
-
     async def go() -> list[object]:
         gateway = Gateway()
+        provider = resolve_provider(
+            f"hf-local:{broken}", providers_dir=None, api_base=None, gateway=gateway, require_key=True
+        )
         return await asyncio.gather(
             *(gateway.call(provider, LLMRequest.chat(None, f"q{i}")) for i in range(2))
         )
@@ -221,13 +242,16 @@ def test_a_model_that_cannot_load_fails_each_call_once_without_retries(tmp_path:
 def test_local_calls_go_through_the_gateway_cache_and_cost_nothing(
     says_b_llama: Path, tmp_path: Path
 ) -> None:
-    provider = resolve_provider(f"hf-local:{says_b_llama}")
-    generator = generator_for(str(says_b_llama.resolve()))
     requests = [LLMRequest.chat("Judge.", f"which answer fits question {i}") for i in range(5)]
+    cache = ResponseCache(tmp_path / "cache")
+    gateway = Gateway(cache)
+    provider = resolve_provider(
+        f"hf-local:{says_b_llama}", providers_dir=None, api_base=None, gateway=gateway, require_key=True
+    )
+    generator = local_models(gateway).generator(str(says_b_llama.resolve()))
 
     async def run_all() -> list[object]:
-        with ResponseCache(tmp_path / "cache") as cache:
-            gateway = Gateway(cache)
+        with cache:
             first = await asyncio.gather(*(gateway.call(provider, r) for r in requests))
             again = await asyncio.gather(*(gateway.call(provider, r) for r in requests))
             (stats,) = gateway.stats()
@@ -245,7 +269,10 @@ def test_local_calls_go_through_the_gateway_cache_and_cost_nothing(
 
 
 def test_generation_leaves_the_event_loop_free(random_llama: Path) -> None:
-    provider = resolve_provider(f"hf-local:{random_llama}")
+    gateway = Gateway()
+    provider = resolve_provider(
+        f"hf-local:{random_llama}", providers_dir=None, api_base=None, gateway=gateway, require_key=True
+    )
 
     async def go() -> tuple[int, object]:
         ticks = 0
@@ -259,7 +286,7 @@ def test_generation_leaves_the_event_loop_free(random_llama: Path) -> None:
 
         tick_task = asyncio.create_task(ticker())
         request = LLMRequest.chat(None, "which answer fits", params={"max_tokens": 200})
-        result = await Gateway().call(provider, request)
+        result = await gateway.call(provider, request)
         done.set()
         await tick_task
         return ticks, result
@@ -310,9 +337,8 @@ def test_prbj_judge_with_a_local_model_reports_its_verdicts(says_b_llama: Path, 
     assert usage["requests_sent"] == 9 and usage["cost_usd"] == 0.0
 
     # A rerun is answered from the cache: nothing is generated.
-    generated = list(generator_for(str(says_b_llama.resolve())).batch_sizes)
     (tmp_path / "out").rename(tmp_path / "first-out")
-    code, output, _ = _judge(
+    code, output, run_dir = _judge(
         tmp_path,
         "-p",
         f"hf-local:{says_b_llama}",
@@ -322,7 +348,9 @@ def test_prbj_judge_with_a_local_model_reports_its_verdicts(says_b_llama: Path, 
         "none",
     )
     assert code == 0, output
-    assert generator_for(str(says_b_llama.resolve())).batch_sizes == generated
+    assert run_dir is not None
+    (usage,) = json.loads((run_dir / "run.json").read_text())["usage"]
+    assert usage["requests_sent"] == 0 and usage["cache_hits"] == 9
 
 
 def test_prbj_judge_counts_a_rambling_local_model_as_parse_errors(random_llama: Path, tmp_path: Path) -> None:
@@ -365,7 +393,7 @@ def test_smollm2_judges_the_sample_offline(tmp_path: Path) -> None:
     """`prbj judge --provider hf-local:<gguf>` on the bundled sample; a profile bounds the reply at 64 tokens
     (the hf-local default is 512, which takes minutes per batch on a 2-core CPU)."""
     gguf = smollm2_gguf()
-    assert resolve_provider(f"hf-local:{gguf}").model == f"prbj-local/{gguf.resolve()}"  # type: ignore[union-attr]
+    assert local_provider(str(gguf)).model == f"prbj-local/{gguf.resolve()}"  # type: ignore[union-attr]
     profiles = tmp_path / "providers"
     profiles.mkdir()
     (profiles / "smollm2.toml").write_text(

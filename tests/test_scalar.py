@@ -19,6 +19,7 @@ from tiny_rm import BOS, build_causal_lm, build_reward_model, mark_as_remote_cod
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from conftest import SUBSET_NAMES, make_record, write_jsonl
+from prbj.analysis.stats import summarize
 from prbj.cli import main
 from prbj.data.loaders import Dataset
 from prbj.data.validate import parse_pair
@@ -27,9 +28,9 @@ from prbj.judges.base import PairTask
 from prbj.judges.registry import JudgeSettings, resolve_judges
 from prbj.judges.scalar import ScalarJudge, ScalarOptions, conversation, make_scalar_judge
 from prbj.llm.cache import ResponseCache
+from prbj.llm.gateway import Gateway
 from prbj.local.packing import group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
 from prbj.runs.execute import judge_dataset
-from prbj.analysis.stats import summarize
 
 FILLER = (
     "I like long walks with my dog in the hills near the lake and I also enjoy cooking spicy food for my "
@@ -79,8 +80,19 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Models:
 
 
 def _judge(folder: Path, tmp_path: Path, context: str = "none", **options: Any) -> ScalarJudge:
-    settings = JudgeSettings(cache=ResponseCache(tmp_path / "cache"), scalar=ScalarOptions(**options))
-    return make_scalar_judge(str(folder), settings, context=context)  # type: ignore[arg-type]
+    """A judge on a gateway of its own (as a new run would have), over the test's one cache folder."""
+    return make_scalar_judge(
+        str(folder),
+        context=context,  # type: ignore[arg-type]
+        options=ScalarOptions(**options),
+        gateway=Gateway(ResponseCache(tmp_path / "cache")),
+        seed=42,
+    )
+
+
+def _settings(tmp_path: Path) -> JudgeSettings:
+    cache = ResponseCache(tmp_path / "cache")
+    return JudgeSettings(cache=cache, gateway=Gateway(cache))
 
 
 def _pairs(records: Sequence[dict[str, Any]] = RECORDS) -> tuple[Any, ...]:
@@ -268,7 +280,7 @@ async def test_a_rerun_from_the_cache_runs_no_forward_pass(models: Models, tmp_p
 async def test_concurrent_pairs_are_scored_in_few_batches(models: Models, tmp_path: Path) -> None:
     judge = _judge(models.three_class, tmp_path)
     model = judge.model
-    # Loaded models are shared within a process, so count what this run adds.
+    # Count what judging adds.
     batches, passes, tokens = judge.batcher.batches_run, model.forward_passes, model.tokens_scored
     await _judge_all(judge, _pairs(), concurrency=len(RECORDS))
     assert model.prefix_sharing is True
@@ -405,7 +417,7 @@ def test_unusable_models_are_one_line_exit_2(spec: str, message: str, tmp_path: 
 
 
 def test_checkpoints_that_are_no_reward_model_are_refused(models: Models, tmp_path: Path) -> None:
-    settings = JudgeSettings(cache=ResponseCache(tmp_path / "cache"))
+    settings = _settings(tmp_path)
     causal = build_causal_lm(tmp_path / "causal", VOCAB_TEXTS[:2])
     with pytest.raises(ConfigError, match="not a sequence-classification reward model"):
         resolve_judges([f"hf:{causal}"], settings)
@@ -443,7 +455,7 @@ async def test_models_with_their_own_code_run_only_when_trusted(
     # Keep the imported model code out of the user's ~/.cache.
     monkeypatch.setattr(dynamic_module_utils, "HF_MODULES_CACHE", str(tmp_path / "modules"))
     remote = mark_as_remote_code(Path(shutil.copytree(models.plain, tmp_path / "remote")), auto_class)
-    settings = JudgeSettings(cache=ResponseCache(tmp_path / "cache"))
+    settings = _settings(tmp_path)
     with pytest.raises(ConfigError, match="--trust-remote-code"):
         resolve_judges([f"hf:{remote}"], settings)
 

@@ -71,7 +71,20 @@ def resolve_judge(spec: str, settings: JudgeSettings) -> list[Judge]:
     if spec.startswith(HF_PREFIX):
         # Scalar RMs follow the official protocol by default: the user turn holds the question only.
         contexts = settings.contexts or ("none",)
-        return [make_scalar_judge(spec.removeprefix(HF_PREFIX), settings, context) for context in contexts]
+        from prbj.llm.gateway import Gateway
+
+        if not isinstance(settings.gateway, Gateway):
+            raise ConfigError("internal: scalar judges need a gateway in JudgeSettings")
+        return [
+            make_scalar_judge(
+                spec.removeprefix(HF_PREFIX),
+                context=context,
+                options=settings.scalar,
+                gateway=settings.gateway,
+                seed=settings.seed,
+            )
+            for context in contexts
+        ]
     from prbj.llm.providers import is_provider_name
 
     if is_provider_name(spec, settings.providers_dir):
@@ -84,6 +97,7 @@ def resolve_judge(spec: str, settings: JudgeSettings) -> list[Judge]:
 
 
 def _llm_judges(spec: str, settings: JudgeSettings) -> list[Judge]:
+    from prbj.context.planner import Planner
     from prbj.judges.generative import (
         ContextBuilder,
         PairwiseLLMJudge,
@@ -91,16 +105,18 @@ def _llm_judges(spec: str, settings: JudgeSettings) -> list[Judge]:
         check_template_shows_context,
     )
     from prbj.llm.gateway import Gateway
-    from prbj.context.planner import Planner
-    from prbj.llm.providers import resolve_provider
+    from prbj.local.provider import resolve_provider
 
-    provider = resolve_provider(spec, settings.providers_dir, settings.api_base)
-    provider.check_priced()
-    if settings.require_keys:
-        provider.api_key()
     gateway = settings.gateway
     if not isinstance(gateway, Gateway):
         raise ConfigError("internal: LLM judges need a gateway in JudgeSettings")
+    provider = resolve_provider(
+        spec,
+        providers_dir=settings.providers_dir,
+        api_base=settings.api_base,
+        gateway=gateway,
+        require_key=settings.require_keys,
+    )
     planner = settings.planner if isinstance(settings.planner, Planner) else None
     judges: list[Judge] = []
     for context in settings.contexts or (DEFAULT_LLM_CONTEXT,):

@@ -1,8 +1,11 @@
-"""The one call path: cache lookup → budget reservation → pacing and concurrency → retried LiteLLM call → cache store.
+"""The one call path: cache lookup → budget reservation → pacing and concurrency → retried transport call →
+cache store.
 
 A `Gateway` lives for one run. Judges, the planner, generation and gold scoring all call `Gateway.call()`; it
 never raises for provider trouble but returns a result whose `status` says what happened, so a failure is
-counted, never folded into a score.
+counted, never folded into a score. The transport that sends a request (a live LiteLLM call, an in-process
+model) is picked by the provider's `transport` field from those registered on the gateway. Local computations
+that are not chat calls (scalar reward scores) reach the same cache through `Gateway.cached()`.
 """
 
 from __future__ import annotations
@@ -10,27 +13,27 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt, stop_after_delay
 
+from prbj.errors import ConfigError
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
-from prbj.llm.litellm_setup import count_prompt_tokens, litellm
+from prbj.llm.litellm_setup import count_prompt_tokens
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
+from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
 from prbj.llm.urls import redact_url
 
 Mode = Literal["live", "cache_only", "dry_run"]
 CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
 # Output tokens assumed for a worst-case reservation when neither the request nor the profile bounds them.
 DEFAULT_MAX_TOKENS = 1024
-# Self-hosted servers (vLLM, llama.cpp) need no key, but the OpenAI and Anthropic clients refuse to send a
-# request without one: they get this placeholder, as vLLM's own docs suggest.
-KEYLESS_PLACEHOLDER = "EMPTY"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ class Gateway:
         *,
         mode: Mode = "live",
         retry: RetryPolicy | None = None,
+        transports: Mapping[str, Transport] | None = None,
     ) -> None:
         self.cache = cache
         self.budget = budget or Budget()
@@ -123,8 +127,18 @@ class Gateway:
         self.retry = retry or RetryPolicy()
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
+        self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
 
     # --- public --------------------------------------------------------------------------------------
+    def add_transport(self, name: str, transport: Transport) -> Transport:
+        """Send requests of providers with `transport == name` through `transport`; when one is registered under
+        that name already, it stays and is returned (what it holds, e.g. loaded models, is shared)."""
+        return self._transports.setdefault(name, transport)
+
+    def transport(self, name: str) -> Transport | None:
+        return self._transports.get(name)
+
     def stats(self) -> list[ProviderStats]:
         return [state.stats for state in self._providers.values()]
 
@@ -160,25 +174,27 @@ class Gateway:
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
-        pending = self._inflight.get(key)
-        if pending is not None:
-            result = await asyncio.shield(pending)
+        result, shared = await _once(self._inflight, key, lambda: self._buy(state, request, key))
+        if shared:
             return LLMResult(**{**asdict(result), "cost_usd": 0.0, "cached": result.ok})
-        future: asyncio.Future[LLMResult] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            result = await self._buy(state, request, key)
-            future.set_result(result)
-            return result
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except BaseException as err:
-            future.set_exception(err)
-            future.exception()  # mark retrieved: the waiter, if any, re-raises it
-            raise
-        finally:
-            del self._inflight[key]
+        return result
+
+    async def cached(self, key: str, compute: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        """The value stored under `key`, else `compute()`'s, which is then stored. For local computations (a
+        reward model's score): free, so --dry-run and --cache-only do not hold them back. The same key asked
+        for twice at once is computed once; a failure raises and is never stored."""
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            return hit
+
+        async def compute_and_store() -> dict[str, Any]:
+            value = await compute()
+            if self.cache is not None:
+                self.cache.set(key, value)
+            return value
+
+        value, _ = await _once(self._computing, key, compute_and_store)
+        return value
 
     # --- internals -----------------------------------------------------------------------------------
     def _state(self, provider: ProviderSpec) -> _ProviderState:
@@ -243,7 +259,7 @@ class Gateway:
                             raise _OverBudget
                         reserved = worst_case
                     try:
-                        response = await self._send(
+                        completion = await self._send(
                             state, request, api_key, prompt_estimate + completion_bound
                         )
                     except Exception as err:
@@ -265,7 +281,11 @@ class Gateway:
                 raise
             return self._failed(state, err, attempts, started, api_key)
 
-        text, prompt_tokens, completion_tokens = _read_response(response)
+        text, prompt_tokens, completion_tokens = (
+            completion.text,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+        )
         cost = spec.cost(prompt_tokens, completion_tokens)
         self.budget.settle(reserved, cost)
         state.tokens.correct(prompt_estimate + completion_bound, prompt_tokens + completion_tokens)
@@ -298,7 +318,7 @@ class Gateway:
 
     async def _send(
         self, state: _ProviderState, request: LLMRequest, api_key: str | None, tokens: int
-    ) -> Any:
+    ) -> Completion:
         if not state.warmed.is_set():
             if state.warming:
                 await state.warmed.wait()
@@ -312,8 +332,15 @@ class Gateway:
 
     async def _send_now(
         self, state: _ProviderState, request: LLMRequest, api_key: str | None, tokens: int
-    ) -> Any:
+    ) -> Completion:
         spec = state.spec
+        transport = self._transports.get(spec.transport)
+        if transport is None:
+            raise ConfigError(
+                f"internal: provider {spec.name!r} needs the transport {spec.transport!r}, which is not "
+                f"registered on this gateway"
+            )
+        call = ChatCall(spec, [dict(m) for m in request.messages], self._params(spec, request), api_key)
         async with state.concurrency:
             if state.pacer is not None:
                 async with state.pacer:
@@ -321,24 +348,14 @@ class Gateway:
             await state.tokens.acquire(tokens)
             state.stats.requests_sent += 1
             try:
-                response = await litellm().acompletion(
-                    model=spec.model,
-                    messages=[dict(m) for m in request.messages],
-                    api_base=spec.api_base,
-                    api_key=api_key if api_key is not None or not spec.api_base else KEYLESS_PLACEHOLDER,
-                    timeout=spec.timeout,
-                    num_retries=0,
-                    max_retries=0,
-                    drop_params=True,
-                    **self._params(spec, request),
-                )
+                completion = await transport.send(call)
             except Exception as err:
                 if is_rate_limit(err):
                     state.stats.rate_limited += 1
                     state.concurrency.record_rate_limited()
                 raise
             state.concurrency.record_success()
-            return response
+            return completion
 
     def _account_failed_attempt(self, state: _ProviderState, error: BaseException, reserved: float) -> None:
         """A timed-out request may still have been processed and billed: its worst case counts as spent.
@@ -375,13 +392,28 @@ def _is_provider_error(error: BaseException) -> bool:
     return module.startswith(("litellm", "openai", "httpx", "aiohttp")) or status_of(error) is not None
 
 
-def _read_response(response: Any) -> tuple[str, int, int]:
-    choice = response.choices[0]
-    text = choice.message.content or ""
-    usage = getattr(response, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    return text, prompt_tokens, completion_tokens
+async def _once(
+    inflight: dict[str, asyncio.Future[T]], key: str, work: Callable[[], Awaitable[T]]
+) -> tuple[T, bool]:
+    """`work()`'s result, run once for all who ask for `key` while it runs; whether it was another's run."""
+    pending = inflight.get(key)
+    if pending is not None:
+        return await asyncio.shield(pending), True
+    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    inflight[key] = future
+    try:
+        result = await work()
+        future.set_result(result)
+        return result, False
+    except asyncio.CancelledError:
+        future.cancel()
+        raise
+    except BaseException as err:
+        future.set_exception(err)
+        future.exception()  # mark retrieved: the waiter, if any, re-raises it
+        raise
+    finally:
+        del inflight[key]
 
 
 def describe_error(

@@ -20,10 +20,6 @@ def litellm() -> Any:
     # Its own logging repeats what prbj reports (and parameter deprecation notes on every call).
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    # `prbj-local/<model>` ids (--provider hf-local:...) run in-process; torch loads only when one is used.
-    from prbj.local.generator import register
-
-    register(module)
     return module
 
 

@@ -2,7 +2,8 @@
 
 Profiles ship inside the wheel; a user folder (`--providers-dir` or PRBJ_PROVIDERS_DIR) overrides profiles of
 the same name and adds new ones. `litellm:<model-id>` names a model without a profile; `hf-local:<path-or-id>`
-a Hugging Face causal LM run in-process.
+a Hugging Face causal LM run in-process, which prbj.local.provider resolves (it needs the run's gateway to
+register its transport on).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from prbj.llm.urls import check_api_base, redact_url
 
 PROVIDERS_ENV = "PRBJ_PROVIDERS_DIR"
 LITELLM_PREFIX = "litellm:"
-# `hf-local:<path-or-id>`: a Hugging Face causal LM run in-process (prbj.local.generator), free of charge.
+# `hf-local:<path-or-id>`: a Hugging Face causal LM run in-process (prbj.local.provider), free of charge.
 LOCAL_PREFIX = "hf-local:"
 TAKE_LITELLM_PRICE = "litellm"
+# The transport (prbj.llm.transport) of every provider but in-process ones: a live LiteLLM call.
+LITELLM_TRANSPORT = "litellm"
 _PER_MILLION = 1_000_000
 
 _KNOWN_KEYS = {
@@ -65,6 +68,8 @@ class ProviderSpec:
     params: dict[str, Any] = field(default_factory=dict)
     timeout: float = 120.0
     source: str = ""
+    # Which of the gateway's transports sends this provider's requests (prbj.llm.transport).
+    transport: str = LITELLM_TRANSPORT
 
     @property
     def family(self) -> str:
@@ -143,7 +148,10 @@ def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | No
     if spec.startswith(LITELLM_PREFIX):
         provider = _adhoc(spec[len(LITELLM_PREFIX) :], self_hosted=api_base is not None)
     elif spec.startswith(LOCAL_PREFIX):
-        provider = local_provider(spec[len(LOCAL_PREFIX) :])
+        raise ConfigError(
+            f"--provider {spec}: in-process models are not available for this option "
+            f"(internal: resolve them with prbj.local.provider.resolve_provider)"
+        )
     else:
         files = _profile_files(user_dir)
         if spec not in files:
@@ -173,40 +181,6 @@ def _adhoc(model: str, *, self_hosted: bool = False) -> ProviderSpec:
     if self_hosted and priced.price_source == "unknown":
         return replace(priced, paid=False, api_key_required=False, input_price=0.0, output_price=0.0)
     return priced
-
-
-def local_provider(path_or_id: str) -> ProviderSpec:
-    """A free provider for an in-process model; the path is checked now so that a typo fails before any call."""
-    from prbj.local.generator import (
-        DEFAULT_MAX_BATCH,
-        DEFAULT_MAX_NEW_TOKENS,
-        MODEL_PREFIX,
-        check_installed,
-        locate,
-        weights_fingerprint,
-    )
-
-    source = locate(path_or_id)
-    check_installed()
-    fingerprint = weights_fingerprint(source)
-    return ProviderSpec(
-        name=f"{LOCAL_PREFIX}{path_or_id}",
-        # An absolute location, so that the cache key does not depend on the directory prbj runs from.
-        model=f"{MODEL_PREFIX}{source.label}",
-        api_key_env=None,
-        api_key_required=False,
-        paid=False,
-        max_concurrency=DEFAULT_MAX_BATCH,
-        input_price=0.0,
-        output_price=0.0,
-        price_source="local",
-        # The fingerprint rides along as a parameter so that it is part of every cache key (the local
-        # provider ignores it): new weights at the same path are never answered from the cache.
-        params={"max_tokens": DEFAULT_MAX_NEW_TOKENS, "weights_fingerprint": fingerprint},
-        # CPU generation of a batch can take minutes; a timeout would only make it start over.
-        timeout=3600.0,
-        source="--provider",
-    )
 
 
 def load_profile(name: str, path: Path) -> ProviderSpec:

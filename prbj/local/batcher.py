@@ -107,7 +107,8 @@ class MicroBatcher(Generic[I, R]):
     """Collects items submitted from coroutines and runs them in batches with `batch_fn` on `worker`.
 
     `batch_fn(items, emit, stop)` runs on the worker thread; it must call `emit(index, result)` once per item
-    (in any order) and should return early when `stop` is set (the run was cancelled). An exception it raises
+    (in any order) and should return early when `stop` is set (the run was cancelled). Emitting an exception
+    as the result fails that item alone (a prompt too long for the model); an exception the function raises
     fails every item of that batch that has not been emitted yet."""
 
     def __init__(self, batch_fn: BatchFn, worker: WorkerThread) -> None:
@@ -151,9 +152,10 @@ class MicroBatcher(Generic[I, R]):
         futures = [future for _, future in batch]
         stop = threading.Event()
 
-        def emit(index: int, result: R) -> None:
+        def emit(index: int, result: R | BaseException) -> None:
+            error = result if isinstance(result, BaseException) else None
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, futures[index], result, None)
+                loop.call_soon_threadsafe(_settle, futures[index], None if error else result, error)
 
         self.batches_run += 1
         try:

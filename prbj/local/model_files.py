@@ -1,14 +1,16 @@
-"""Find a local model's folder (a path, or a hub id already in the Hugging Face cache) and fingerprint it.
+"""Find a local model (a folder, a .gguf file, or a hub id in the Hugging Face cache) and fingerprint it: the one
+locator and the one fingerprint of both scalar reward models (`hf:`) and the generator (`hf-local:`).
 
-The fingerprint goes into cache keys: a score computed with other weights, another tokenizer or another chat
-template must never be served from the cache. It needs no torch, so a rerun can be checked against the cache
-before any model is loaded.
+The fingerprint goes into cache keys: a score or a reply computed with other weights, another tokenizer or
+another chat template must never be served from the cache. It needs no torch, so a rerun can be checked against
+the cache before any model is loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from prbj.errors import ConfigError
@@ -21,26 +23,65 @@ _IGNORED_SUFFIXES = (".md",)
 _CHUNK = 1 << 24
 
 
-def locate_model(ref: str) -> Path:
-    """The folder holding `ref`: a local folder, else a Hugging Face hub id (downloaded when the hub answers).
-    Raises ConfigError with one line when neither works."""
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model comes from: a folder (absolute) or a hub id for from_pretrained, and a GGUF file in the
+    folder, if any."""
+
+    location: str
+    gguf_file: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.location}/{self.gguf_file}" if self.gguf_file else self.location
+
+    @property
+    def is_local(self) -> bool:
+        return Path(self.location).is_dir()
+
+
+def locate(ref: str, *, option: str, gguf: bool) -> ModelSource:
+    """Resolve the `<ref>` of `--provider <option>:<ref>` without loading or downloading anything. `gguf`: whether
+    a .gguf file (or a folder holding one) is accepted, as the generator does; reward models need a folder.
+    What is not a model is a one-line configuration error."""
+    what = "a folder, a .gguf file or a hub id" if gguf else "a folder or a hub id"
+    if not ref:
+        raise ConfigError(f"--provider {option}:<path-or-id>: no model given ({what})")
     path = Path(ref).expanduser()
+    if path.is_file():
+        if not gguf:
+            raise ConfigError(f"--provider {option}:{ref}: not a folder; pass the folder that holds config.json")
+        if path.suffix.lower() != ".gguf":
+            raise ConfigError(f"--provider {option}:{ref}: a file must be a .gguf model; else give its folder")
+        return ModelSource(str(path.resolve().parent), path.name)
     if path.is_dir():
-        return path
-    if path.exists():
-        raise ConfigError(f"--provider hf:{ref}: not a folder; pass the folder that holds config.json")
+        ggufs = sorted(p.name for p in path.glob("*.gguf")) if gguf else []
+        if (path / "config.json").is_file() or not gguf:
+            # A reward-model folder without config.json is reported by the loader, which says what it lacks.
+            return ModelSource(str(path.resolve()))
+        if len(ggufs) == 1:
+            return ModelSource(str(path.resolve()), ggufs[0])
+        found = f"several .gguf files ({', '.join(ggufs)}): name one" if ggufs else "no config.json or .gguf file"
+        raise ConfigError(f"--provider {option}:{ref}: {found}")
     if not _HUB_ID.match(ref):
-        raise ConfigError(f"--provider hf:{ref}: no such folder")
+        raise ConfigError(f"--provider {option}:{ref}: no such {'file or folder' if gguf else 'folder'}")
+    return ModelSource(ref)
+
+
+def download(source: ModelSource, *, option: str) -> Path:
+    """The folder holding `source`: itself, or the hub snapshot (downloaded when the hub answers)."""
+    if source.is_local:
+        return Path(source.location)
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(ref))
+        return Path(snapshot_download(source.location))
     except Exception as error:  # offline mode, no network, unknown or gated repository: all end the same way
         reason = _first_line(error)
         raise ConfigError(
-            f"--provider hf:{ref}: not a local folder, and the model needs a download from the Hugging Face "
-            f"hub, which failed ({reason}); download it where there is network and pass its local path, "
-            f"e.g. --provider hf:/models/{ref.split('/')[-1]}"
+            f"--provider {option}:{source.location}: not a local folder, and the model needs a download from "
+            f"the Hugging Face hub, which failed ({reason}); download it where there is network and pass its "
+            f"local path, e.g. --provider {option}:/models/{source.location.split('/')[-1]}"
         ) from None
 
 
@@ -49,10 +90,21 @@ def _first_line(error: BaseException) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def model_fingerprint(folder: Path, memo: ResponseCache | None = None) -> str:
-    """A hash identifying the model's files. A hub snapshot is identified by its commit; any other folder by
-    the content of every file in it (weights, config, tokenizer, template). Hashing gigabytes takes a while,
-    so each file's hash is remembered in `memo` under its path, size and modification time."""
+def fingerprint(source: ModelSource, memo: ResponseCache | None = None) -> str:
+    """A hash identifying the model's files. A GGUF file is hashed alone; a hub snapshot is identified by its
+    commit; any other folder by the content of every file in it (weights, config, tokenizer, template). A hub id
+    not in the local hub cache is named as such (loading it will say what is missing). Hashing gigabytes takes
+    a while, so each file's hash is remembered in `memo` under its path, size and modification time."""
+    if source.gguf_file is not None:
+        return f"sha256:{_file_sha256(Path(source.location) / source.gguf_file, memo)}"
+    folder = Path(source.location)
+    if not folder.is_dir():
+        try:
+            from huggingface_hub import snapshot_download
+
+            folder = Path(snapshot_download(source.location, local_files_only=True))
+        except Exception:
+            return f"hub:{source.location}"
     resolved = folder.resolve()
     if _SNAPSHOT_DIR.match(resolved.name) and resolved.parent.name == "snapshots":
         return f"revision:{resolved.name}"
