@@ -1,8 +1,9 @@
 """The one call path: cache lookup → budget reservation → pacing and concurrency → retried LiteLLM call → cache store.
 
-A `Gateway` lives for one run. Judges, the planner, generation and gold scoring all call `Gateway.call()`; it
-never raises for provider trouble but returns a result whose `status` says what happened, so a failure is
-counted, never folded into a score.
+A `Gateway` lives for one run and owns its cache: use it as a context manager (`with` or `async with`), or
+call `close()`, so the cache is closed whatever happens in between. Judges, the planner, generation and gold
+scoring all call `Gateway.call()`; it never raises for provider trouble but returns a result whose `status`
+says what happened, so a failure is counted, never folded into a score.
 """
 
 from __future__ import annotations
@@ -122,6 +123,24 @@ class Gateway:
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
 
+    # --- lifetime ------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the cache (its SQLite handles); safe to call twice."""
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Gateway:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
     # --- public --------------------------------------------------------------------------------------
     def stats(self) -> list[ProviderStats]:
         return [state.stats for state in self._providers.values()]
@@ -182,7 +201,8 @@ class Gateway:
     def _state(self, provider: ProviderSpec) -> _ProviderState:
         state = self._providers.get(provider.name)
         if state is None:
-            provider.check_priced()
+            # No price or key check here: every ProviderSpec a run calls was resolved, priced and key-checked
+            # once, where the command turned its options into providers.
             state = _ProviderState(
                 spec=provider,
                 stats=ProviderStats(provider.name, provider.model),
