@@ -24,7 +24,7 @@ from prbj.llm.cache import ResponseCache, cache_key
 from prbj.context.retrieval import rank_profile
 
 if TYPE_CHECKING:
-    from prbj.judges.registry import JudgeSettings
+    from prbj.llm.gateway import Gateway
     from prbj.local.batcher import Emit, MicroBatcher
     from prbj.local.scalar_model import ScalarModel
 
@@ -218,7 +218,9 @@ class ScalarJudge(PointwiseJudge):
         )
 
 
-def make_scalar_judge(ref: str, settings: JudgeSettings, context: Context | None = None) -> ScalarJudge:
+def make_scalar_judge(
+    ref: str, *, context: Context, options: ScalarOptions, gateway: Gateway, seed: int
+) -> ScalarJudge:
     """The judge for `--provider hf:<ref>`; configuration errors (missing folder, offline hub id, not a reward
     model, remote code not trusted) are raised here, before any pair is judged."""
     from prbj.local.model_files import locate_model, model_fingerprint
@@ -226,15 +228,14 @@ def make_scalar_judge(ref: str, settings: JudgeSettings, context: Context | None
     ref = ref.strip()
     if not ref:
         raise ConfigError("--provider hf:<path-or-hub-id>: the model is missing after 'hf:'")
-    context = context or "none"
+    del seed  # a reward model's score is deterministic
     if context not in SCALAR_CONTEXTS:
         raise ConfigError(
             f"--provider hf:{ref}: context {context!r} is not supported by scalar reward models "
             f"(supported: {', '.join(SCALAR_CONTEXTS)})"
         )
-    options = getattr(settings, "scalar", None) or ScalarOptions()
-    cache = settings.cache if settings.cache is not None else ResponseCache()
-    settings.cache = cache  # every judge of the run shares one cache
+    # Scores go through the run's cache, which every judge of the run shares.
+    cache = gateway.cache if gateway.cache is not None else ResponseCache()
     folder = locate_model(ref)
     runtime = _runtime(ref, folder, options)
     fingerprint = model_fingerprint(folder, memo=cache)
