@@ -21,6 +21,12 @@ def _option(command: click.Command, name: str) -> click.Option | None:
     return next((p for p in command.params if isinstance(p, click.Option) and name in p.opts), None)
 
 
+def _the(command: click.Command, name: str) -> click.Option:
+    option = _option(command, name)
+    assert option is not None, f"{command.name} has no {name}"
+    return option
+
+
 def test_only_prbj_judge_ties_its_seed_to_the_official_script() -> None:
     seeds = {
         path: option for path, command in _commands(main).items() if (option := _option(command, "--seed"))
@@ -35,10 +41,9 @@ def test_only_prbj_judge_ties_its_seed_to_the_official_script() -> None:
 
 def test_shared_options_keep_their_per_command_defaults() -> None:
     commands = _commands(main)
-    concurrency = {path: _option(c, "--concurrency") for path, c in commands.items()}
-    assert concurrency["prbj build"].default == 8  # type: ignore[union-attr]
-    assert concurrency["prbj judge"].default == 16  # type: ignore[union-attr]
-    assert _option(commands["prbj build annotate"], "--profile-k").default == 5  # type: ignore[union-attr]
-    assert _option(commands["prbj build"], "--out").default is None  # type: ignore[union-attr]
-    assert _option(commands["prbj serve"], "--context").multiple is False  # type: ignore[union-attr]
-    assert _option(commands["prbj judge"], "--context").multiple is True  # type: ignore[union-attr]
+    assert _the(commands["prbj build"], "--concurrency").default == 8
+    assert _the(commands["prbj judge"], "--concurrency").default == 16
+    assert _the(commands["prbj build annotate"], "--profile-k").default == 5
+    assert _the(commands["prbj build"], "--out").default is None
+    assert _the(commands["prbj serve"], "--context").multiple is False
+    assert _the(commands["prbj judge"], "--context").multiple is True

@@ -56,7 +56,8 @@ def test_each_provider_is_resolved_and_checked_once(tmp_path: Path, monkeypatch:
         judges, planner = build_judges(["gemini-3-flash", "length"], options, GatewayOptions(), gateway)
     # One judge per context, one planner shared by them, one resolution per spec (judge, planner).
     assert [type(j) for j in judges[:3]] == [PointwiseLLMJudge] * 3 and judges[3].name == "length"
-    assert planner is not None and all(j.contexts.planner is planner for j in judges[:3])  # type: ignore[attr-defined]
+    assert planner is not None
+    assert all(isinstance(j, PointwiseLLMJudge) and j.contexts.planner is planner for j in judges[:3])
     assert resolved == ["gemini-3-flash", "gemini-3-flash"]
 
 

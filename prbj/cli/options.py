@@ -51,7 +51,8 @@ def out_option(
     help: str, *, default: Path | None = Path("reports"), metavar: str | None = None
 ) -> Callable[[F], F]:
     """--out: the folder a command writes into (a parent of run directories, or the build directory)."""
-    shown = {"show_default": True} if default is not None else {}
+    # Without a default nothing is shown; leaving show_default unset keeps click's own behaviour there.
+    shown: dict[str, Any] = {"show_default": True} if default is not None else {}
     return click.option(
         "--out",
         type=click.Path(file_okay=False, path_type=Path),
@@ -90,7 +91,9 @@ def dataset_options(*, dataset: str, subset: str, limit: str) -> Callable[[F], F
 def context_option(choices: Sequence[str], help: str, *, multiple: bool = True) -> Callable[[F], F]:
     """--context: repeatable (`contexts`) where a command builds one judge per context, single otherwise."""
     if multiple:
-        return click.option("--context", "contexts", multiple=True, type=click.Choice(list(choices)), help=help)
+        return click.option(
+            "--context", "contexts", multiple=True, type=click.Choice(list(choices)), help=help
+        )
     return click.option("--context", type=click.Choice(list(choices)), default=None, help=help)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -77,4 +76,4 @@ def serve(**options: Any) -> None:
     """
     from prbj.serve.command import run_serve_command
 
-    sys.exit(run_serve_command(**options))
+    run_serve_command(**options)

@@ -61,8 +61,10 @@ def run_judge_command(
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
         console.print(usage_table(usage))
-    console.print(f"run directory: {result.run_dir}")
-    console.print(f"report: {result.run_dir / 'report.html'}")
+    run_dir = result.run_dir
+    assert run_dir is not None  # only a dry run writes no run directory, and it returned above
+    console.print(f"run directory: {run_dir}")
+    console.print(f"report: {run_dir / 'report.html'}")
     if cache_only:
         missing = int((result.judgments["status"] == "skipped_cache").sum())
         if missing:

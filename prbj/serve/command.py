@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any
 
 from rich.console import Console
@@ -14,14 +13,15 @@ from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import usage_table
-from prbj.serve.server import serve, served_context
+from prbj.serve import server
 
 
 def run_serve_command(
     *, provider: str, host: str, port: int, concurrency: int, context: Context | None, **options: Any
-) -> int:
-    """The body of `prbj serve`: the remaining keyword arguments are the judge options (JudgeOptions; --mode
-    is pointwise, the only mode a reward server can use) and the shared model options (GatewayOptions)."""
+) -> None:
+    """The body of `prbj serve`, until Ctrl-C or SIGTERM stops the server. The remaining keyword arguments
+    are the judge options (JudgeOptions; --mode is pointwise, the only mode a reward server can use) and the
+    shared model options (GatewayOptions)."""
     shared = GatewayOptions.pop_from(options)
     if shared.dry_run:
         raise DataError(
@@ -30,7 +30,7 @@ def run_serve_command(
     judging = JudgeOptions.pop_from({**options, "contexts": (context,) if context else ()})
     with shared.open() as gateway:
         (judge,), _ = build_judges([provider], judging, shared, gateway)
-        served = served_context(judge)
+        served = server.served_context(judge)
 
         def ready(url: str) -> None:
             print(
@@ -39,10 +39,8 @@ def run_serve_command(
                 flush=True,
             )
 
-        asyncio.run(serve(judge, host=host, port=port, concurrency=concurrency, on_ready=ready))
+        asyncio.run(server.serve(judge, host=host, port=port, concurrency=concurrency, on_ready=ready))
     usage = [s.as_dict() for s in gateway.stats()]
     if usage:
         Console().print(usage_table(usage))
-    print("prbj serve: stopped")
-    sys.stdout.flush()
-    return 0
+    print("prbj serve: stopped", flush=True)
