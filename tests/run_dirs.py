@@ -10,8 +10,8 @@ from typing import Any
 
 import polars as pl
 
-from prbj.runs.execute import JUDGMENT_SCHEMA
 from prbj.analysis.stats import summarize
+from prbj.runs.execute import JUDGMENT_SCHEMA
 
 EXTRA_TYPES = {"cost_usd": pl.Float64, "cached": pl.Boolean, "latency_s": pl.Float64}
 

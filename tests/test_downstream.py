@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from prbj.cli import main
 from prbj.analysis.downstream import SCHEMA, read_outcomes, read_store
+from prbj.cli import main
 
 
 def _summary(base: float) -> dict[str, Any]:

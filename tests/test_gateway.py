@@ -16,8 +16,8 @@ from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway, LLMRequest
 from prbj.llm.limits import AdaptiveConcurrency
-from prbj.llm.retry import RetryPolicy
 from prbj.llm.providers import ProviderSpec, resolve_provider
+from prbj.llm.retry import RetryPolicy
 
 FAST_RETRY = RetryPolicy(max_attempts=5, max_total_seconds=20, initial_wait=0.01, max_wait=0.05)
 KEYS = {

@@ -7,11 +7,11 @@ from dataclasses import replace
 import pytest
 from loopback import ProviderServer
 
+from prbj.context.planner import Planner, parse_aspects
 from prbj.data.schema import JudgeView, ProfilePost
 from prbj.llm.gateway import Gateway
-from prbj.llm.retry import RetryPolicy
-from prbj.context.planner import Planner, parse_aspects
 from prbj.llm.providers import resolve_provider
+from prbj.llm.retry import RetryPolicy
 
 
 def view(pair_id: str, question: str) -> JudgeView:

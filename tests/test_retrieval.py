@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from prbj.data.schema import ProfilePost
 from prbj.context.retrieval import BM25, rank_profile, tokenize
+from prbj.data.schema import ProfilePost
 
 
 def test_tokenize_drops_function_words_and_punctuation() -> None:

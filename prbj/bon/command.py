@@ -44,7 +44,8 @@ from prbj.bon.rundir import (
 )
 from prbj.bon.sample import Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
-from prbj.judges.setup import JudgeOptions, build_judges
+from prbj.judges.registry import build_judges
+from prbj.judges.setup import JudgeOptions, resolve_provider
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import SHORT_SUBSET, usage_table
@@ -56,8 +57,6 @@ def _usage(gateway: Gateway) -> list[dict[str, Any]]:
 
 
 def _finish(gateway: Gateway, console: Console) -> list[dict[str, Any]]:
-    if gateway.cache is not None:
-        gateway.cache.close()
     usage = _usage(gateway)
     if usage:
         console.print(usage_table(usage, dry_run=gateway.mode == "dry_run"))
@@ -90,17 +89,19 @@ def run_sample_command(
 ) -> int:
     shared = GatewayOptions.pop_from(gateway_options)
     console = Console()
-    gateway = shared.open()
-    settings = SamplingSettings(n, k_profile, temperature, top_p, max_tokens, seed)
-    sampler = Policy(shared.provider(policy), settings)
-    questions = load_questions(dataset, subsets, limit)
-    started = now()
-    try:
-        frame = asyncio.run(
-            sample_answers(sampler, gateway, questions.pairs, concurrency=concurrency, show_progress=progress)
-        )
-    finally:
-        usage = _finish(gateway, console)
+    with shared.open() as gateway:
+        settings = SamplingSettings(n, k_profile, temperature, top_p, max_tokens, seed)
+        sampler = Policy(resolve_provider(policy, shared, gateway), settings)
+        questions = load_questions(dataset, subsets, limit)
+        started = now()
+        try:
+            frame = asyncio.run(
+                sample_answers(
+                    sampler, gateway, questions.pairs, concurrency=concurrency, show_progress=progress
+                )
+            )
+        finally:
+            usage = _finish(gateway, console)
     if gateway.mode == "dry_run":
         return 0
     recorded = {
@@ -154,43 +155,28 @@ def run_score_command(
     run_dir: Path,
     providers: tuple[str, ...],
     dataset: str | None,
-    contexts: tuple[str, ...],
-    mode: str,
-    profile_k: int,
-    planner: str | None,
-    repair: bool,
-    judge_template_system: Path | None,
-    judge_template_user: Path | None,
-    seed: int,
     concurrency: int,
     progress: bool,
-    **gateway_options: Any,
+    **options: Any,
 ) -> int:
-    del mode  # pointwise is the only mode a best-of-N ranking can use; the option exists for symmetry
-    shared = GatewayOptions.pop_from(gateway_options)
+    """The body of `prbj bon score`: the remaining keyword arguments are the judge options (JudgeOptions;
+    --mode is pointwise, the only mode a best-of-N ranking can use) and the shared model options."""
+    shared = GatewayOptions.pop_from(options)
+    judging = JudgeOptions.pop_from(options)
     console = Console()
     run = BonRun.open(run_dir)
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
-    gateway = shared.open()
-    options = JudgeOptions(
-        seed=seed,
-        contexts=contexts,
-        profile_k=profile_k,
-        planner=planner,
-        repair=repair,
-        system_template=judge_template_system,
-        user_template=judge_template_user,
-    )
-    judges, _ = build_judges(providers, options, shared, gateway)
-    rms = reward_models(judges)
-    started = now()
-    try:
-        scores = asyncio.run(
-            score_samples(rms, questions, samples, concurrency=concurrency, show_progress=progress)
-        )
-    finally:
-        usage = _finish(gateway, console)
+    with shared.open() as gateway:
+        judges, _ = build_judges(providers, judging, shared, gateway)
+        rms = reward_models(judges)
+        started = now()
+        try:
+            scores = asyncio.run(
+                score_samples(rms, questions, samples, concurrency=concurrency, show_progress=progress)
+            )
+        finally:
+            usage = _finish(gateway, console)
     if gateway.mode == "dry_run":
         return 0
     picks = best_of_k(scores, samples, run.ks)
@@ -253,15 +239,15 @@ def run_evaluate_command(
     picks = run.read(PICKS_FILE)
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
-    gateway = shared.open()
-    judge = GoldJudge.for_mode(shared.provider(gold), gateway, gold_mode)
-    started = now()
-    try:
-        graded = asyncio.run(
-            grade_picks(judge, questions, samples, picks, concurrency=concurrency, show_progress=progress)
-        )
-    finally:
-        usage = _finish(gateway, console)
+    with shared.open() as gateway:
+        judge = GoldJudge.for_mode(resolve_provider(gold, shared, gateway), gateway, gold_mode)
+        started = now()
+        try:
+            graded = asyncio.run(
+                grade_picks(judge, questions, samples, picks, concurrency=concurrency, show_progress=progress)
+            )
+        finally:
+            usage = _finish(gateway, console)
     if gateway.mode == "dry_run":
         return 0
     evaluated = evaluations(picks, graded)

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.downstream import SCHEMA as DOWNSTREAM_SCHEMA
+from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
 from prbj.bon.gold import GoldJudge
 from prbj.data.schema import Pair
-from prbj.analysis.downstream import SCHEMA as DOWNSTREAM_SCHEMA
 from prbj.runs.engine import run_jobs
-from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
 
 GOLD_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,

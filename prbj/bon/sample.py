@@ -19,12 +19,12 @@ from typing import Any
 
 import polars as pl
 
-from prbj.data.schema import Pair
-from prbj.runs.engine import run_jobs
-from prbj.llm.gateway import Gateway, LLMRequest
 from prbj.context.planner import format_profile
-from prbj.prompts import Template, builtin, combined_sha
+from prbj.data.schema import Pair
+from prbj.llm.gateway import Gateway, LLMRequest
 from prbj.llm.providers import ProviderSpec
+from prbj.prompts import Template, builtin, combined_sha
+from prbj.runs.engine import run_jobs
 
 SAMPLE_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,

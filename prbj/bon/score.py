@@ -17,9 +17,9 @@ from typing import Any
 import polars as pl
 
 from prbj.data.schema import Pair
-from prbj.runs.engine import run_jobs
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge, ScoreFailure
+from prbj.runs.engine import run_jobs
 
 SCORE_SCHEMA: dict[str, Any] = {
     "rm": pl.String,

@@ -12,10 +12,10 @@ from typing import Any
 
 from prbj.build.checks import DIMENSIONS
 from prbj.build.output import PAIRS_FILE, PROVENANCE_FILE
+from prbj.context.retrieval import rank_profile
 from prbj.data import Pair, load_dataset
 from prbj.data.loaders import jsonl_records
 from prbj.errors import DataError
-from prbj.context.retrieval import rank_profile
 
 ANNOTATION_DIR = "annotation"
 KEY_FILE = "key.csv"

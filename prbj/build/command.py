@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -23,12 +24,20 @@ from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
 from prbj.data.lamp import LampRecord, load_lamp
 from prbj.errors import ConfigError, DataError
+from prbj.judges.setup import resolve_provider
+from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import usage_table
 from prbj.runs.engine import run_jobs
 
 
-def _roles(shared: GatewayOptions, plan: str, provider: str | None, per_role: dict[str, str | None]) -> Roles:
+def _roles(
+    shared: GatewayOptions,
+    gateway: Gateway,
+    plan: str,
+    provider: str | None,
+    per_role: dict[str, str | None],
+) -> Roles:
     needed = ["chosen", "rejected", "check"] + (["planner"] if plan == "planner" else [])
     missing = [role for role in needed if not (per_role.get(role) or provider)]
     if missing:
@@ -39,7 +48,7 @@ def _roles(shared: GatewayOptions, plan: str, provider: str | None, per_role: di
     resolved: dict[str, Any] = {}
     for role in ("planner", "chosen", "rejected", "check"):
         name = per_role.get(role) or provider
-        resolved[role] = shared.provider(name) if role in needed and name else None
+        resolved[role] = resolve_provider(name, shared, gateway) if role in needed and name else None
     return Roles(**resolved)
 
 
@@ -79,17 +88,6 @@ def run_build_command(
     lamp = load_lamp(input_spec, subsets=subsets, split=split).select(subsets, limit)
     if not lamp.records:
         raise DataError(f"--input {input_spec}: no records to build from")
-    roles = _roles(
-        shared,
-        plan,
-        provider,
-        {
-            "planner": planner_provider,
-            "chosen": chosen_provider,
-            "rejected": rejected_provider,
-            "check": check_provider,
-        },
-    )
     thresholds = Thresholds(max_words=max_words, min_quality=min_quality, min_gap=min_gap)
     settings = BuildSettings(plan=plan, profile_k=profile_k, thresholds=thresholds)  # type: ignore[arg-type]
     config = BuildConfig(
@@ -105,14 +103,22 @@ def run_build_command(
         balance_length=balance_length,
         concurrency=concurrency,
     )
-    gateway = shared.open()
-    started = datetime.now(UTC)
-    try:
+    with shared.open() as gateway:
+        roles = _roles(
+            shared,
+            gateway,
+            plan,
+            provider,
+            {
+                "planner": planner_provider,
+                "chosen": chosen_provider,
+                "rejected": rejected_provider,
+                "check": check_provider,
+            },
+        )
+        started = datetime.now(UTC)
         builder = Builder(gateway, roles, settings)
         outcomes = asyncio.run(_build_all(builder, lamp.records, concurrency, progress))
-    finally:
-        if gateway.cache is not None:
-            gateway.cache.close()
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()]
     if shared.dry_run:
@@ -163,4 +169,33 @@ def _exit_code(summary: dict[str, Any], console: Console) -> int:
         "(finished calls are cached; raise --max-cost or drop --cache-only).[/yellow]",
         soft_wrap=True,
     )
+    return 0
+
+
+def run_annotate_command(out_dir: Path, *, annotators: int, sample: int, seed: int, profile_k: int) -> int:
+    """`prbj build annotate`: blind annotation sheets for a build."""
+    from prbj.build.annotate import write_sheets
+
+    written = write_sheets(out_dir, annotators=annotators, sample=sample, seed=seed, profile_k=profile_k)
+    Console().print(
+        f"wrote {len(written.sheets)} sheet(s) of {written.items} pairs: "
+        + ", ".join(str(p) for p in written.sheets)
+        + f"; key (keep it from annotators): {written.key}",
+        soft_wrap=True,
+    )
+    return 0
+
+
+def run_agreement_command(out_dir: Path, sheets: Sequence[Path]) -> int:
+    """`prbj build agreement`: the human evaluation of a build from filled sheets."""
+    from prbj.build.agreement import agreement_report, read_sheets, write_agreement
+    from prbj.build.agreement_report import agreement_tables
+
+    annotations = read_sheets(out_dir, sheets)
+    report = agreement_report(out_dir, annotations)
+    console = Console()
+    for table in agreement_tables(report):
+        console.print(table)
+    json_path, md_path = write_agreement(out_dir, report)
+    console.print(f"wrote {json_path} and {md_path}")
     return 0

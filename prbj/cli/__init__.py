@@ -1,14 +1,15 @@
 """The `prbj` command line. Each command parses options, calls one function, and maps errors to exit codes:
 0 success, 1 failure of the run itself, 2 bad input or configuration, 130 interrupted.
 
-The commands live in prbj/commands/, one module per command or family; this module assembles them."""
+The commands live in prbj/cli/, one click-only module per command family; their bodies live in the family's
+package (runs/command.py for judge, bon/, build/, serve/, llm/ for providers and cache). This module assembles
+them."""
 
 from __future__ import annotations
 
 import click
 
 from prbj import __version__
-from prbj.cli.support import EXIT_INTERRUPTED, friendly_errors
 from prbj.cli.admin import cache_group, providers_command
 from prbj.cli.bon import bon
 from prbj.cli.build import build
@@ -16,6 +17,7 @@ from prbj.cli.downstream import correlate, downstream
 from prbj.cli.judge import judge
 from prbj.cli.report import check, report
 from prbj.cli.serve import serve
+from prbj.cli.support import EXIT_INTERRUPTED, friendly_errors
 
 __all__ = ["EXIT_INTERRUPTED", "friendly_errors", "main"]
 

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from prbj.cli.support import friendly_errors
-
-
-def _parse_duration(value: str) -> float:
-    """'90s', '30m', '12h', '7d' or plain seconds."""
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    text = value.strip().lower()
-    try:
-        if text and text[-1] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: use a number with s, m, h, d or w (e.g. 7d)") from None
 
 
 @click.command("providers")
@@ -39,10 +27,9 @@ def providers_command(providers_dir: Path | None) -> None:
     Example:
       prbj providers --providers-dir ~/my-providers
     """
-    from prbj.llm.providers import list_providers
-    from prbj.report.terminal import providers_table
+    from prbj.llm.command import run_providers_command
 
-    Console().print(providers_table(list_providers(providers_dir)))
+    sys.exit(run_providers_command(providers_dir))
 
 
 @click.group("cache")
@@ -70,15 +57,9 @@ _cache_dir_option = click.option(
 @friendly_errors
 def cache_stats(cache_dir: Path | None) -> None:
     """Entries by kind and size on disk."""
-    from prbj.llm.cache import ResponseCache
+    from prbj.llm.command import run_cache_stats
 
-    with ResponseCache(cache_dir) as cache:
-        stats = cache.stats()
-    kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(stats.by_kind.items())) or "empty"
-    Console().print(
-        f"{stats.directory}: {stats.entries} entries ({kinds}), {stats.size_bytes / 1e6:.1f} MB",
-        soft_wrap=True,
-    )
+    sys.exit(run_cache_stats(cache_dir))
 
 
 @cache_group.command("clear")
@@ -87,12 +68,12 @@ def cache_stats(cache_dir: Path | None) -> None:
 @friendly_errors
 def cache_clear(cache_dir: Path | None, yes: bool) -> None:
     """Delete every entry (paid answers included: a rerun pays again)."""
-    from prbj.llm.cache import ResponseCache
+    from prbj.llm.command import run_cache_clear
 
-    with ResponseCache(cache_dir) as cache:
-        if not yes:
-            click.confirm(f"Delete all {cache.stats().entries} entries in {cache.directory}?", abort=True)
-        Console().print(f"deleted {cache.clear()} entries")
+    def confirm(question: str) -> None:
+        click.confirm(question, abort=True)
+
+    sys.exit(run_cache_clear(cache_dir, confirm=None if yes else confirm))
 
 
 @cache_group.command("prune")
@@ -101,8 +82,10 @@ def cache_clear(cache_dir: Path | None, yes: bool) -> None:
 @friendly_errors
 def cache_prune(cache_dir: Path | None, older_than: str) -> None:
     """Delete entries stored longer ago than AGE."""
-    from prbj.llm.cache import ResponseCache
+    from prbj.llm.command import parse_duration, run_cache_prune
 
-    seconds = _parse_duration(older_than)
-    with ResponseCache(cache_dir) as cache:
-        Console().print(f"deleted {cache.prune(seconds)} entries older than {older_than}")
+    try:
+        seconds = parse_duration(older_than)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+    sys.exit(run_cache_prune(cache_dir, seconds, older_than=older_than))

@@ -8,8 +8,22 @@ from typing import Any
 
 import click
 
-from prbj.cli.options import gateway_options
-from prbj.cli.support import F, friendly_errors
+from prbj.cli.options import (
+    concurrency_option,
+    context_option,
+    dataset_options,
+    gateway_options,
+    judge_template_options,
+    mode_option,
+    out_option,
+    planner_option,
+    profile_k_option,
+    progress_option,
+    repair_option,
+    seed_option,
+    stacked,
+)
+from prbj.cli.support import friendly_errors
 
 
 @click.group()
@@ -66,45 +80,21 @@ def bon() -> None:
     show_default=True,
     help="Longest answer in tokens.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=42,
-    show_default=True,
-    help="Sample i is requested with seed SEED+i, so providers that honour seeds (vLLM, in-process models) "
-    "reproduce it even without the cache.",
+@seed_option(
+    "Sample i is requested with seed SEED+i, so providers that honour seeds (vLLM, in-process models) "
+    "reproduce it even without the cache."
 )
 @click.option("--no-seed", is_flag=True, help="Send no seed (for providers that reject one).")
-@click.option(
-    "--dataset",
-    default="sample",
-    show_default=True,
-    metavar="SOURCE",
-    help="Questions: as in 'prbj judge' (sample, a file, a folder or hf:QiyaoMa/Personalized-RewardBench); "
+@dataset_options(
+    dataset="Questions: as in 'prbj judge' (sample, a file, a folder or hf:QiyaoMa/Personalized-RewardBench); "
     "one question per pair id.",
-)
-@click.option(
-    "--subset", "subsets", multiple=True, metavar="NAME", help="Keep only this subset (repeatable)."
-)
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, help="At most this many questions per subset."
+    subset="Keep only this subset (repeatable).",
+    limit="At most this many questions per subset.",
 )
 @gateway_options
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("reports"),
-    show_default=True,
-    help="Folder in which the run directory bon-<id>/ is written.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=16,
-    show_default=True,
-    help="Samples requested at once.",
-)
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@out_option("Folder in which the run directory bon-<id>/ is written.")
+@concurrency_option("Samples requested at once.")
+@progress_option
 @friendly_errors
 def bon_sample(no_seed: bool, **options: Any) -> None:
     """Write N answers per question with a policy model; start a BoN run directory.
@@ -127,53 +117,26 @@ def bon_sample(no_seed: bool, **options: Any) -> None:
     sys.exit(run_sample_command(**options))
 
 
-def _rm_options(command: F) -> F:
-    """The judge options of 'prbj judge' that apply to reward models scoring one answer at a time."""
-    for option in reversed(
-        [
-            click.option(
-                "--context",
-                "contexts",
-                multiple=True,
-                type=click.Choice(["none", "profile", "planner"]),
-                help="What LLM RMs see besides question and answer (repeatable; each is its own RM): none, "
-                "profile (top --profile-k posts by BM25), planner (aspects from --planner). Default: profile. "
-                "The gold rubric (oracle) is never shown.",
-            ),
-            click.option(
-                "--mode",
-                type=click.Choice(["pointwise"]),
-                default="pointwise",
-                show_default=True,
-                help="LLM RMs score each answer alone on 1-10 (a ranking of N answers needs a score per answer).",
-            ),
-            click.option(
-                "--profile-k",
-                type=click.IntRange(min=1),
-                default=10,
-                show_default=True,
-                help="Profile posts shown to LLM RMs.",
-            ),
-            click.option(
-                "--planner", metavar="PROVIDER", help="Provider that turns profile + question into aspects."
-            ),
-            click.option(
-                "--repair/--no-repair", default=False, help="Ask once more for the score when unparseable."
-            ),
-            click.option(
-                "--judge-template-system",
-                type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                help="System prompt file for LLM RMs.",
-            ),
-            click.option(
-                "--judge-template-user",
-                type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                help="User prompt file with {question}, {response} and optionally {profile}, {rubrics} or {context}.",
-            ),
-        ]
-    ):
-        command = option(command)
-    return command
+# The judge options of 'prbj judge' that apply to reward models scoring one answer at a time.
+_rm_options = stacked(
+    context_option(
+        ["none", "profile", "planner"],
+        "What LLM RMs see besides question and answer (repeatable; each is its own RM): none, "
+        "profile (top --profile-k posts by BM25), planner (aspects from --planner). Default: profile. "
+        "The gold rubric (oracle) is never shown.",
+    ),
+    mode_option(
+        ["pointwise"],
+        "LLM RMs score each answer alone on 1-10 (a ranking of N answers needs a score per answer).",
+    ),
+    profile_k_option("Profile posts shown to LLM RMs."),
+    planner_option,
+    repair_option("the score"),
+    judge_template_options(
+        system="System prompt file for LLM RMs.",
+        user="User prompt file with {question}, {response} and optionally {profile}, {rubrics} or {context}.",
+    ),
+)
 
 
 _run_dir_argument = click.argument("run_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
@@ -198,12 +161,10 @@ _bon_dataset_option = click.option(
 )
 @_rm_options
 @_bon_dataset_option
-@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the random RM.")
+@seed_option("Seed of the random RM.")
 @gateway_options
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Scoring jobs at once."
-)
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@concurrency_option("Scoring jobs at once.")
+@progress_option
 @friendly_errors
 def bon_score(**options: Any) -> None:
     """Score every sample with every RM; pick the best of the first k samples for k = 1, 2, 4, …, N.
@@ -239,12 +200,10 @@ def bon_score(**options: Any) -> None:
     'reply {"match_score": 0|1|2} (as LaMP-QA).',
 )
 @_bon_dataset_option
-@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the bootstrap intervals.")
+@seed_option("Seed of the bootstrap intervals.")
 @gateway_options
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Picks graded at once."
-)
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@concurrency_option("Picks graded at once.")
+@progress_option
 @friendly_errors
 def bon_evaluate(**options: Any) -> None:
     """Grade the picks with a gold judge; write best-of-k curves per RM × subset × k.

@@ -8,9 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
-from prbj.cli.options import gateway_options
+from prbj.cli.options import (
+    concurrency_option,
+    gateway_options,
+    limit_option,
+    out_option,
+    profile_k_option,
+    progress_option,
+    seed_option,
+    subset_option,
+)
 from prbj.cli.support import F, friendly_errors
 
 
@@ -32,13 +40,9 @@ def _role_provider_option(role: str, what: str) -> Callable[[F], F]:
     ".jsonl/.json/.parquet file, a folder of them (<subset>/<split>-*.parquet as on the hub), or "
     "hf:alireza7/LaMP-QA (needs network).",
 )
-@click.option(
-    "--subset",
-    "subsets",
-    multiple=True,
-    metavar="NAME",
-    help="Keep only this subset (repeatable; prefixes such as 'art' work). With one subset, records without "
-    "a category get it.",
+@subset_option(
+    "Keep only this subset (repeatable; prefixes such as 'art' work). With one subset, records without "
+    "a category get it."
 )
 @click.option(
     "--split",
@@ -47,16 +51,12 @@ def _role_provider_option(role: str, what: str) -> Callable[[F], F]:
     show_default=True,
     help="Split to read from a hub-style folder or hf:.",
 )
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, help="At most this many records per subset."
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+@limit_option("At most this many records per subset.")
+@out_option(
+    "Build directory to write (pairs.jsonl, provenance.jsonl, rejects.jsonl, build_summary.json, "
+    "report.md, run.json); rewritten on a rerun.",
     default=None,
     metavar="DIR",
-    help="Build directory to write (pairs.jsonl, provenance.jsonl, rejects.jsonl, build_summary.json, "
-    "report.md, run.json); rewritten on a rerun.",
 )
 @click.option(
     "-p",
@@ -78,9 +78,7 @@ def _role_provider_option(role: str, what: str) -> Callable[[F], F]:
     help="Aspects the answers follow (chosen) and avoid (rejected): inferred by the planner from question "
     "and profile, or the record's gold rubric_aspects.",
 )
-@click.option(
-    "--profile-k", type=click.IntRange(min=1), default=10, show_default=True, help="Profile posts shown."
-)
+@profile_k_option()
 @click.option(
     "--max-words",
     type=click.IntRange(min=1),
@@ -108,10 +106,8 @@ def _role_provider_option(role: str, what: str) -> Callable[[F], F]:
     help="Warn when the chosen answer is longer in more than 60% of kept pairs (regenerates nothing).",
 )
 @gateway_options
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Records built at once."
-)
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@concurrency_option("Records built at once.", default=8)
+@progress_option
 @friendly_errors
 def build(**options: Any) -> None:
     """Build Personalized RewardBench pairs from LaMP-QA-format records.
@@ -164,8 +160,8 @@ def build(**options: Any) -> None:
     show_default=True,
     help="Pairs drawn at random (all pairs when the build has fewer); every sheet rates the same pairs.",
 )
-@click.option("--seed", type=int, default=42, show_default=True, help="Seed of the sample and answer order.")
-@click.option("--profile-k", type=click.IntRange(min=1), default=5, show_default=True, help="Posts shown.")
+@seed_option("Seed of the sample and answer order.")
+@profile_k_option("Posts shown.", default=5)
 @friendly_errors
 def build_annotate(out_dir: Path, annotators: int, sample: int, seed: int, profile_k: int) -> None:
     """Write blind annotation sheets for a build: OUT_DIR/annotation/sheet-N.csv.
@@ -179,14 +175,10 @@ def build_annotate(out_dir: Path, annotators: int, sample: int, seed: int, profi
       prbj build annotate builds/b1
       prbj build annotate builds/b1 --annotators 3 --sample 100 --seed 7
     """
-    from prbj.build.annotate import write_sheets
+    from prbj.build.command import run_annotate_command
 
-    written = write_sheets(out_dir, annotators=annotators, sample=sample, seed=seed, profile_k=profile_k)
-    Console().print(
-        f"wrote {len(written.sheets)} sheet(s) of {written.items} pairs: "
-        + ", ".join(str(p) for p in written.sheets)
-        + f"; key (keep it from annotators): {written.key}",
-        soft_wrap=True,
+    sys.exit(
+        run_annotate_command(out_dir, annotators=annotators, sample=sample, seed=seed, profile_k=profile_k)
     )
 
 
@@ -207,13 +199,6 @@ def build_agreement(out_dir: Path, sheets: tuple[Path, ...]) -> None:
     Examples:
       prbj build agreement builds/b1 builds/b1/annotation/sheet-1.csv builds/b1/annotation/sheet-2.csv
     """
-    from prbj.build.agreement import agreement_report, read_sheets, write_agreement
-    from prbj.build.agreement_report import agreement_tables
+    from prbj.build.command import run_agreement_command
 
-    annotations = read_sheets(out_dir, sheets)
-    report = agreement_report(out_dir, annotations)
-    console = Console()
-    for table in agreement_tables(report):
-        console.print(table)
-    json_path, md_path = write_agreement(out_dir, report)
-    console.print(f"wrote {json_path} and {md_path}")
+    sys.exit(run_agreement_command(out_dir, sheets))

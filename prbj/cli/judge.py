@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from prbj.cli.options import gateway_options
+from prbj.cli.options import (
+    concurrency_option,
+    context_option,
+    dataset_options,
+    gateway_options,
+    judge_template_options,
+    mode_option,
+    order_option,
+    out_option,
+    planner_option,
+    profile_k_option,
+    progress_option,
+    repair_option,
+    scalar_options,
+    seed_option,
+)
 from prbj.cli.support import friendly_errors
 
 
@@ -23,69 +37,30 @@ from prbj.cli.support import friendly_errors
     "when none is given). LLM judges: a profile from `prbj providers` (e.g. gemini-3-flash), "
     "litellm:<model-id>, or hf-local:<path-or-id> (a Hugging Face causal LM run in-process).",
 )
-@click.option(
-    "--dataset",
-    default="sample",
-    show_default=True,
-    metavar="SOURCE",
-    help="Pairs to judge: 'sample' (bundled demo), a .jsonl/.json/.parquet file, a folder of Parquet files "
+@dataset_options(
+    dataset="Pairs to judge: 'sample' (bundled demo), a .jsonl/.json/.parquet file, a folder of Parquet files "
     "as published on the hub (<subset>/test-*.parquet), or hf:QiyaoMa/Personalized-RewardBench.",
+    subset="Keep only this subset (repeatable; unambiguous prefixes work, e.g. 'art'). Default: all.",
+    limit="At most this many pairs per subset.",
 )
-@click.option(
-    "--subset",
-    "subsets",
-    multiple=True,
-    metavar="NAME",
-    help="Keep only this subset (repeatable; unambiguous prefixes work, e.g. 'art'). Default: all.",
-)
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many pairs per subset.")
-@click.option(
-    "--seed",
-    type=int,
-    default=42,
-    show_default=True,
-    help="Seed for the A/B order draw (42 as in the official script), random judges and bootstrap.",
-)
-@click.option(
-    "--context",
-    "contexts",
-    multiple=True,
-    type=click.Choice(["none", "profile", "planner", "oracle"]),
-    help="What LLM judges see besides question and answers (repeatable; each reported apart): none, profile "
+@seed_option("Seed for the A/B order draw (42 as in the official script), random judges and bootstrap.")
+@context_option(
+    ["none", "profile", "planner", "oracle"],
+    "What LLM judges see besides question and answers (repeatable; each reported apart): none, profile "
     "(top --profile-k past posts ranked by BM25), planner (aspects inferred by --planner), oracle (the gold "
     "rubric: an upper bound, not a fair result). Default: profile.",
 )
-@click.option(
-    "--profile-k", type=click.IntRange(min=1), default=10, show_default=True, help="Profile posts shown."
+@profile_k_option()
+@planner_option
+@mode_option(
+    ["pairwise", "pointwise"],
+    "pairwise: one call shows both answers (A/B); pointwise: each answer scored 1-10 alone.",
 )
-@click.option("--planner", metavar="PROVIDER", help="Provider that turns profile + question into aspects.")
-@click.option(
-    "--mode",
-    type=click.Choice(["pairwise", "pointwise"]),
-    default="pairwise",
-    show_default=True,
-    help="pairwise: one call shows both answers (A/B); pointwise: each answer scored 1-10 alone.",
-)
-@click.option(
-    "--order",
-    type=click.Choice(["random", "both"]),
-    default="random",
-    show_default=True,
-    help="random: chosen answer's position drawn per pair from --seed; both: judge each pair in both orders "
-    "(correct only if both verdicts pick the chosen answer; reports order consistency).",
-)
-@click.option(
-    "--repair/--no-repair", default=False, help="Ask once more for the verdict line when unparseable."
-)
-@click.option(
-    "--judge-template-system",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="System prompt file for LLM judges (e.g. the official repository's).",
-)
-@click.option(
-    "--judge-template-user",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="User prompt file with {question}, {Response_A}, {Response_B} (pointwise: {response}) and optionally "
+@order_option
+@repair_option("the verdict line")
+@judge_template_options(
+    system="System prompt file for LLM judges (e.g. the official repository's).",
+    user="User prompt file with {question}, {Response_A}, {Response_B} (pointwise: {response}) and optionally "
     "{profile}, {rubrics} or {context}.",
 )
 @click.option(
@@ -96,53 +71,10 @@ from prbj.cli.support import friendly_errors
     help="Exit 1 when the share of parse, API and skipped judgments exceeds FRACTION (e.g. 0.02).",
 )
 @gateway_options
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("reports"),
-    show_default=True,
-    help="Folder in which the run directory <run-id>/ is written.",
-)
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Pairs judged at once."
-)
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
-@click.option(
-    "--dtype",
-    type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
-    default="auto",
-    show_default=True,
-    help="Weights and activations of hf: reward models; auto = bf16 on a GPU, fp32 on a CPU.",
-)
-@click.option(
-    "--device",
-    type=click.Choice(["auto", "cpu", "cuda"]),
-    default="auto",
-    show_default=True,
-    help="Where hf: reward models run; auto = cuda when available.",
-)
-@click.option(
-    "--trust-remote-code",
-    is_flag=True,
-    default=False,
-    help="Allow hf: reward models that ship their own Python code to run it (only for models you trust).",
-)
-@click.option(
-    "--max-length",
-    type=click.IntRange(min=2),
-    default=8192,
-    show_default=True,
-    help="Longest input, in tokens, of hf: reward models; longer ones lose their middle and are flagged "
-    "'truncated'.",
-)
-@click.option(
-    "--batch-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Padded tokens per forward pass of hf: reward models (bounds memory; scores do not depend on it). "
-    "Default: 16384 on a GPU, 4096 on a CPU. On a GPU raise --concurrency too, so that more answers wait "
-    "to be batched.",
-)
+@out_option("Folder in which the run directory <run-id>/ is written.")
+@concurrency_option("Pairs judged at once.")
+@progress_option
+@scalar_options
 @friendly_errors
 def judge(**options: Any) -> None:
     """Judge every pair with every judge; write reports/<run-id>/ and print a leaderboard.

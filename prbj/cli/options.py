@@ -1,8 +1,12 @@
-"""Options shared by every command that calls models (judge, build, bon, serve): one definition, one meaning."""
+"""Options shared by several commands: one definition, one meaning.
+
+Where commands word an option differently today (what --seed seeds, what --concurrency counts), the decorator
+takes the help text (and default) as a parameter, so each command's `--help` stays exact. Decorators apply in
+the order they are listed above a command, which is the order `--help` shows them in."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -10,7 +14,170 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_GATEWAY_OPTIONS = [
+
+def stacked(*decorators: Callable[[Any], Any]) -> Callable[[F], F]:
+    """Several option decorators as one, listed top to bottom as they would be written above a command."""
+
+    def apply(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return apply
+
+
+# --- run-wide options -------------------------------------------------------------------------------------
+
+
+def seed_option(help: str) -> Callable[[F], F]:
+    """--seed (default 42); the help says what this command seeds."""
+    return click.option("--seed", type=int, default=42, show_default=True, help=help)
+
+
+def concurrency_option(help: str, *, default: int = 16) -> Callable[[F], F]:
+    """--concurrency; the help says what runs at once."""
+    return click.option(
+        "--concurrency", type=click.IntRange(min=1), default=default, show_default=True, help=help
+    )
+
+
+def profile_k_option(help: str = "Profile posts shown.", *, default: int = 10) -> Callable[[F], F]:
+    return click.option(
+        "--profile-k", type=click.IntRange(min=1), default=default, show_default=True, help=help
+    )
+
+
+def out_option(
+    help: str, *, default: Path | None = Path("reports"), metavar: str | None = None
+) -> Callable[[F], F]:
+    """--out: the folder a command writes into (a parent of run directories, or the build directory)."""
+    # Without a default nothing is shown; leaving show_default unset keeps click's own behaviour there.
+    shown: dict[str, Any] = {"show_default": True} if default is not None else {}
+    return click.option(
+        "--out",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=default,
+        metavar=metavar,
+        help=help,
+        **shown,
+    )
+
+
+progress_option = click.option(
+    "--progress/--no-progress", default=True, show_default=True, help="Show a progress bar."
+)
+
+
+def dataset_option(help: str) -> Callable[[F], F]:
+    return click.option("--dataset", default="sample", show_default=True, metavar="SOURCE", help=help)
+
+
+def subset_option(help: str) -> Callable[[F], F]:
+    return click.option("--subset", "subsets", multiple=True, metavar="NAME", help=help)
+
+
+def limit_option(help: str) -> Callable[[F], F]:
+    return click.option("--limit", type=click.IntRange(min=1), default=None, help=help)
+
+
+def dataset_options(*, dataset: str, subset: str, limit: str) -> Callable[[F], F]:
+    """--dataset, --subset, --limit: which pairs (or questions) a command reads; help texts per command."""
+    return stacked(dataset_option(dataset), subset_option(subset), limit_option(limit))
+
+
+# --- judge options (prbj judge, prbj bon score, prbj serve) ----------------------------------------------
+
+
+def context_option(choices: Sequence[str], help: str, *, multiple: bool = True) -> Callable[[F], F]:
+    """--context: repeatable (`contexts`) where a command builds one judge per context, single otherwise."""
+    if multiple:
+        return click.option(
+            "--context", "contexts", multiple=True, type=click.Choice(list(choices)), help=help
+        )
+    return click.option("--context", type=click.Choice(list(choices)), default=None, help=help)
+
+
+planner_option = click.option(
+    "--planner", metavar="PROVIDER", help="Provider that turns profile + question into aspects."
+)
+
+
+def mode_option(choices: Sequence[str], help: str) -> Callable[[F], F]:
+    return click.option(
+        "--mode", type=click.Choice(list(choices)), default=choices[0], show_default=True, help=help
+    )
+
+
+order_option = click.option(
+    "--order",
+    type=click.Choice(["random", "both"]),
+    default="random",
+    show_default=True,
+    help="random: chosen answer's position drawn per pair from --seed; both: judge each pair in both orders "
+    "(correct only if both verdicts pick the chosen answer; reports order consistency).",
+)
+
+
+def repair_option(what: str) -> Callable[[F], F]:
+    """--repair/--no-repair; `what` is the part of the reply asked for again (the verdict line, the score)."""
+    return click.option(
+        "--repair/--no-repair", default=False, help=f"Ask once more for {what} when unparseable."
+    )
+
+
+def judge_template_options(*, system: str, user: str) -> Callable[[F], F]:
+    """--judge-template-system and --judge-template-user: prompt files replacing the built-in ones."""
+    path = click.Path(dir_okay=False, exists=True, path_type=Path)
+    return stacked(
+        click.option("--judge-template-system", type=path, help=system),
+        click.option("--judge-template-user", type=path, help=user),
+    )
+
+
+scalar_options = stacked(
+    click.option(
+        "--dtype",
+        type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
+        default="auto",
+        show_default=True,
+        help="Weights and activations of hf: reward models; auto = bf16 on a GPU, fp32 on a CPU.",
+    ),
+    click.option(
+        "--device",
+        type=click.Choice(["auto", "cpu", "cuda"]),
+        default="auto",
+        show_default=True,
+        help="Where hf: reward models run; auto = cuda when available.",
+    ),
+    click.option(
+        "--trust-remote-code",
+        is_flag=True,
+        default=False,
+        help="Allow hf: reward models that ship their own Python code to run it (only for models you trust).",
+    ),
+    click.option(
+        "--max-length",
+        type=click.IntRange(min=2),
+        default=8192,
+        show_default=True,
+        help="Longest input, in tokens, of hf: reward models; longer ones lose their middle and are flagged "
+        "'truncated'.",
+    ),
+    click.option(
+        "--batch-tokens",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Padded tokens per forward pass of hf: reward models (bounds memory; scores do not depend on it). "
+        "Default: 16384 on a GPU, 4096 on a CPU. On a GPU raise --concurrency too, so that more answers wait "
+        "to be batched.",
+    ),
+)
+"""--dtype, --device, --trust-remote-code, --max-length, --batch-tokens: how hf: reward models run."""
+
+
+# --- model-calling options (judge, build, bon, serve) -----------------------------------------------------
+
+gateway_options = stacked(
     click.option(
         "--max-cost", type=click.FloatRange(min=0), default=None, metavar="USD", help="Hard cap on spend."
     ),
@@ -36,12 +203,6 @@ _GATEWAY_OPTIONS = [
         type=click.Path(dir_okay=False, exists=True, path_type=Path),
         help="Read API keys from this .env file (variables already set win).",
     ),
-]
-
-
-def gateway_options(command: F) -> F:
-    """Adds --max-cost, --dry-run, --cache-only, --cache-dir, --api-base, --providers-dir, --env-file; the
-    command receives them as keyword arguments and hands them to prbj.llm.setup.GatewayOptions."""
-    for option in reversed(_GATEWAY_OPTIONS):
-        command = option(command)
-    return command
+)
+"""--max-cost, --dry-run, --cache-only, --cache-dir, --api-base, --providers-dir, --env-file; the command
+receives them as keyword arguments and hands them to prbj.llm.setup.GatewayOptions."""

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
-from rich.console import Console
 
-from prbj.cli.options import gateway_options
+from prbj.cli.options import (
+    concurrency_option,
+    context_option,
+    gateway_options,
+    mode_option,
+    planner_option,
+    profile_k_option,
+    repair_option,
+    seed_option,
+)
 from prbj.cli.support import friendly_errors
-from prbj.errors import DataError
 
 
 @click.command()
@@ -29,48 +35,23 @@ from prbj.errors import DataError
     show_default=True,
     help="Port to listen on (0 picks a free one and prints it).",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=16,
-    show_default=True,
-    help="Judge calls in flight at once; further requests wait.",
-)
-@click.option("--seed", type=int, default=42, show_default=True, help="Seed for random judges.")
-@click.option(
-    "--context",
-    type=click.Choice(["none", "profile", "planner"]),
-    default=None,
-    help="What an LLM judge sees besides query and response: none, profile (top --profile-k posts of the "
+@concurrency_option("Judge calls in flight at once; further requests wait.")
+@seed_option("Seed for random judges.")
+@context_option(
+    ["none", "profile", "planner"],
+    "What an LLM judge sees besides query and response: none, profile (top --profile-k posts of the "
     "request's profile) or planner (aspects from --planner). Default: profile.",
+    multiple=False,
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["pointwise"]),
-    default="pointwise",
-    show_default=True,
-    help="LLM judges score each response alone on 1-10 (a reward needs one score per response).",
+@mode_option(
+    ["pointwise"], "LLM judges score each response alone on 1-10 (a reward needs one score per response)."
 )
-@click.option(
-    "--profile-k", type=click.IntRange(min=1), default=10, show_default=True, help="Profile posts shown."
-)
-@click.option("--planner", metavar="PROVIDER", help="Provider that turns profile + question into aspects.")
-@click.option("--repair/--no-repair", default=False, help="Ask once more for the score when unparseable.")
+@profile_k_option()
+@planner_option
+@repair_option("the score")
 @gateway_options
 @friendly_errors
-def serve(
-    provider: str,
-    host: str,
-    port: int,
-    concurrency: int,
-    seed: int,
-    context: str | None,
-    mode: str,
-    profile_k: int,
-    planner: str | None,
-    repair: bool,
-    **gateway_settings: Any,
-) -> None:
+def serve(**options: Any) -> None:
     """Serve a judge as an HTTP reward model for PPO trainers (verl, TRL, OpenRLHF).
 
     \b
@@ -93,45 +74,6 @@ def serve(
       GEMINI_API_KEY=... prbj serve -p gemini-3-flash --context profile --max-cost 20
       prbj serve -p openai-compatible --api-base http://127.0.0.1:8001/v1 --cache-dir cache/
     """
-    import asyncio
+    from prbj.serve.command import run_serve_command
 
-    from prbj.judges.setup import JudgeOptions, build_judges
-    from prbj.llm.setup import GatewayOptions
-    from prbj.serve.server import serve as serve_judge
-    from prbj.serve.server import served_context
-
-    del mode  # the only mode a reward server can use
-    shared = GatewayOptions.pop_from(gateway_settings)
-    if shared.dry_run:
-        raise DataError(
-            "--dry-run: a server answers live requests; use --cache-only to serve cached scores only"
-        )
-    gateway = shared.open()
-    options = JudgeOptions(
-        seed=seed,
-        contexts=(context,) if context else (),
-        profile_k=profile_k,
-        planner=planner,
-        repair=repair,
-    )
-    (judge,), _ = build_judges([provider], options, shared, gateway)
-    context = served_context(judge)
-
-    def ready(url: str) -> None:
-        click.echo(
-            f"prbj serve: judge {judge.name} (context {context}) listening on {url} "
-            "(POST /score, POST /score/batch, POST /get_reward, GET /health); Ctrl-C stops"
-        )
-        sys.stdout.flush()
-
-    try:
-        asyncio.run(serve_judge(judge, host=host, port=port, concurrency=concurrency, on_ready=ready))
-    finally:
-        if gateway.cache is not None:
-            gateway.cache.close()
-    usage = [s.as_dict() for s in gateway.stats()]
-    if usage:
-        from prbj.report.terminal import usage_table
-
-        Console().print(usage_table(usage))
-    click.echo("prbj serve: stopped")
+    run_serve_command(**options)

@@ -43,9 +43,9 @@ def friendly_errors(command: F) -> F:
             sys.exit(err.exit_code)
         except BaseExceptionGroup as group:
             # Raised inside the engine's task group (e.g. a model that fails to load mid-run): same one line.
-            err = _first(group)
-            stderr_console().print(f"[bold red]error:[/bold red] {escape(str(err))}", soft_wrap=True)
-            sys.exit(err.exit_code)
+            first = _first(group)
+            stderr_console().print(f"[bold red]error:[/bold red] {escape(str(first))}", soft_wrap=True)
+            sys.exit(first.exit_code)
         except KeyboardInterrupt:
             stderr_console().print(
                 "interrupted: finished calls are cached; rerun the same command to resume."

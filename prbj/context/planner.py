@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from prbj.context.retrieval import rank_profile
 from prbj.data.schema import JudgeView
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
-from prbj.prompts import Template, builtin, combined_sha
 from prbj.llm.providers import ProviderSpec
-from prbj.context.retrieval import rank_profile
+from prbj.prompts import Template, builtin, combined_sha
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 

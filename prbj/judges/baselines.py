@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from prbj.context.retrieval import BM25, tokenize
 from prbj.data.schema import JudgeView
 from prbj.judges.base import PointwiseJudge, word_count
-from prbj.context.retrieval import BM25, tokenize
 
 
 class RandomJudge(PointwiseJudge):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from prbj.context.planner import Planner, format_profile
 from prbj.data.schema import Context, JudgeView, Pair
 from prbj.errors import ConfigError
 from prbj.judges.base import (
@@ -26,9 +27,8 @@ from prbj.judges.base import (
 )
 from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
-from prbj.context.planner import Planner, format_profile
-from prbj.prompts import Template, builtin, combined_sha
 from prbj.llm.providers import ProviderSpec
+from prbj.prompts import Template, builtin, combined_sha
 
 OrderMode = Literal["random", "both"]
 # Official protocol: the A/B assignment is drawn per item with seed 42, p = 0.5.

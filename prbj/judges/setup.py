@@ -1,22 +1,21 @@
-"""Build judges from command options: the one place `prbj judge`, `prbj bon score` and `prbj serve` turn
-their options into JudgeSettings, a planner and user templates.
-
-Every LLM judge is built on the run's gateway, so its calls go through the same cache, limits and budget.
-"""
+"""What the user asked of the judges (JudgeOptions), and the one place a provider spec becomes a ProviderSpec
+ready to call. `prbj judge`, `prbj bon` (score, sample, evaluate), `prbj build` and `prbj serve` all resolve
+their providers through `resolve_provider`, so each is resolved, priced and key-checked once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from prbj.judges.base import Judge
-from prbj.judges.registry import JudgeSettings, resolve_judges
+from prbj.context.planner import Planner
+from prbj.data.schema import Context
 from prbj.judges.scalar import ScalarOptions
 from prbj.llm.gateway import Gateway
+from prbj.llm.providers import ProviderSpec
 from prbj.llm.setup import GatewayOptions
-from prbj.context.planner import Planner
+from prbj.local import provider as local_provider
 from prbj.prompts import Template, from_file
 
 # What a user template must show, by mode, or the judge would never see that input.
@@ -26,50 +25,59 @@ _REQUIRED_PLACEHOLDERS = {
 }
 
 
+def resolve_provider(spec: str, shared: GatewayOptions, gateway: Gateway) -> ProviderSpec:
+    """A provider ready to call: resolved (profile, litellm:<id> or hf-local:<path>), priced, and with its key
+    present when calls will really be sent. Every command resolves its providers here and only here."""
+    return local_provider.resolve_provider(
+        spec,
+        providers_dir=shared.providers_dir,
+        api_base=shared.api_base,
+        gateway=gateway,
+        require_key=shared.sends,
+    )
+
+
 @dataclass(frozen=True)
 class JudgeOptions:
+    """The judge options of `prbj judge`, `prbj bon score` and `prbj serve`, named as on the command line."""
+
     seed: int = 42
-    contexts: tuple[str, ...] = ()
+    contexts: tuple[Context, ...] = ()
     profile_k: int = 10
     planner: str | None = None
     repair: bool = False
-    system_template: Path | None = None
-    user_template: Path | None = None
+    judge_template_system: Path | None = None
+    judge_template_user: Path | None = None
     # Scoring one answer at a time is what best-of-N and a reward server need; `prbj judge` also offers pairwise.
     mode: Literal["pairwise", "pointwise"] = "pointwise"
     order: Literal["random", "both"] = "random"
     scalar: ScalarOptions = field(default_factory=ScalarOptions)
+
+    @classmethod
+    def pop_from(cls, options: dict[str, Any]) -> JudgeOptions:
+        """Take the judge options (and the scalar ones, --dtype, --device, ...) out of a command's keyword
+        arguments; a command that lacks some keeps their defaults."""
+        scalar = {f.name: options.pop(f.name) for f in fields(ScalarOptions) if f.name in options}
+        mine = {f.name: options.pop(f.name) for f in fields(cls) if f.name != "scalar" and f.name in options}
+        return cls(**mine, scalar=ScalarOptions(**scalar))
+
+    @cached_property
+    def system_template(self) -> Template | None:
+        """--judge-template-system, read and checked once (on first use)."""
+        return _template(self.judge_template_system, "--judge-template-system", set())
+
+    @cached_property
+    def user_template(self) -> Template | None:
+        """--judge-template-user, read once and checked to show what the mode needs."""
+        return _template(self.judge_template_user, "--judge-template-user", _REQUIRED_PLACEHOLDERS[self.mode])
 
 
 def _template(path: Path | None, option: str, required: set[str]) -> Template | None:
     return from_file(path, option=option, required=required) if path is not None else None
 
 
-def build_judges(
-    specs: Sequence[str], options: JudgeOptions, shared: GatewayOptions, gateway: Gateway
-) -> tuple[list[Judge], Planner | None]:
-    planner = (
-        Planner(shared.provider(options.planner), gateway, profile_k=options.profile_k)
-        if options.planner
-        else None
-    )
-    settings = JudgeSettings(
-        seed=options.seed,
-        cache=gateway.cache,
-        gateway=gateway,
-        planner=planner,
-        contexts=options.contexts,  # type: ignore[arg-type]
-        mode=options.mode,
-        order=options.order,
-        repair=options.repair,
-        profile_k=options.profile_k,
-        system_template=_template(options.system_template, "--judge-template-system", set()),
-        user_template=_template(
-            options.user_template, "--judge-template-user", _REQUIRED_PLACEHOLDERS[options.mode]
-        ),
-        providers_dir=shared.providers_dir,
-        api_base=shared.api_base,
-        require_keys=shared.sends,
-        scalar=options.scalar,
-    )
-    return resolve_judges(specs, settings), planner
+def make_planner(options: JudgeOptions, shared: GatewayOptions, gateway: Gateway) -> Planner | None:
+    """The planner of the `planner` context (--planner), on the run's gateway; None when none is asked for."""
+    if not options.planner:
+        return None
+    return Planner(resolve_provider(options.planner, shared, gateway), gateway, profile_k=options.profile_k)

@@ -1,11 +1,13 @@
 """The one call path: cache lookup → budget reservation → pacing and concurrency → retried transport call →
 cache store.
 
-A `Gateway` lives for one run. Judges, the planner, generation and gold scoring all call `Gateway.call()`; it
-never raises for provider trouble but returns a result whose `status` says what happened, so a failure is
-counted, never folded into a score. The transport that sends a request (a live LiteLLM call, an in-process
-model) is picked by the provider's `transport` field from those registered on the gateway. Local computations
-that are not chat calls (scalar reward scores) reach the same cache through `Gateway.cached()`.
+A `Gateway` lives for one run and owns its cache: use it as a context manager (`with` or `async with`), or
+call `close()`, so the cache is closed whatever happens in between. Judges, the planner, generation and gold
+scoring all call `Gateway.call()`; it never raises for provider trouble but returns a result whose `status`
+says what happened, so a failure is counted, never folded into a score. The transport that sends a request (a
+live LiteLLM call, an in-process model) is picked by the provider's `transport` field from those registered on
+the gateway. Local computations that are not chat calls (scalar reward scores) reach the same cache through
+`Gateway.cached()`.
 """
 
 from __future__ import annotations
@@ -130,6 +132,24 @@ class Gateway:
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
 
+    # --- lifetime ------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the cache (its SQLite handles); safe to call twice."""
+        if self.cache is not None:
+            self.cache.close()
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Gateway:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
     # --- public --------------------------------------------------------------------------------------
     def add_transport(self, name: str, transport: Transport) -> Transport:
         """Send requests of providers with `transport == name` through `transport`; when one is registered under
@@ -200,7 +220,8 @@ class Gateway:
     def _state(self, provider: ProviderSpec) -> _ProviderState:
         state = self._providers.get(provider.name)
         if state is None:
-            provider.check_priced()
+            # No price or key check here: every ProviderSpec a run calls was resolved, priced and key-checked
+            # once, where the command turned its options into providers.
             state = _ProviderState(
                 spec=provider,
                 stats=ProviderStats(provider.name, provider.model),

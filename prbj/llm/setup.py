@@ -1,4 +1,7 @@
-"""Build a run's Gateway (cache, budget, mode) and resolve providers from the shared command-line options."""
+"""The shared command-line options of every command that calls models, and the Gateway they open.
+
+Providers are not resolved here: prbj.judges.setup.resolve_provider is the one place a provider spec becomes
+a ProviderSpec ready to call (it needs in-process models, which sit above this layer)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from prbj.errors import ConfigError
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway, Mode
-from prbj.llm.providers import ProviderSpec, resolve_provider
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class GatewayOptions:
         return self.mode == "live"
 
     def open(self) -> Gateway:
+        """The run's gateway; use it in a `with` block so that its cache is closed whatever happens."""
         if self.dry_run and self.cache_only:
             raise ConfigError("--dry-run and --cache-only exclude each other")
         if self.env_file is not None:
@@ -44,11 +47,3 @@ class GatewayOptions:
 
             load_dotenv(self.env_file, override=False)
         return Gateway(ResponseCache(self.cache_dir), Budget(self.max_cost), mode=self.mode)
-
-    def provider(self, spec: str) -> ProviderSpec:
-        """A provider ready to call: priced, and with its key present when calls will really be sent."""
-        provider = resolve_provider(spec, self.providers_dir, self.api_base)
-        provider.check_priced()
-        if self.sends:
-            provider.api_key()
-        return provider

@@ -10,10 +10,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.report import fmt
 from prbj.report.content import Correlation, Curve, ReportContent
 from prbj.report.svg import GRID, INK, MUTED, Canvas, colour, text_width
-from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 WIDTH = 1120.0
 ROW = 26.0

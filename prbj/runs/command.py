@@ -9,8 +9,8 @@ from rich.console import Console
 
 from prbj.data import load_dataset
 from prbj.errors import DataError
-from prbj.judges.setup import JudgeOptions, build_judges
-from prbj.judges.scalar import ScalarOptions
+from prbj.judges.registry import build_judges
+from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import print_leaderboard, usage_table
 from prbj.runs.execute import RunConfig, execute
@@ -24,77 +24,47 @@ def run_judge_command(
     dataset: str,
     subsets: tuple[str, ...],
     limit: int | None,
-    seed: int,
-    contexts: tuple[str, ...],
-    profile_k: int,
-    planner: str | None,
-    mode: str,
-    order: str,
-    repair: bool,
-    judge_template_system: Path | None,
-    judge_template_user: Path | None,
     fail_on_error: float | None,
     out: Path,
     concurrency: int,
     progress: bool,
-    dtype: str,
-    device: str,
-    trust_remote_code: bool,
-    max_length: int,
-    batch_tokens: int | None,
-    **gateway_options: Any,
+    **options: Any,
 ) -> int:
-    shared = GatewayOptions.pop_from(gateway_options)
+    """The body of `prbj judge`: the remaining keyword arguments are the judge options (JudgeOptions) and
+    the shared model options (GatewayOptions)."""
+    shared = GatewayOptions.pop_from(options)
+    judging = JudgeOptions.pop_from(options)
+    if options:
+        raise TypeError(f"run_judge_command: unexpected options {sorted(options)}")
     dry_run, cache_only = shared.dry_run, shared.cache_only
     console = Console()
-    gateway = shared.open()
-    cache = gateway.cache
-    options = JudgeOptions(
-        seed=seed,
-        contexts=contexts,
-        profile_k=profile_k,
-        planner=planner,
-        repair=repair,
-        system_template=judge_template_system,
-        user_template=judge_template_user,
-        mode=mode,  # type: ignore[arg-type]
-        order=order,  # type: ignore[arg-type]
-        scalar=ScalarOptions(
-            dtype=dtype,
-            device=device,
-            trust_remote_code=trust_remote_code,
-            max_length=max_length,
-            batch_tokens=batch_tokens,
-        ),
-    )
-    judges, planner_obj = build_judges(providers, options, shared, gateway)
-    data = load_dataset(dataset).select(subsets, limit)
-    if not data.pairs:
-        raise DataError(f"--dataset {dataset}: no pairs to judge")
-    config = RunConfig(
-        dataset=dataset,
-        subsets=subsets,
-        limit=limit,
-        seed=seed,
-        out_dir=out,
-        concurrency=concurrency,
-        show_progress=progress,
-    )
-    try:
-        result = execute(data, judges, config, gateway=gateway, planner=planner_obj)
-    finally:
-        if cache is not None:
-            cache.close()
+    with shared.open() as gateway:
+        judges, planner = build_judges(providers, judging, shared, gateway)
+        data = load_dataset(dataset).select(subsets, limit)
+        if not data.pairs:
+            raise DataError(f"--dataset {dataset}: no pairs to judge")
+        config = RunConfig(
+            dataset=dataset,
+            subsets=subsets,
+            limit=limit,
+            seed=judging.seed,
+            out_dir=out,
+            concurrency=concurrency,
+            show_progress=progress,
+        )
+        result = execute(data, judges, config, gateway=gateway, planner=planner)
     usage = result.extra.get("usage", [])
     if dry_run:
         console.print(usage_table(usage, dry_run=True))
         return 0
     print_leaderboard(result.summary, console)
-    _print_truncations(result.judgments, max_length, console)
+    _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
         console.print(usage_table(usage))
-    console.print(f"run directory: {result.run_dir}")
-    console.print(f"report: {result.run_dir / 'report.html'}")
+    run_dir = result.run_dir
+    assert run_dir is not None  # only a dry run writes no run directory, and it returned above
+    console.print(f"run directory: {run_dir}")
+    console.print(f"report: {run_dir / 'report.html'}")
     if cache_only:
         missing = int((result.judgments["status"] == "skipped_cache").sum())
         if missing:

@@ -1,0 +1,46 @@
+"""`prbj serve` behind the CLI: build the judge from options, serve it until stopped, report the usage."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rich.console import Console
+
+from prbj.data.schema import Context
+from prbj.errors import DataError
+from prbj.judges.registry import build_judges
+from prbj.judges.setup import JudgeOptions
+from prbj.llm.setup import GatewayOptions
+from prbj.report.terminal import usage_table
+from prbj.serve import server
+
+
+def run_serve_command(
+    *, provider: str, host: str, port: int, concurrency: int, context: Context | None, **options: Any
+) -> None:
+    """The body of `prbj serve`, until Ctrl-C or SIGTERM stops the server. The remaining keyword arguments
+    are the judge options (JudgeOptions; --mode is pointwise, the only mode a reward server can use) and the
+    shared model options (GatewayOptions)."""
+    shared = GatewayOptions.pop_from(options)
+    if shared.dry_run:
+        raise DataError(
+            "--dry-run: a server answers live requests; use --cache-only to serve cached scores only"
+        )
+    judging = JudgeOptions.pop_from({**options, "contexts": (context,) if context else ()})
+    with shared.open() as gateway:
+        (judge,), _ = build_judges([provider], judging, shared, gateway)
+        served = server.served_context(judge)
+
+        def ready(url: str) -> None:
+            print(
+                f"prbj serve: judge {judge.name} (context {served}) listening on {url} "
+                "(POST /score, POST /score/batch, POST /get_reward, GET /health); Ctrl-C stops",
+                flush=True,
+            )
+
+        asyncio.run(server.serve(judge, host=host, port=port, concurrency=concurrency, on_ready=ready))
+    usage = [s.as_dict() for s in gateway.stats()]
+    if usage:
+        Console().print(usage_table(usage))
+    print("prbj serve: stopped", flush=True)
