@@ -25,10 +25,12 @@ from prbj.data.loaders import Dataset
 from prbj.data.validate import parse_pair
 from prbj.errors import ConfigError
 from prbj.judges.base import PairTask
-from prbj.judges.registry import JudgeSettings, resolve_judges
+from prbj.judges.registry import resolve_judges
 from prbj.judges.scalar import ScalarJudge, ScalarOptions, conversation, make_scalar_judge
+from prbj.judges.setup import JudgeOptions
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway
+from prbj.llm.setup import GatewayOptions
 from prbj.local.packing import group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
 from prbj.runs.execute import judge_dataset
 
@@ -90,9 +92,10 @@ def _judge(folder: Path, tmp_path: Path, context: str = "none", **options: Any) 
     )
 
 
-def _settings(tmp_path: Path) -> JudgeSettings:
-    cache = ResponseCache(tmp_path / "cache")
-    return JudgeSettings(cache=cache, gateway=Gateway(cache))
+def _scalar_judges(specs: Sequence[str], tmp_path: Path, options: JudgeOptions | None = None) -> list[Any]:
+    """Judges as `prbj judge` builds them, through the registry, on a gateway with its own cache."""
+    gateway = Gateway(ResponseCache(tmp_path / "cache"))
+    return resolve_judges(specs, options or JudgeOptions(), GatewayOptions(), gateway)
 
 
 def _pairs(records: Sequence[dict[str, Any]] = RECORDS) -> tuple[Any, ...]:
@@ -417,10 +420,9 @@ def test_unusable_models_are_one_line_exit_2(spec: str, message: str, tmp_path: 
 
 
 def test_checkpoints_that_are_no_reward_model_are_refused(models: Models, tmp_path: Path) -> None:
-    settings = _settings(tmp_path)
     causal = build_causal_lm(tmp_path / "causal", VOCAB_TEXTS[:2])
     with pytest.raises(ConfigError, match="not a sequence-classification reward model"):
-        resolve_judges([f"hf:{causal}"], settings)
+        _scalar_judges([f"hf:{causal}"], tmp_path)
 
     no_template = Path(shutil.copytree(models.plain, tmp_path / "no-template"))
     (no_template / "chat_template.jinja").unlink()
@@ -428,7 +430,7 @@ def test_checkpoints_that_are_no_reward_model_are_refused(models: Models, tmp_pa
     config.pop("chat_template", None)
     (no_template / "tokenizer_config.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError, match="no chat template"):
-        resolve_judges([f"hf:{no_template}"], settings)
+        _scalar_judges([f"hf:{no_template}"], tmp_path)
 
 
 async def test_a_failing_batch_fails_its_callers_and_not_the_next_batch() -> None:
@@ -455,12 +457,11 @@ async def test_models_with_their_own_code_run_only_when_trusted(
     # Keep the imported model code out of the user's ~/.cache.
     monkeypatch.setattr(dynamic_module_utils, "HF_MODULES_CACHE", str(tmp_path / "modules"))
     remote = mark_as_remote_code(Path(shutil.copytree(models.plain, tmp_path / "remote")), auto_class)
-    settings = _settings(tmp_path)
     with pytest.raises(ConfigError, match="--trust-remote-code"):
-        resolve_judges([f"hf:{remote}"], settings)
+        _scalar_judges([f"hf:{remote}"], tmp_path)
 
-    settings.scalar = ScalarOptions(trust_remote_code=True)
-    (judge,) = resolve_judges([f"hf:{remote}"], settings)
+    trusted = JudgeOptions(scalar=ScalarOptions(trust_remote_code=True))
+    (judge,) = _scalar_judges([f"hf:{remote}"], tmp_path, trusted)
     pair = _pairs()[0]
     judgment = await judge.judge(PairTask(pair, "none"))
     assert type(judge.model._ensure_loaded()).__name__ == "CustomRewardModel"
