@@ -4,7 +4,7 @@ needed it. Every layer reads these names from here; judgments.parquet and summar
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 # What a call to a model ended in. `ok` is the only status that carries an answer.
 CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
@@ -46,7 +46,10 @@ def severity(status: str) -> int:
     return _SEVERITY.get(status, 0)
 
 
-def most_severe(statuses: Iterable[str]) -> str:
+S = TypeVar("S", bound=str)
+
+
+def most_severe(statuses: Iterable[S]) -> S:
     """The status that explains a combined result best; `ok` only when every part was ok."""
     ranked = sorted(statuses, key=severity, reverse=True)
     if not ranked:

@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prbj.data.schema import Context, JudgeView, Pair
+from prbj.data.status import Status
 
-Status = Literal["ok", "parse_error", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
 # "inconsistent": judged in both orders, the two verdicts disagree (never counted as correct).
 Verdict = Literal["chosen", "rejected", "tie", "inconsistent"]
-STATUSES: tuple[str, ...] = ("ok", "parse_error", "api_error", "skipped_budget", "skipped_cache", "dry_run")
 
 
 class ScoreFailure(Exception):

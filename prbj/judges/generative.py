@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from prbj.context.planner import Planner, format_profile
 from prbj.data.schema import Context, JudgeView, Pair
+from prbj.data.status import CALL_STATUSES, Status, most_severe
 from prbj.errors import ConfigError
 from prbj.judges.base import (
     Judge,
@@ -22,7 +23,6 @@ from prbj.judges.base import (
     PairTask,
     PointwiseJudge,
     ScoreFailure,
-    Status,
     verdict_from_scores,
 )
 from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
@@ -34,14 +34,6 @@ OrderMode = Literal["random", "both"]
 # Official protocol: the A/B assignment is drawn per item with seed 42, p = 0.5.
 DEFAULT_ORDER_SEED = 42
 SCORE_SCALE = (1.0, 10.0)
-_FAILURE_RANK: dict[str, int] = {
-    "ok": 0,
-    "parse_error": 1,
-    "api_error": 2,
-    "skipped_cache": 3,
-    "skipped_budget": 4,
-    "dry_run": 5,
-}
 
 
 def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
@@ -161,7 +153,7 @@ class LLMJudgeBase:
         return {
             "provider": self.provider.name,
             "model": self.provider.model,
-            "api_base": self.provider.api_base,
+            "api_base": self.provider.redacted_api_base,
             "templates": {t.name: t.sha for t in (self.system, self.user, *self.contexts.templates())},
             "repair": self.repair,
         }
@@ -253,7 +245,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 errors.append(error)
             if letter is not None:
                 picks[position] = "chosen" if letter == position else "rejected"
-        status = max(statuses, key=lambda s: _FAILURE_RANK.get(s, 9))
+        status = most_severe(statuses)
         verdict = None
         if status == "ok":
             values = set(picks.values())
@@ -369,7 +361,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
 
 
 def _status(result: LLMResult) -> Status:
-    return result.status if result.status in _FAILURE_RANK else "api_error"  # type: ignore[return-value]
+    return result.status if result.status in CALL_STATUSES else "api_error"
 
 
 def _snippet(text: str | None, limit: int = 120) -> str:

@@ -8,14 +8,13 @@ from typing import Any
 from rich.console import Console
 
 from prbj.data import load_dataset
+from prbj.data.status import FAILED_STATUSES
 from prbj.errors import DataError
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import print_leaderboard, usage_table
 from prbj.runs.execute import RunConfig, execute
-
-FAILED_STATUSES = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
 
 
 def run_judge_command(
