@@ -76,9 +76,14 @@ def _length_stats(group: pl.DataFrame) -> tuple[float | None, float | None]:
     chosen_longer = decided["chosen_words"] > decided["rejected_words"]
     picked_chosen = decided["verdict"] == "chosen"
     picked_rejected = decided["verdict"] == "rejected"
-    picked_longer = ((chosen_longer & picked_chosen) | (~chosen_longer & picked_rejected)).sum()
-    halves = [picked_chosen.filter(mask).mean() for mask in (chosen_longer, ~chosen_longer) if mask.any()]
+    picked_longer = int(((chosen_longer & picked_chosen) | (~chosen_longer & picked_rejected)).sum())
+    halves = [_share(picked_chosen.filter(mask)) for mask in (chosen_longer, ~chosen_longer) if mask.any()]
     return picked_longer / decided.height, float(np.mean(halves))
+
+
+def _share(flags: pl.Series) -> float:
+    """The share of true values in a non-empty boolean series (polars types `mean()` loosely)."""
+    return int(flags.sum()) / flags.len()
 
 
 def _position_stats(group: pl.DataFrame) -> dict[str, float | None]:
@@ -89,8 +94,8 @@ def _position_stats(group: pl.DataFrame) -> dict[str, float | None]:
     in_b = ok["verdict_chosen_b"].drop_nulls()
     if in_a.len() + in_b.len() == 0:
         return {}
-    acc_a = float((in_a == "chosen").mean()) if in_a.len() else None
-    acc_b = float((in_b == "chosen").mean()) if in_b.len() else None
+    acc_a = _share(in_a == "chosen") if in_a.len() else None
+    acc_b = _share(in_b == "chosen") if in_b.len() else None
     said_a = int((in_a == "chosen").sum()) + int((in_b == "rejected").sum())
     both = ok.filter(pl.col("chosen_position") == "both")
     return {
@@ -98,7 +103,7 @@ def _position_stats(group: pl.DataFrame) -> dict[str, float | None]:
         "accuracy_chosen_b": acc_b,
         "share_a": said_a / (in_a.len() + in_b.len()),
         "position_bias": acc_a - acc_b if acc_a is not None and acc_b is not None else None,
-        "order_consistency": float((both["verdict"] != "inconsistent").mean()) if both.height else None,
+        "order_consistency": _share(both["verdict"] != "inconsistent") if both.height else None,
     }
 
 

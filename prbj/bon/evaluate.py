@@ -168,7 +168,7 @@ def _point(rm: str, subset: str, k: int, rows: pl.DataFrame, seed: int) -> Curve
         n_scored=int(scored.size),
         no_pick=no_pick,
         gold_failed=rows.height - int(scored.size) - no_pick,
-        **stats,  # type: ignore[arg-type]
+        **stats,
     )
 
 

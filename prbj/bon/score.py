@@ -9,7 +9,7 @@ and counted, and a question none of whose first k samples has a score gets no pi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -134,7 +134,7 @@ async def score_samples(
     by_question: dict[str, list[tuple[int, str]]] = {}
     for pair_id, index, text in answered.select("pair_id", "sample_index", "text").iter_rows():
         by_question.setdefault(pair_id, []).append((index, text))
-    jobs = []
+    jobs: list[Callable[[], Awaitable[list[dict[str, Any]]]]] = []
     for rm in rms:
         for pair_id, items in by_question.items():
             pair = questions[pair_id]

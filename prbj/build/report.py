@@ -11,7 +11,7 @@ from prbj.build.checks import DIMENSIONS
 from prbj.data.status import STATUS_MEANING, UNANSWERED_STATUSES
 from prbj.report.terminal import SHORT_SUBSET
 
-REASON_TEXT = {
+REASON_TEXT: dict[str, str] = {
     "planner_no_aspects": "the planner gave no aspects",
     "no_gold_aspects": "the record has no gold rubric aspects",
     "empty_chosen": "the chosen answer is empty",

@@ -26,8 +26,9 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -173,9 +174,13 @@ class ScalarModel:
     def encode(self, conversations: Sequence[Messages]) -> list[Encoded]:
         """Token ids of each conversation, straight from the message list (one tokenizer pass, no second BOS).
         Control tokens inside message text (a pasted '<|eot_id|>') stay text, where transformers supports it."""
-        extra = {"sanitize_control_tokens": True} if self._sanitize else {}
-        rows = self.tokenizer.apply_chat_template(
-            [list(c) for c in conversations], tokenize=True, return_dict=False, **extra
+        extra: dict[str, Any] = {"sanitize_control_tokens": True} if self._sanitize else {}
+        # With tokenize=True and return_dict=False the tokenizer returns one id list per conversation.
+        rows = cast(
+            list[list[int]],
+            self.tokenizer.apply_chat_template(
+                [list(c) for c in conversations], tokenize=True, return_dict=False, **extra
+            ),
         )
         encoded = []
         for ids in rows:
@@ -195,10 +200,10 @@ class ScalarModel:
         if groups and all(group.prefix_length > 0 for group in groups):
             for packed in pack_groups(groups, [len(r) for r in rows], self.batch_tokens):
                 order = [i for group in packed for i in group.members]
-                batches.append((order, lambda packed=packed: self.forward_shared(packed, rows)))
+                batches.append((order, partial(self.forward_shared, packed, rows)))
         else:
             for order in pack_by_tokens([len(r) for r in rows], self.batch_tokens):
-                batches.append((order, lambda order=order: self.forward([rows[i] for i in order])))
+                batches.append((order, partial(self.forward, [rows[i] for i in order])))
         for order, run in batches:
             if stop is not None and stop.is_set():
                 return
@@ -257,21 +262,23 @@ class ScalarModel:
 
         device = self.device
         cache = DynamicCache(config=model.config)
+        # Set by _load: the name under which this model's forward() takes a key/value cache.
+        cache_argument = cast(str, self._cache_argument)
         with torch.inference_mode():
             model(
                 input_ids=prefix_ids.to(device),
                 attention_mask=prefix_mask.to(device),
                 position_ids=prefix_positions.to(device),
                 use_cache=True,
-                **{self._cache_argument: cache},
+                **{cache_argument: cache},
             )
-            cache.reorder_cache(owner_index.to(device))
+            cache.reorder_cache(cast(torch.LongTensor, owner_index.to(device)))
             output = model(
                 input_ids=suffix_ids.to(device),
                 attention_mask=torch.cat([prefix_mask[owner_index], suffix_mask], dim=1).to(device),
                 position_ids=suffix_positions.to(device),
                 use_cache=True,
-                **{self._cache_argument: cache},
+                **{cache_argument: cache},
             )
         self.forward_passes += 2
         self.tokens_scored += int(prefix_mask.sum()) + sum(len(s) for s in suffixes)

@@ -92,7 +92,7 @@ def parse_profile(value: Any, where: str = "") -> tuple[ProfilePost, ...]:
             continue
         if not isinstance(item, dict):
             raise RequestError(f"field '{where}profile[{index}]': expected a string or an object with 'text'")
-        text = _text(item, "text", f"{where}profile[{index}].", required=True)
+        text = _text(item, "text", f"{where}profile[{index}].", required=True) or ""
         category = _text(item, "category", f"{where}profile[{index}].", required=False) or ""
         post_id = item.get("id")
         posts.append(
