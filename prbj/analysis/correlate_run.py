@@ -314,7 +314,10 @@ def correlate(
     for table in tables:
         for column in benchmark_columns(prbj, external, table, config.benchmark_subset):
             outcome = compare(table, column, config)
-            (comparisons if isinstance(outcome, Comparison) else skipped).append(outcome)  # type: ignore[arg-type]
+            if isinstance(outcome, Comparison):
+                comparisons.append(outcome)
+            else:
+                skipped.append(outcome)
     if not comparisons:
         benchmark_rms = sorted(
             {rm for t in tables for c in benchmark_columns(prbj, external, t, "all") for rm in c.accuracy}

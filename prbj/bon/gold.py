@@ -97,9 +97,10 @@ def parse_scores(reply: str | None, count: int, shown: Sequence[str] = ()) -> tu
     if len(value) != count:
         return None, f"expected {count} scores, got {len(value)}"
     scores = [match_value(v) for v in value]
-    if any(s is None for s in scores):
+    valid = [s for s in scores if s is not None]
+    if len(valid) != len(scores):
         return None, f"scores must be 0, 1 or 2: {_snippet(json.dumps(value))}"
-    return scores, ""  # type: ignore[return-value]
+    return valid, ""
 
 
 def parse_match_score(reply: str | None, shown: Sequence[str] = ()) -> tuple[int | None, str]:
@@ -179,7 +180,7 @@ class GoldJudge:
         if problems:
             grade.status, grade.error = "parse_error", "; ".join(problems)
             return grade
-        grade.aspect_scores = [score for score, _ in parsed]  # type: ignore[misc]
+        grade.aspect_scores = [score for score, _ in parsed if score is not None]
         return grade
 
 

@@ -59,6 +59,7 @@ class RewardModel:
 def reward_models(judges: Sequence[Judge]) -> list[RewardModel]:
     """Check every judge can rank samples without the answer key, and name each: the judge's own name, or
     name@context when one judge runs in several contexts."""
+    pointwise: list[PointwiseJudge] = []
     for judge in judges:
         if not isinstance(judge, PointwiseJudge):
             raise ConfigError(
@@ -70,11 +71,12 @@ def reward_models(judges: Sequence[Judge]) -> list[RewardModel]:
                 f"--provider {judge.name}: --context oracle shows the gold rubric, which is what the picks are "
                 "graded against; use none, profile or planner"
             )
-    names = [judge.name for judge in judges]
+        pointwise.append(judge)
+    names = [judge.name for judge in pointwise]
     clash = {name for name in names if names.count(name) > 1}
     return [
-        RewardModel(f"{judge.name}@{judge.context}" if judge.name in clash else judge.name, judge)  # type: ignore[arg-type]
-        for judge in judges
+        RewardModel(f"{judge.name}@{judge.context}" if judge.name in clash else judge.name, judge)
+        for judge in pointwise
     ]
 
 

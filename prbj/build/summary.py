@@ -71,6 +71,7 @@ def _distribution(values: pl.Series) -> dict[str, Any]:
     histogram = values.value_counts().sort(values.name)
     return {
         "n": values.len(),
+        # polars types mean() as any scalar; on these numeric columns it is a number.
         "mean": round(float(values.mean()), 4),  # type: ignore[arg-type]
         "histogram": {f"{v:g}": int(n) for v, n in histogram.iter_rows()},
     }
@@ -97,6 +98,7 @@ def length_balance(frame: pl.DataFrame, *, warn: bool) -> dict[str, Any]:
         "chosen_shorter": shorter,
         "equal_length": n - longer - shorter,
         "chosen_longer_share": round(share, 4) if share is not None else None,
+        # polars types mean() as any scalar; word counts are integers, so it is a number.
         "mean_words_chosen": round(float(kept["chosen_words"].mean()), 2) if n else None,  # type: ignore[arg-type]
         "mean_words_rejected": round(float(kept["rejected_words"].mean()), 2) if n else None,  # type: ignore[arg-type]
         "warning_share": LENGTH_WARNING_SHARE,

@@ -154,6 +154,7 @@ def _failed(row: GroupStats) -> int:
 
 def _mean(series: pl.Series) -> float | None:
     value = series.mean() if series.len() else None
+    # polars types mean() as any scalar; on a numeric column it is a number.
     return None if value is None else float(value)  # type: ignore[arg-type]
 
 
@@ -228,6 +229,7 @@ def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
         cached = _mean(frame[CACHED_COLUMN].drop_nulls().cast(pl.Float64))
     column = next((c for c in LATENCY_COLUMNS if c in frame.columns), None)
     if column and frame[column].drop_nulls().len():
+        # polars types median() as any scalar; on a numeric column it is a number.
         latency = float(frame[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
     return CostRow(entry, frame.height, total, per_100, cached, latency)
 

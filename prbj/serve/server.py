@@ -33,7 +33,7 @@ import re
 import signal
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -170,7 +170,8 @@ class RewardService:
     def __init__(self, judge: Judge, *, concurrency: int = 16, read_timeout: float = READ_TIMEOUT) -> None:
         self.context = served_context(judge)
         self.read_timeout = read_timeout
-        self.judge: PointwiseJudge = judge  # type: ignore[assignment]
+        # served_context() above refuses judges that cannot score one answer at a time.
+        self.judge: PointwiseJudge = cast(PointwiseJudge, judge)
         self._gate = asyncio.Semaphore(concurrency)
         self.scored = 0
 
