@@ -254,7 +254,7 @@ class Gateway:
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
         spec, stats = state.spec, state.stats
         prompt_estimate, completion_bound, worst_case = self._estimate(spec, request)
-        if not self.budget.try_reserve(worst_case):
+        if not await self.budget.reserve(worst_case):
             stats.skipped_budget += 1
             return LLMResult(
                 status="skipped_budget", error=f"would cross --max-cost (worst case ${worst_case:.4f})"
@@ -276,7 +276,7 @@ class Gateway:
                     if attempts > 1:
                         stats.retries += 1
                         # Every attempt is a request the provider may bill: each needs its own reservation.
-                        if not self.budget.try_reserve(worst_case):
+                        if not await self.budget.reserve(worst_case):
                             raise _OverBudget
                         reserved = worst_case
                     try:
@@ -285,6 +285,12 @@ class Gateway:
                         )
                     except Exception as err:
                         self._account_failed_attempt(state, err, reserved)
+                        reserved = 0.0
+                        raise
+                    except asyncio.CancelledError:
+                        # A call stopped mid-flight may have been billed: its worst case stays counted, and
+                        # calls waiting for room are woken rather than left waiting on a share never settled.
+                        self.budget.settle(reserved, reserved)
                         reserved = 0.0
                         raise
         except _OverBudget:
