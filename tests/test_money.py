@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -102,3 +102,41 @@ def test_judge_fills_the_cap_and_says_so(server, tmp_path, concurrency) -> None:
     assert 0.09 <= usage["cost_usd"] <= 0.1
     assert usage["requests_sent"] == server.count() == 19
     assert f"budget reached: $0.0950 of $0.1000 spent, {usage['skipped_budget']} calls not sent" in result.stdout
+
+
+# --- item 6: two processes on one cache buy each answer once -------------------------------------------------
+def test_a_lease_is_exclusive_across_cache_instances_and_expires(tmp_path) -> None:
+    first, second = ResponseCache(tmp_path / "cache"), ResponseCache(tmp_path / "cache")
+    assert first.claim("llm:abc", "one", 0.5)
+    assert not second.claim("llm:abc", "two", 0.5)  # held by another
+    assert second.leased("llm:abc")
+    assert second.claim("llm:other", "two", 0.5)  # leases are per key
+    first.renew("llm:abc", "one", 0.8)
+    time.sleep(0.6)
+    assert not second.claim("llm:abc", "two", 0.5)  # renewed: still held
+    time.sleep(0.4)
+    assert second.claim("llm:abc", "two", 5)  # a holder that stopped renewing loses it
+    first.release("llm:abc", "one")  # not its lease any more: nothing happens
+    assert not first.claim("llm:abc", "one", 5)
+    second.release("llm:abc", "two")
+    assert first.claim("llm:abc", "one", 5)
+    # Leases are not answers: listings and stats leave them out.
+    assert list(first.keys()) == [] and first.stats().entries == 0
+    first.close()
+    second.close()
+
+
+@pytest.mark.processes
+def test_two_processes_on_one_cache_buy_each_answer_once(server, tmp_path) -> None:
+    server.latency = 0.1
+    command = prbj(server, tmp_path, "--limit", "10", "--concurrency", "8")
+    procs = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert server.count() <= 30 * 1.05  # one run makes 30 calls
+    runs = sorted((tmp_path / "out").iterdir())
+    summaries = [json.loads((run_dir / "summary.json").read_text())["results"] for run_dir in runs]
+    assert len(summaries) == 2 and summaries[0] == summaries[1]
