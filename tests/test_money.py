@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 from loopback import ProviderServer
 from test_gateway_cli import env, latest_run, prbj, right_answer, run
@@ -140,3 +141,38 @@ def test_two_processes_on_one_cache_buy_each_answer_once(server, tmp_path) -> No
     runs = sorted((tmp_path / "out").iterdir())
     summaries = [json.loads((run_dir / "summary.json").read_text())["results"] for run_dir in runs]
     assert len(summaries) == 2 and summaries[0] == summaries[1]
+
+
+# --- item 10: --retry-failed heals unparseable replies deliberately ------------------------------------------
+@pytest.mark.processes
+def test_retry_failed_heals_parse_errors_with_a_fresh_sample(server, tmp_path) -> None:
+    seen: set[str] = set()
+
+    def garbage_first(request) -> str:
+        # The first reply to each prompt has no verdict; asked again, the judge answers properly.
+        if request.prompt not in seen:
+            seen.add(request.prompt)
+            return "I cannot decide."
+        return right_answer(request)
+
+    server.reply = garbage_first
+
+    def statuses() -> pl.DataFrame:
+        return pl.read_parquet(latest_run(tmp_path) / "judgments.parquet")
+
+    first = run(prbj(server, tmp_path, "--limit", "3"))
+    assert first.returncode in (0, 1), first.stderr
+    assert set(statuses()["status"]) == {"parse_error"} and server.count() == 9
+    plain = run(prbj(server, tmp_path, "--limit", "3"))
+    assert set(statuses()["status"]) == {"parse_error"}  # the cached reply is served again
+    assert server.count() == 9, plain.stderr
+    healed = run(prbj(server, tmp_path, "--limit", "3", "--retry-failed"))
+    assert healed.returncode == 0, healed.stderr
+    table = statuses()
+    assert set(table["status"]) == {"ok"} and table["correct"].all()
+    assert set(table["sample_index"]) == {1}
+    assert server.count() == 18
+    again = run(prbj(server, tmp_path, "--limit", "3", "--retry-failed"))
+    assert again.returncode == 0, again.stderr
+    assert set(statuses()["status"]) == {"ok"} and server.count() == 18
+    assert "accuracy % over successful judgments only" in again.stdout
