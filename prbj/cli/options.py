@@ -119,10 +119,24 @@ order_option = click.option(
 
 
 def repair_option(what: str) -> Callable[[F], F]:
-    """--repair/--no-repair; `what` is the part of the reply asked for again (the verdict line, the score)."""
-    return click.option(
+    """--repair/--no-repair and --retry-failed, the two ways of healing replies without {what}: `what` is the
+    part of the reply asked for (the verdict line, the score)."""
+    repair = click.option(
         "--repair/--no-repair", default=False, help=f"Ask once more for {what} when unparseable."
     )
+    retry_failed = click.option(
+        "--retry-failed",
+        is_flag=True,
+        default=False,
+        help="Re-ask calls that ended in parse_error or api_error with fresh samples (a few at most), each "
+        "cached; without it a rerun serves the cached reply, so failures stay reproducible. The sample used "
+        "is recorded (column sample_index).",
+    )
+
+    def decorate(command: F) -> F:
+        return repair(retry_failed(command))
+
+    return decorate
 
 
 def judge_template_options(*, system: str, user: str) -> Callable[[F], F]:

@@ -27,6 +27,9 @@ STATUS_MEANING: dict[Status, str] = {
     "skipped_cache": "not in the cache (--cache-only)",
     "dry_run": "not sent (--dry-run)",
 }
+# Failures a fresh sample of the same prompt can heal (--retry-failed): an unreadable reply, a provider error.
+# A budget or cache skip cannot be healed by asking again.
+HEALABLE_STATUSES: tuple[Status, ...] = ("parse_error", "api_error")
 
 # When one result needs several calls (both answer orders, one grade per rubric aspect), the result takes the
 # status that explains the most: a call never sent outranks one that failed, which outranks a reply that was

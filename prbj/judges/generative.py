@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from prbj.context.planner import Planner, format_profile
 from prbj.data.schema import Context, JudgeView, Pair
-from prbj.data.status import CALL_STATUSES, Status, most_severe
+from prbj.data.status import CALL_STATUSES, HEALABLE_STATUSES, Status, most_severe
 from prbj.errors import ConfigError
 from prbj.judges.base import (
     Judge,
@@ -34,6 +34,8 @@ OrderMode = Literal["random", "both"]
 # Official protocol: the A/B assignment is drawn per item with seed 42, p = 0.5.
 DEFAULT_ORDER_SEED = 42
 SCORE_SCALE = (1.0, 10.0)
+# --retry-failed: how many fresh samples a failed call may get (sample indexes 1..this); each one is cached.
+MAX_RETRY_SAMPLES = 3
 
 
 def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
@@ -119,6 +121,8 @@ class Usage:
     completion_tokens: int = 0
     calls: int = 0
     cached_calls: int = 0
+    # The highest sample index a verdict or score came from (0 unless --retry-failed re-asked).
+    sample_index: int = 0
 
     def add(self, result: LLMResult) -> None:
         self.cost_usd += result.cost_usd
@@ -133,6 +137,7 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached": self.calls > 0 and self.cached_calls == self.calls,
+            "extra": {"sample_index": self.sample_index},
         }
 
 
@@ -145,6 +150,7 @@ class LLMJudgeBase:
     system: Template
     user: Template
     repair: bool
+    retry_failed: bool = False
 
     def _template_hash(self) -> str:
         return combined_sha(self.system, self.user, *self.contexts.templates()) + f"-p{PARSER_VERSION}"
@@ -163,9 +169,13 @@ class LLMJudgeBase:
         profile too."""
         return self.system.render(values), self.user.render(values)
 
-    async def _ask(self, prompt: tuple[str, str], usage: Usage) -> LLMResult:
+    def _samples(self) -> range:
+        """The sample indexes a call may use: 0, and with --retry-failed a few fresh ones after a failure."""
+        return range(1 + (MAX_RETRY_SAMPLES if self.retry_failed else 0))
+
+    async def _ask(self, prompt: tuple[str, str], usage: Usage, sample: int = 0) -> LLMResult:
         system, user = prompt
-        request = LLMRequest.chat(system, user, template_hash=self._template_hash())
+        request = LLMRequest.chat(system, user, template_hash=self._template_hash(), sample_index=sample)
         result = await self.gateway.call(self.provider, request)
         usage.add(result)
         return result
@@ -200,6 +210,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         system: Template | None = None,
         user: Template | None = None,
         repair: bool = False,
+        retry_failed: bool = False,
     ) -> None:
         self.name = provider.name
         self.provider = provider
@@ -211,6 +222,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         self.system = system or builtin("pairwise_system")
         self.user = user or builtin("pairwise_user")
         self.repair = repair
+        self.retry_failed = retry_failed
         self.positions: dict[str, str] = {}
 
     def describe(self) -> dict[str, Any]:
@@ -264,6 +276,16 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
     async def _verdict(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage
     ) -> tuple[Status, str | None, str | None]:
+        for sample in self._samples():
+            status, letter, error = await self._verdict_sample(view, block, answer_a, answer_b, usage, sample)
+            if status not in HEALABLE_STATUSES:
+                break
+        usage.sample_index = max(usage.sample_index, sample)
+        return status, letter, error
+
+    async def _verdict_sample(
+        self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage, sample: int
+    ) -> tuple[Status, str | None, str | None]:
         prompt = self._prompt(
             {
                 "context": block.text,
@@ -274,7 +296,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 "rubrics": block.rubrics,
             }
         )
-        result = await self._ask(prompt, usage)
+        result = await self._ask(prompt, usage, sample)
         if not result.ok:
             return _status(result), None, result.error
         letter = parse_verdict(result.text, [answer_a, answer_b])
@@ -300,6 +322,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         system: Template | None = None,
         user: Template | None = None,
         repair: bool = False,
+        retry_failed: bool = False,
     ) -> None:
         self.name = f"{provider.name}:pointwise"
         self.provider = provider
@@ -309,6 +332,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         self.system = system or builtin("pointwise_system")
         self.user = user or builtin("pointwise_user")
         self.repair = repair
+        self.retry_failed = retry_failed
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **self._describe(), "mode": "pointwise", "scale": list(SCORE_SCALE)}
@@ -338,6 +362,21 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         return [await self._score_one(view, block, answer, usage) for answer in answers]
 
     async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
+        for sample in self._samples():
+            try:
+                value = await self._score_sample(view, block, answer, usage, sample)
+            except ScoreFailure as failure:
+                if failure.status not in HEALABLE_STATUSES or sample == self._samples()[-1]:
+                    usage.sample_index = max(usage.sample_index, sample)
+                    raise
+                continue
+            usage.sample_index = max(usage.sample_index, sample)
+            return value
+        raise AssertionError("unreachable: the last sample returns or raises")
+
+    async def _score_sample(
+        self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage, sample: int
+    ) -> float:
         prompt = self._prompt(
             {
                 "context": block.text,
@@ -347,7 +386,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
                 "rubrics": block.rubrics,
             }
         )
-        result = await self._ask(prompt, usage)
+        result = await self._ask(prompt, usage, sample)
         if not result.ok:
             raise ScoreFailure(_status(result), result.error or "call failed")
         value = parse_score(result.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])

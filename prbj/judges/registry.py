@@ -76,6 +76,7 @@ def _llm(
                     system=system,
                     user=user,
                     repair=options.repair,
+                    retry_failed=options.retry_failed,
                 )
             )
         else:
@@ -90,6 +91,7 @@ def _llm(
                     system=system,
                     user=user,
                     repair=options.repair,
+                    retry_failed=options.retry_failed,
                 )
             )
     return judges

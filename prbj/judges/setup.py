@@ -46,6 +46,8 @@ class JudgeOptions:
     profile_k: int = 10
     planner: str | None = None
     repair: bool = False
+    # --retry-failed: re-ask parse_error/api_error calls with fresh sample indexes (see generative.py).
+    retry_failed: bool = False
     judge_template_system: Path | None = None
     judge_template_user: Path | None = None
     # Scoring one answer at a time is what best-of-N and a reward server need; `prbj judge` also offers pairwise.

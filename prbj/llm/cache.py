@@ -41,6 +41,8 @@ CACHE_FORMAT = 1
 STORAGE_FORMAT = 2
 FORMAT_FILE = "prbj-cache.json"
 _DB_FILE = "cache.db"
+# Prefix of the lease entries (who is buying which answer right now); they are not answers.
+_LEASE = "lease:"
 _REBUILD = "rebuild the cache: delete or move the folder (its answers will be bought again)"
 
 # Names that must never be part of a key or a stored value: a key in the cache would leak with the folder.
@@ -234,18 +236,64 @@ class ResponseCache:
         with self._failures():
             return key in self._store
 
+    # --- leases: one process buys an answer, the others sharing the folder wait for it ----------------------
+    def claim(self, key: str, holder: str, seconds: float) -> bool:
+        """Take the lease on `key` for `seconds` unless another holder has one that has not expired. Atomic across
+        processes (diskcache's `add` is one SQLite transaction; an expired lease counts as absent), so a
+        crashed holder blocks the key for `seconds` at most. A read-only folder can store no answer, so there
+        is nothing to share: the claim always succeeds."""
+        with self._failures():
+            store = self._store
+            if not isinstance(store, diskcache.Cache):
+                return True
+            lease = _LEASE + key
+            entry = {"value": {"holder": holder}, "stored_at": time.time()}
+            if store.add(lease, entry, expire=seconds):
+                return True
+            return self._lease_holder(store, lease) == holder
+
+    def renew(self, key: str, holder: str, seconds: float) -> None:
+        """Push the lease's expiry `seconds` ahead while its answer is still being bought."""
+        with self._failures():
+            store = self._store
+            if isinstance(store, diskcache.Cache):
+                with store.transact():
+                    if self._lease_holder(store, _LEASE + key) == holder:
+                        store.touch(_LEASE + key, expire=seconds)
+
+    def release(self, key: str, holder: str) -> None:
+        with self._failures():
+            store = self._store
+            if isinstance(store, diskcache.Cache):
+                with store.transact():
+                    if self._lease_holder(store, _LEASE + key) == holder:
+                        store.delete(_LEASE + key)
+
+    def leased(self, key: str) -> bool:
+        """Whether some holder's lease on `key` is live."""
+        with self._failures():
+            store = self._store
+            return isinstance(store, diskcache.Cache) and self._lease_holder(store, _LEASE + key) is not None
+
+    @staticmethod
+    def _lease_holder(store: diskcache.Cache, lease: str) -> str | None:
+        entry = store.get(lease)  # an expired lease reads as absent
+        return None if entry is None else str(_entry(entry)["value"].get("holder"))
+
     def keys(self) -> Iterator[str]:
         with self._failures():
-            return iter(list(self._store))
+            return iter([key for key in self._store if not str(key).startswith(_LEASE)])
 
     def stats(self) -> CacheStats:
         with self._failures():
             store = self._store
             by_kind: dict[str, int] = {}
             for key in store:
+                if str(key).startswith(_LEASE):
+                    continue
                 kind = str(key).split(":", 1)[0]
                 by_kind[kind] = by_kind.get(kind, 0) + 1
-            return CacheStats(str(self.directory), len(store), int(store.volume()), by_kind)
+            return CacheStats(str(self.directory), sum(by_kind.values()), int(store.volume()), by_kind)
 
     def clear(self) -> int:
         with self._failures():

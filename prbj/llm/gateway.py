@@ -13,8 +13,10 @@ the gateway. Local computations that are not chat calls (scalar reward scores) r
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
@@ -35,6 +37,10 @@ from prbj.llm.urls import redact_url
 Mode = Literal["live", "cache_only", "dry_run"]
 # Output tokens assumed for a worst-case reservation when neither the request nor the profile bounds them.
 DEFAULT_MAX_TOKENS = 1024
+# A lease on a cache key lasts the request timeout plus this margin, renewed while the call goes on; a process
+# waiting for another's answer looks for it this often.
+LEASE_MARGIN_SECONDS = 30.0
+LEASE_POLL_SECONDS = 0.1
 T = TypeVar("T")
 
 
@@ -130,6 +136,8 @@ class Gateway:
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        # Names this gateway's leases in a shared cache folder (see _buy_leased).
+        self._holder = f"{os.getpid()}-{uuid.uuid4().hex}"
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
 
     # --- lifetime ------------------------------------------------------------------------------------
@@ -178,23 +186,14 @@ class Gateway:
         key = self.request_key(provider, request)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            state.stats.cache_hits += 1
-            state.stats.saved_usd += float(hit.get("cost_usd", 0.0))
-            return LLMResult(
-                status="ok",
-                text=hit["text"],
-                prompt_tokens=int(hit.get("prompt_tokens", 0)),
-                completion_tokens=int(hit.get("completion_tokens", 0)),
-                original_cost_usd=float(hit.get("cost_usd", 0.0)),
-                cached=True,
-            )
+            return self._hit(state, hit)
         if self.mode == "dry_run":
             return self._plan(state, request)
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
-        result, shared = await _once(self._inflight, key, lambda: self._buy(state, request, key))
+        result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, request, key))
         if shared:
             return LLMResult(**{**asdict(result), "cost_usd": 0.0, "cached": result.ok})
         return result
@@ -217,6 +216,49 @@ class Gateway:
         return value
 
     # --- internals -----------------------------------------------------------------------------------
+    def _hit(self, state: _ProviderState, hit: Mapping[str, Any]) -> LLMResult:
+        state.stats.cache_hits += 1
+        state.stats.saved_usd += float(hit.get("cost_usd", 0.0))
+        return LLMResult(
+            status="ok",
+            text=hit["text"],
+            prompt_tokens=int(hit.get("prompt_tokens", 0)),
+            completion_tokens=int(hit.get("completion_tokens", 0)),
+            original_cost_usd=float(hit.get("cost_usd", 0.0)),
+            cached=True,
+        )
+
+    async def _buy_leased(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
+        """`_buy` under a lease on `key` in the cache folder, so that processes sharing the folder buy each
+        answer once: while another holds the lease this waits for its answer; when the holder gave up (errors
+        are not stored) or crashed (its lease expired) this one claims the key and buys it."""
+        cache = self.cache
+        if cache is None:
+            return await self._buy(state, request, key)
+        # Longer than one request may take; renewed while retries go on, so it lapses only when its holder died.
+        seconds = state.spec.timeout + LEASE_MARGIN_SECONDS
+        while not cache.claim(key, self._holder, seconds):
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+            hit = cache.get(key)
+            if hit is not None:
+                return self._hit(state, hit)
+        try:
+            hit = cache.get(key)  # stored by another process between our lookup and our claim
+            if hit is not None:
+                return self._hit(state, hit)
+            renewal = asyncio.create_task(self._renew_lease(cache, key, seconds))
+            try:
+                return await self._buy(state, request, key)
+            finally:
+                renewal.cancel()
+        finally:
+            cache.release(key, self._holder)
+
+    async def _renew_lease(self, cache: ResponseCache, key: str, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds / 3)
+            cache.renew(key, self._holder, seconds)
+
     def _state(self, provider: ProviderSpec) -> _ProviderState:
         state = self._providers.get(provider.name)
         if state is None:
@@ -254,7 +296,7 @@ class Gateway:
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
         spec, stats = state.spec, state.stats
         prompt_estimate, completion_bound, worst_case = self._estimate(spec, request)
-        if not self.budget.try_reserve(worst_case):
+        if not await self.budget.reserve(worst_case):
             stats.skipped_budget += 1
             return LLMResult(
                 status="skipped_budget", error=f"would cross --max-cost (worst case ${worst_case:.4f})"
@@ -276,7 +318,7 @@ class Gateway:
                     if attempts > 1:
                         stats.retries += 1
                         # Every attempt is a request the provider may bill: each needs its own reservation.
-                        if not self.budget.try_reserve(worst_case):
+                        if not await self.budget.reserve(worst_case):
                             raise _OverBudget
                         reserved = worst_case
                     try:
@@ -285,6 +327,12 @@ class Gateway:
                         )
                     except Exception as err:
                         self._account_failed_attempt(state, err, reserved)
+                        reserved = 0.0
+                        raise
+                    except asyncio.CancelledError:
+                        # A call stopped mid-flight may have been billed: its worst case stays counted, and
+                        # calls waiting for room are woken rather than left waiting on a share never settled.
+                        self.budget.settle(reserved, reserved)
                         reserved = 0.0
                         raise
         except _OverBudget:

@@ -23,7 +23,10 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
     table = Table(
         title=title,
-        caption="accuracy %; ties and failures never count as correct; LC = length-controlled",
+        caption=(
+            "accuracy % over successful judgments only (ties count as not correct); failures are not in it, "
+            "they are counted apart under 'failed'; LC = length-controlled"
+        ),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,

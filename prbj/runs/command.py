@@ -80,7 +80,20 @@ def run_judge_command(
             "[dim]Next: evaluate a real reward model, e.g. "
             "GEMINI_API_KEY=... prbj judge --provider gemini-3-flash[/dim]"
         )
-    return _exit_code(result.judgments, fail_on_error, console)
+    budget_code = _report_budget(usage, gateway.budget.spent, gateway.budget.max_cost, console)
+    return max(_exit_code(result.judgments, fail_on_error, console), budget_code)
+
+
+def _report_budget(usage: list[Any], spent: float, cap: float | None, console: Console) -> int:
+    """--max-cost stopped some calls: say how far the money went and fail the run (exit 1), since its figures
+    cover only part of the pairs."""
+    not_sent = sum(int(row.get("skipped_budget", 0)) for row in usage)
+    if cap is None or not not_sent:
+        return 0
+    console.print(
+        f"[bold yellow]budget reached: ${spent:.4f} of ${cap:.4f} spent, {not_sent} calls not sent[/bold yellow]"
+    )
+    return 1
 
 
 def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) -> int:

@@ -48,6 +48,8 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "cached": pl.Boolean,
     "error": pl.String,
     "truncated": pl.Boolean,
+    # The sample index of an LLM judge's call (above 0 when --retry-failed re-asked it); None for other judges.
+    "sample_index": pl.Int64,
 }
 
 
