@@ -53,6 +53,8 @@ class ContextBlock:
     profile: str = ""
     rubrics: str = ""
     failure: LLMResult | None = None
+    # The judgment's status when `failure` is set: the call's, or `planner_error` for a reply without aspects.
+    failure_status: Status | None = None
 
 
 class ContextBuilder:
@@ -89,9 +91,9 @@ class ContextBuilder:
                 failure = (
                     planned.result
                     if not planned.result.ok
-                    else LLMResult("api_error", error="planner gave no aspects")
+                    else LLMResult("ok", error=f"no aspect in reply: {_snippet(planned.result.text)}")
                 )
-                return ContextBlock(failure=failure)
+                return ContextBlock(failure=failure, failure_status=planned.status)
             rubrics = "\n".join(f"- {aspect}" for aspect in planned.aspects)
             return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
         rubrics = "\n".join(
@@ -230,9 +232,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         usage = Usage()
         block = await self.contexts.build(view)
         if block.failure is not None:
-            return self._judgment(
-                task, status=_status(block.failure), error=f"planner: {block.failure.error}"
-            )
+            return self._judgment(task, status=_block_status(block), error=f"planner: {block.failure.error}")
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
         picks: dict[str, str | None] = {}
         statuses: list[Status] = []
@@ -334,7 +334,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
     async def _score_all(self, view: JudgeView, answers: Sequence[str], usage: Usage) -> list[float]:
         block = await self.contexts.build(view)
         if block.failure is not None:
-            raise ScoreFailure(_status(block.failure), f"planner: {block.failure.error}")
+            raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}")
         return [await self._score_one(view, block, answer, usage) for answer in answers]
 
     async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
@@ -362,6 +362,11 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
 
 def _status(result: LLMResult) -> Status:
     return result.status if result.status in CALL_STATUSES else "api_error"
+
+
+def _block_status(block: ContextBlock) -> Status:
+    assert block.failure is not None
+    return block.failure_status or _status(block.failure)
 
 
 def _snippet(text: str | None, limit: int = 120) -> str:

@@ -80,4 +80,9 @@ def make_planner(options: JudgeOptions, shared: GatewayOptions, gateway: Gateway
     """The planner of the `planner` context (--planner), on the run's gateway; None when none is asked for."""
     if not options.planner:
         return None
-    return Planner(resolve_provider(options.planner, shared, gateway), gateway, profile_k=options.profile_k)
+    return Planner(
+        resolve_provider(options.planner, shared, gateway),
+        gateway,
+        profile_k=options.profile_k,
+        repair=options.repair,
+    )

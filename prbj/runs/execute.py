@@ -148,7 +148,7 @@ def _planner_records(planner: Planner) -> list[dict[str, Any]]:
     return [
         {
             "pair_id": out.pair_id,
-            "status": out.result.status,
+            "status": out.status,
             "aspects": out.aspects,
             "cached": out.result.cached,
         }
