@@ -25,13 +25,15 @@ from prbj.judges.base import (
     ScoreFailure,
     verdict_from_scores,
 )
+from prbj.judges.official import Protocol, official_positions, parse_official_verdict
 from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
 from prbj.prompts import Template, builtin, combined_sha
 
 OrderMode = Literal["random", "both"]
-# Official protocol: the A/B assignment is drawn per item with seed 42, p = 0.5.
+# The A/B assignment is drawn with p = 0.5 from this seed (the official scripts' seed too); how it is drawn
+# depends on the protocol (assign_positions, or prbj.judges.official.official_positions).
 DEFAULT_ORDER_SEED = 42
 SCORE_SCALE = (1.0, 10.0)
 
@@ -202,9 +204,11 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         system: Template | None = None,
         user: Template | None = None,
         repair: bool = False,
+        protocol: Protocol = "prbj",
     ) -> None:
         self.name = provider.name
         self.provider = provider
+        self.protocol: Protocol = protocol
         self.gateway = gateway
         self.context = context
         self.contexts = contexts or ContextBuilder(context)
@@ -222,10 +226,21 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             "mode": "pairwise",
             "order": self.order,
             "order_seed": self.order_seed,
+            "protocol": self.protocol,
         }
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
-        self.positions = assign_positions([p.id for p in pairs], self.order_seed)
+        if self.protocol == "official":
+            self.positions = official_positions(pairs, self.order_seed)
+        else:
+            self.positions = assign_positions([p.id for p in pairs], self.order_seed)
+
+    def _read_verdict(self, reply: str | None, shown: Sequence[str]) -> str | None:
+        """The official first-`result:` rule under --protocol official, prbj's last explicit verdict otherwise;
+        either way an unreadable reply is None (a parse error), never "A"."""
+        if self.protocol == "official":
+            return parse_official_verdict(reply)
+        return parse_verdict(reply, shown)
 
     async def judge(self, task: PairTask) -> Judgment:
         view, pair = task.view, task.pair
@@ -277,11 +292,11 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         result = await self._ask(prompt, usage)
         if not result.ok:
             return _status(result), None, result.error
-        letter = parse_verdict(result.text, [answer_a, answer_b])
+        letter = self._read_verdict(result.text, [answer_a, answer_b])
         if letter is None and self.repair:
             repaired = await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage)
             if repaired.ok:
-                letter = parse_verdict(repaired.text, [answer_a, answer_b])
+                letter = self._read_verdict(repaired.text, [answer_a, answer_b])
         if letter is None:
             return "parse_error", None, f"no verdict in reply: {_snippet(result.text)}"
         return "ok", letter, None

@@ -60,6 +60,9 @@ class RunConfig:
     out_dir: Path
     concurrency: int = 16
     show_progress: bool = True
+    # Which protocol ran (`--protocol`): "prbj", or "official" with the official repository it read.
+    protocol: str = "prbj"
+    official_repo: str | None = None
 
 
 @dataclass
@@ -141,6 +144,8 @@ def _config_record(config: RunConfig) -> dict[str, Any]:
         "limit": config.limit,
         "seed": config.seed,
         "concurrency": config.concurrency,
+        "protocol": config.protocol,
+        "official_repo": config.official_repo,
     }
 
 
