@@ -5,13 +5,14 @@ official reward-model input, the gold list parse and the served scale."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from loopback import ChatRequest, ProviderServer
-from test_generative import Harness, chosen_letter, harness, pair_index, records, server  # noqa: F401
+from test_generative import Harness, chosen_letter, pair_index, records
 
-from prbj.data.schema import Pair, ProfilePost
+from prbj.data.schema import JudgeView, Pair, ProfilePost
 from prbj.errors import ConfigError
 from prbj.judges.official import (
     OfficialRepo,
@@ -25,6 +26,18 @@ from prbj.judges.official import (
     to_served_scale,
 )
 from prbj.judges.verdict import parse_verdict
+
+
+@pytest.fixture
+def server() -> Iterator[ProviderServer]:
+    with ProviderServer() as running:
+        yield running
+
+
+@pytest.fixture
+def harness(tmp_path: Path, server: ProviderServer) -> Harness:
+    return Harness(tmp_path, server)
+
 
 TEST_SYSTEM = "TEST-SYSTEM: you compare two answers."
 TEST_USER = "TEST-USER Q={question}\n[A] {Response_A}\n[B] {Response_B}\nEnd with Result: A or Result: B."
@@ -72,7 +85,7 @@ def test_the_official_rule_reads_the_first_result(reply: str, official: str | No
 
 
 def test_a_missing_prompt_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="prompts/pairwise_user.txt is missing"):
+    with pytest.raises(ConfigError, match=r"prompts/pairwise_user\.txt is missing"):
         OfficialRepo(tmp_path).text("prompts/pairwise_user.txt")
     with pytest.raises(ConfigError, match="--official-repo"):
         require_repo(None, "official")
@@ -141,3 +154,56 @@ def test_served_llm_scores_map_onto_zero_one() -> None:
     assert to_served_scale(1.0, 1.0, 10.0) == 0.0
     assert to_served_scale(10.0, 1.0, 10.0) == 1.0
     assert to_served_scale(5.5, 1.0, 10.0) == pytest.approx(0.5)
+
+
+async def test_the_official_gold_call_and_its_list_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from conftest import make_record
+    from prbj.bon.gold import gold_judge
+    from prbj.data.validate import parse_pair
+    from prbj.llm.gateway import Gateway
+    from prbj.llm.providers import resolve_provider
+    from prbj.llm.retry import RetryPolicy
+
+    monkeypatch.setenv("OPENAI_API_KEY", "gold-test-key")
+    repo = OfficialRepo(official_repo(tmp_path / "official"))
+    record = make_record(1)
+    record["rubric_aspects"] = [
+        {"aspect": "Budget", "evidence": "e", "reason": "SHOULD-NOT-SHOW"},
+        {"aspect": "Darkroom", "evidence": "e", "reason": "r"},
+    ]
+    pair = parse_pair(record)
+    with ProviderServer(reply=lambda r: "[2, 1]") as running:
+        spec = replace(resolve_provider("gpt-5.1", api_base=running.url), rpm=None)
+        judge = gold_judge(spec, Gateway(None, retry=RetryPolicy(max_attempts=1)), "per-answer", repo)
+        (request,) = judge.requests(pair, "an answer")
+        assert request.messages[0]["content"] == "TEST-GOLD-SYSTEM line."
+        assert request.messages[1]["content"] == f"TEST-GOLD {pair.question} | an answer | Budget, Darkroom"
+        assert request.params["max_tokens"] == 32
+        grade = await judge.grade(pair, "an answer")
+        assert (
+            grade.status == "ok" and grade.aspect_scores == [2.0, 1.0] and grade.score == pytest.approx(0.75)
+        )
+        running.reply = lambda r: "It is good."
+        failed = await gold_judge(spec, Gateway(None), "per-answer", repo).grade(pair, "another answer")
+        assert failed.status == "parse_error"  # the official script would score it 0
+
+
+async def test_served_llm_judge_answers_on_zero_one_in_official_mode() -> None:
+    from prbj.judges.generative import PointwiseLLMJudge
+    from prbj.serve.server import RewardService, ScoreRequest
+
+    class Fixed(PointwiseLLMJudge):
+        def __init__(self) -> None:
+            self.name, self.context = "fixed", "none"
+
+        async def score(self, view, answers):  # type: ignore[no-untyped-def]
+            return [10.0, 1.0, 5.5][: len(answers)]
+
+    view = JudgeView(pair_id="p", subset="S", question="q?", profile=(), context="none")
+    requests = [ScoreRequest(view, answer) for answer in ("a", "b", "c")]
+    assert await RewardService(Fixed(), protocol="official").score(requests) == pytest.approx([1.0, 0.0, 0.5])
+    assert await RewardService(Fixed()).score(requests) == pytest.approx([10.0, 1.0, 5.5])
