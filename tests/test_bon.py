@@ -280,13 +280,14 @@ def test_curves_exclude_failures_from_the_mean_and_count_them() -> None:
     assert points[("S2", 2)].n_scored == 1
     official = official_summary(list(points.values()), "r")
     assert set(official) == {"S1", "S2"}
+    # The official shape is on the official 0-2 scale: prbj's [0, 1] means times 2.
     assert official["S1"]["2"] == {
         "k": 2,
         "num_examples": 2,
-        "mean_score": pytest.approx(0.75),
-        "std_score": pytest.approx(0.25),
-        "min_score": 0.5,
-        "max_score": 1.0,
+        "mean_score": pytest.approx(1.5),
+        "std_score": pytest.approx(0.5),
+        "min_score": 1.0,
+        "max_score": 2.0,
     }
 
 

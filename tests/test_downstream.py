@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from prbj.analysis.downstream import SCHEMA, read_outcomes, read_store
 from prbj.cli import main
+from prbj.errors import DataError
 
 
 def _summary(base: float) -> dict[str, Any]:
@@ -54,9 +55,12 @@ def test_official_summary_becomes_one_row_per_subset_and_k(tmp_path: Path) -> No
     assert table.schema == pl.Schema(SCHEMA)
     row = table.filter(pl.col("subset") == "Society_and_Culture", pl.col("k") == 4).row(0, named=True)
     assert row["rm"] == "RM-A" and row["source"] == "bon"
-    assert row["score"] == pytest.approx(1.0 + 0.1 + 0.04)
-    assert row["n"] == 21 and row["std"] == 0.25
+    # The official file is on the 0-2 scale; the store holds every score on 0-1, converted with a note.
+    assert row["score"] == pytest.approx((1.0 + 0.1 + 0.04) / 2)
+    assert row["n"] == 21 and row["std"] == 0.125
+    assert row["scale"] == 1.0 and row["original_scale"] == 2.0
     assert row["origin"] == str(path)
+    assert "0-2 scale divided by 2" in result.output
 
 
 def test_adding_again_replaces_rows_with_the_same_key(tmp_path: Path) -> None:
@@ -71,9 +75,9 @@ def test_adding_again_replaces_rows_with_the_same_key(tmp_path: Path) -> None:
     table = read_store(store)
     assert table.height == 12
     a = table.filter(pl.col("rm") == "RM-A", pl.col("k") == 1, pl.col("subset") == "Art_and_Entertainment")
-    assert a["score"].to_list() == [pytest.approx(1.51)]
+    assert a["score"].to_list() == [pytest.approx(1.51 / 2)]
     b = table.filter(pl.col("rm") == "RM-B", pl.col("k") == 1, pl.col("subset") == "Art_and_Entertainment")
-    assert b["score"].to_list() == [pytest.approx(1.01)]
+    assert b["score"].to_list() == [pytest.approx(1.01 / 2)]
 
 
 def test_ppo_csv_and_json_records(tmp_path: Path) -> None:
@@ -130,7 +134,7 @@ def test_show_lists_the_rows(tmp_path: Path) -> None:
     _add(str(path), "--rm", "RM-A", "--store", str(store))
     result = CliRunner().invoke(main, ["downstream", "show", "--store", str(store)], terminal_width=160)
     assert result.exit_code == 0
-    assert "6 rows" in result.output and "RM-A" in result.output and "1.1400" in result.output
+    assert "6 rows" in result.output and "RM-A" in result.output and "0.5700" in result.output
 
 
 def test_show_without_a_store_is_exit_2(tmp_path: Path) -> None:
@@ -202,3 +206,36 @@ def test_duplicate_keys_in_one_input_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "ppo.csv"
     path.write_text("rm,subset,score\nRM-A,all,0.61\nRM-A,all,0.62\n")
     assert "appears twice" in _one_line_error(_add(str(path), "--store", str(tmp_path / "s")))
+
+
+def test_an_official_file_and_a_prbj_run_correlate_as_on_one_scale(tmp_path: Path) -> None:
+    """The official file (0-2) and a prbj BoN run (0-1) describe the same curves; in one store they must be
+    the same numbers, so correlations across the two kinds see one scale."""
+    from scipy import stats
+
+    from prbj.analysis.downstream import UNIT_SCALE, Outcome, add_outcomes
+
+    unit = {("Art_and_Entertainment", k): 0.2 + 0.1 * i for i, k in enumerate((1, 2, 4))}
+    official = {
+        "Art_and_Entertainment": {str(k): {"k": k, "mean_score": 2 * v} for (_, k), v in unit.items()}
+    }
+    path = tmp_path / "evaluation_summary.json"
+    path.write_text(json.dumps(official))
+    store = tmp_path / "store"
+    assert _add(str(path), "--rm", "official-rm", "--store", str(store)).exit_code == 0
+    prbj_rows = [Outcome("prbj-rm", "bon", s, k, v, None, None, "run") for (s, k), v in unit.items()]
+    add_outcomes(store, prbj_rows)
+    table = read_store(store)
+    assert set(table["scale"]) == {UNIT_SCALE}
+    scores = {
+        rm: table.filter(pl.col("rm") == rm).sort("k")["score"].to_list() for rm in ("official-rm", "prbj-rm")
+    }
+    assert scores["official-rm"] == pytest.approx(scores["prbj-rm"])
+    # Across both kinds one scale: the pooled Pearson equals the one on the true [0, 1] values.
+    pooled = scores["official-rm"] + scores["prbj-rm"]
+    truth = list(unit.values()) * 2
+    assert stats.pearsonr(pooled, [k for k in (1, 2, 4)] * 2)[0] == pytest.approx(
+        stats.pearsonr(truth, [1, 2, 4] * 2)[0]
+    )
+    with pytest.raises(DataError, match="must be converted"):
+        add_outcomes(store, [Outcome("x", "bon", "Art", 1, 1.5, None, None, "raw", scale=2.0)])

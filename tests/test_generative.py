@@ -532,6 +532,34 @@ def test_context_planner_shows_planned_aspects_not_the_profile(
     assert run.run_json["planner"]["provider"] == "gpt-5.1"
 
 
+@pytest.mark.parametrize("repair", [False, True])
+def test_a_planner_reply_without_aspects_fails_the_pair_and_is_never_shown(
+    harness: Harness, server: ProviderServer, context_dataset: Path, repair: bool
+) -> None:
+    def reply(request: ChatRequest) -> str:
+        if request.family == "openai":  # the planner: no aspect at first, a list when asked again
+            return "- PLANNED-one: cheap" if "listed no aspect" in request.last_user else "I cannot tell."
+        return knowing_judge({1, 2, 3})(request)
+
+    server.reply = reply
+    flags = ["--repair"] if repair else []
+    run = harness.judge(context_dataset, "--context", "planner", "--planner", "gpt-5.1", *flags)
+    assert run.exit_code == 0, run.output
+    planner_calls = judge_requests(server, "openai")
+    judge_calls = [r for r in server.requests if r.family != "openai"]
+    lines = [json.loads(line) for line in (run.run_dir / "planner.jsonl").read_text().splitlines()]  # type: ignore[operator]
+    overall = run.overall("gemini-3-flash", "planner")
+    if repair:
+        assert len(planner_calls) == 6 and len(judge_calls) == 3
+        assert overall["accuracy"] == 1.0 and overall["planner_errors"] == 0
+        assert {line["status"] for line in lines} == {"ok"}
+    else:
+        assert len(planner_calls) == 3 and judge_calls == []  # never judged on the refusal
+        assert overall["n_ok"] == 0 and overall["planner_errors"] == 3 and overall["parse_errors"] == 0
+        assert {line["status"] for line in lines} == {"planner_error"}
+        assert all(line["aspects"] == [] for line in lines)
+
+
 def pair_index_of_question(text: str) -> int:
     match = re.search(r"\(pair (\d+)\)", text)
     assert match

@@ -53,3 +53,12 @@ def test_paired_test_counts_only_items_both_runs_judged() -> None:
 def test_negative_counts_are_rejected() -> None:
     with pytest.raises(ValueError):
         mcnemar(-1, 3)
+
+
+@pytest.mark.parametrize("n", [13, 30, 500])
+def test_equal_discordant_counts_give_p_one_in_both_branches(n: int) -> None:
+    # The continuity correction is clamped at zero (see chi2_continuity_p): lost = gained is no evidence at all.
+    assert chi2_continuity_p(n, n) == 1.0
+    assert chi2_continuity_p(n, n + 1) == 1.0
+    assert exact_two_sided_p(n, n) == 1.0
+    assert mcnemar(n, n).p_value == 1.0

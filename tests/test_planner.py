@@ -59,3 +59,25 @@ async def test_one_id_with_two_questions_gets_two_plans(server, tmp_path) -> Non
 def test_parse_aspects_reads_bullets_or_lines() -> None:
     assert parse_aspects("Intro\n- one: why\n2) two\n* three") == ["one: why", "two", "three"]
     assert parse_aspects("first\n\nsecond") == ["first", "second"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "aspects"),
+    [
+        ("I cannot tell.", []),
+        ("Sorry, there is not enough information in these posts.", []),
+        ("Aspects:\n", []),
+        ("", []),
+        ("<think>- maybe cost</think>\n- **Budget**: cheap\n- Budget: cheap", ["Budget: cheap"]),
+        ("Here is the list:\n1. Hands-on steps\n2) Cost\n- I am unsure about tone", ["Hands-on steps", "Cost"]),
+        ("Prefers concise answers", ["Prefers concise answers"]),
+    ],
+)
+def test_parse_aspects_keeps_only_what_describes_the_user(reply: str, aspects: list[str]) -> None:
+    assert parse_aspects(reply) == aspects
+
+
+async def test_a_reply_without_aspects_is_a_planner_error(server, tmp_path) -> None:
+    server.reply = lambda r: "I cannot tell."
+    out = await planner(server, tmp_path).aspects(view("7", "Which opening?"))
+    assert out.aspects == [] and not out.ok and out.status == "planner_error"

@@ -21,6 +21,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from conftest import SUBSET_NAMES, make_record, write_jsonl
 from prbj.analysis.stats import summarize
 from prbj.cli import main
+from prbj.context.retrieval import rank_profile
 from prbj.data.loaders import Dataset
 from prbj.data.validate import parse_pair
 from prbj.errors import ConfigError
@@ -468,3 +469,51 @@ async def test_models_with_their_own_code_run_only_when_trusted(
     # Same weights as the plain model: same scores.
     expected = _hand_run(models.plain, _turns(pair.question, pair.chosen))
     assert judgment.score_chosen == pytest.approx(expected, abs=1e-5)
+
+
+async def test_official_scalar_input_has_two_bos_and_is_cut_from_the_right(
+    models: Models, tmp_path: Path
+) -> None:
+    """--scalar-input official: the chat as text tokenised again (a second BOS on this tokenizer), right
+    truncation; the scores equal that hand-built input and differ from prbj's one-BOS input."""
+    max_length = 24
+    tokenizer = AutoTokenizer.from_pretrained(models.plain)
+    bos = tokenizer.convert_tokens_to_ids(BOS)
+    long_pair = parse_pair(make_record(1, chosen=FILLER, rejected="Cheap film ."))
+    short_pair = parse_pair(make_record(2, question="camera ?", chosen="film .", rejected="digital ."))
+    judge = _judge(models.plain, tmp_path, max_length=max_length, scalar_input="official")
+    assert judge.describe()["truncation"] == "right" and judge.describe()["scalar_input"] == "official"
+    long_judgment, short_judgment = await _judge_all(judge, [long_pair, short_pair])
+    assert long_judgment.truncated is True and short_judgment.truncated is False
+
+    def official_ids(question: str, answer: str) -> list[int]:
+        text = tokenizer.apply_chat_template(_turns(question, answer), tokenize=False)
+        ids = tokenizer(text)["input_ids"]
+        assert ids[:2] == [bos, bos]
+        return ids[:max_length]
+
+    model = AutoModelForSequenceClassification.from_pretrained(models.plain, dtype=torch.float32).eval()
+    for pair, judgment in ((long_pair, long_judgment), (short_pair, short_judgment)):
+        with torch.no_grad():
+            expected = float(model(torch.tensor([official_ids(pair.question, pair.chosen)])).logits[0, 0])
+        assert judgment.score_chosen == pytest.approx(expected, abs=1e-5)
+    prbj_default = (await _judge_all(_judge(models.plain, tmp_path), [short_pair]))[0]
+    assert prbj_default.score_chosen != pytest.approx(short_judgment.score_chosen, abs=1e-7)
+
+
+def test_official_protocol_selects_the_official_scalar_input_and_layout() -> None:
+    from prbj.judges.official import official_posts
+
+    assert (
+        JudgeOptions.pop_from({"protocol": "official", "scalar_input": None}).scalar.scalar_input
+        == "official"
+    )
+    assert JudgeOptions.pop_from({"protocol": "prbj", "scalar_input": None}).scalar.scalar_input == "chat"
+    chosen = JudgeOptions.pop_from({"protocol": "official", "scalar_input": "chat"})
+    assert chosen.scalar.scalar_input == "chat"
+    posts = [{"id": f"p{i}", "category": "c", "text": f"post {i} about film cameras"} for i in range(3)]
+    pair = parse_pair(make_record(1, profile=posts))
+    user_turn = conversation(pair.view("profile"), pair.chosen, scalar_input="official")[0]["content"]
+    ranked = rank_profile(pair.question, pair.profile, k=10)
+    assert user_turn == pair.question + official_posts(ranked)  # raw concatenation, nothing between
+    assert user_turn[len(pair.question) :].startswith("Post 1 (Category: c):\n")

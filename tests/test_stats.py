@@ -80,3 +80,23 @@ def test_length_controlled_accuracy_exposes_a_length_bias() -> None:
     assert overall.accuracy == 0.75
     assert overall.picked_longer == 1.0
     assert overall.length_controlled_accuracy == 0.5
+
+
+def test_tie_risk_counts_decided_pairs_with_a_margin_under_1e6() -> None:
+    frame = _frame(
+        [
+            ("1", "A", "j", "none", "ok", "chosen", True, False, 10, 5),
+            ("2", "A", "j", "none", "ok", "rejected", False, False, 10, 5),
+            ("3", "A", "j", "none", "ok", "tie", False, True, 10, 5),
+            ("4", "A", "j", "none", "ok", "chosen", True, False, 10, 5),
+            ("5", "A", "j", "none", "planner_error", None, False, False, 10, 5),
+        ]
+    ).with_columns(pl.Series("margin", [4e-7, -9e-7, 0.0, 0.5, None]))
+    overall = summarize(frame, seed=0)[0]
+    # An exact tie is a tie, not a risk; a planner failure is counted apart from parse errors.
+    assert overall.tie_risk == 2 and overall.ties == 1
+    assert (overall.planner_errors, overall.parse_errors) == (1, 0)
+    assert (
+        summarize(_frame([("1", "A", "j", "none", "ok", "chosen", True, False, 1, 2)]), seed=0)[0].tie_risk
+        is None
+    )

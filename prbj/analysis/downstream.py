@@ -12,6 +12,13 @@ One Parquet file, `<store>/downstream.parquet`, one row per (rm, source, subset,
 | n | int, nullable | number of evaluated questions |
 | std | float, nullable | standard deviation of the per-question scores |
 | origin | str | the file the row was read from |
+| scale | float | top of the scale `score` is on: always 1.0 in the store (every score lies on [0, 1]) |
+| original_scale | float, nullable | top of the scale the source file used when it was converted on ingest |
+
+One scale: prbj's BoN gold scores are means on [0, 1]; the official `evaluation_summary.json` holds means on
+the official 0-2 scale. Official files are divided by 2 on ingest (with a note, see `conversions`), records may
+name their own `scale` (e.g. 10 for 0-10) and are converted the same way, and `add_outcomes` refuses any row not
+on [0, 1], so a table can never mix scales unconverted.
 
 Adding rows replaces rows with the same (rm, source, subset, k), so re-ingesting a file updates it. A prbj BoN
 run directory feeds this table by holding a `downstream.parquet` with these columns (origin optional); the
@@ -24,7 +31,7 @@ import csv
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +54,13 @@ SCHEMA: dict[str, Any] = {
     "n": pl.Int64,
     "std": pl.Float64,
     "origin": pl.String,
+    "scale": pl.Float64,
+    "original_scale": pl.Float64,
 }
 REQUIRED_RECORD_FIELDS = ("rm", "subset", "score")
+# The official gold judge scores each aspect 0, 1 or 2; the store's scale is [0, 1].
+OFFICIAL_SCALE = 2.0
+UNIT_SCALE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +73,32 @@ class Outcome:
     n: int | None
     std: float | None
     origin: str
+    # Top of the scale `score` and `std` are on; `original_scale` is set once a row has been converted.
+    scale: float = UNIT_SCALE
+    original_scale: float | None = None
+
+    def on_unit_scale(self) -> Outcome:
+        """This outcome with score and std divided onto [0, 1] (itself when it is there already)."""
+        if self.scale == UNIT_SCALE:
+            return self
+        if not self.scale > 0:
+            raise DataError(f"{self.origin}: scale {self.scale}: expected a positive number")
+        return replace(
+            self,
+            score=self.score / self.scale,
+            std=None if self.std is None else self.std / self.scale,
+            scale=UNIT_SCALE,
+            original_scale=self.scale,
+        )
+
+
+def conversions(outcomes: Sequence[Outcome]) -> list[str]:
+    """One note per source file whose scores were converted onto [0, 1] on ingest."""
+    seen = {(o.origin, o.original_scale) for o in outcomes if o.original_scale is not None}
+    return [
+        f"{origin}: scores on a 0-{scale:g} scale divided by {scale:g} onto the store's 0-1 scale"
+        for origin, scale in sorted(seen)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +115,7 @@ def empty_table() -> pl.DataFrame:
 
 def outcomes_frame(outcomes: Sequence[Outcome]) -> pl.DataFrame:
     rows = [
-        (o.rm, o.source, o.subset, o.k, o.score, o.n, o.std, o.origin)
+        (o.rm, o.source, o.subset, o.k, o.score, o.n, o.std, o.origin, o.scale, o.original_scale)
         for o in outcomes  # tuples keep the column order of SCHEMA
     ]
     return pl.DataFrame(rows, schema=SCHEMA, orient="row")
@@ -92,13 +130,27 @@ def read_store(store: Path) -> pl.DataFrame:
     path = store_path(store)
     if not path.exists():
         raise DataError(f"{path}: no downstream table yet; add outcomes with 'prbj downstream add FILE'")
-    return _read_table_file(path)
+    frame = _read_table_file(path)
+    unknown = frame.filter(pl.col("scale").is_null())
+    if unknown.height:
+        # Written before rows recorded their scale: official files were stored on 0-2, prbj runs on 0-1.
+        raise DataError(
+            f"{path}: {unknown.height} row(s) stored before rows recorded their scale (e.g. from "
+            f"{unknown['origin'][0]}): add those files again so every row is on the 0-1 scale"
+        )
+    return frame
 
 
 def add_outcomes(store: Path, outcomes: Sequence[Outcome]) -> AddResult:
     """Upsert rows by (rm, source, subset, k); the file is replaced atomically."""
     if not outcomes:
         raise DataError("nothing to add: the input holds no outcomes")
+    off_scale = next((o for o in outcomes if o.scale != UNIT_SCALE), None)
+    if off_scale is not None:
+        raise DataError(
+            f"{off_scale.origin}: scores on a 0-{off_scale.scale:g} scale must be converted onto 0-1 before "
+            "they are stored (Outcome.on_unit_scale)"
+        )
     new = outcomes_frame(outcomes)
     duplicated = new.filter(pl.struct(list(KEY)).is_duplicated())
     if duplicated.height:
@@ -264,7 +316,8 @@ def _from_evaluation_summary(
                     n=_optional(entry, "num_examples", where, path, _integer),
                     std=_optional(entry, "std_score", where, path, _number),
                     origin=str(path),
-                )
+                    scale=OFFICIAL_SCALE,
+                ).on_unit_scale()
             )
     return outcomes
 
@@ -290,7 +343,9 @@ def _outcome(
         n=_integer(record["n"], "n", where) if record.get("n") is not None else None,
         std=_number(record["std"], "std", where) if record.get("std") is not None else None,
         origin=str(record.get("origin", location.source)),
-    )
+        # A record without a scale is on [0, 1], like prbj's own rows.
+        scale=_number(record["scale"], "scale", where) if record.get("scale") is not None else UNIT_SCALE,
+    ).on_unit_scale()
 
 
 def _optional(entry: Mapping[str, Any], key: str, where: str, path: Path | str, parse: Any) -> Any:

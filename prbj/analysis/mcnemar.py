@@ -50,7 +50,11 @@ def exact_two_sided_p(lost: int, gained: int) -> float:
 
 def chi2_continuity_p(lost: int, gained: int) -> float:
     """p-value of (|lost - gained| - 1)² / (lost + gained) against chi-square with one degree of freedom,
-    whose survival function is erfc(sqrt(x / 2))."""
+    whose survival function is erfc(sqrt(x / 2)).
+
+    The continuity correction is clamped at zero: when lost = gained, |lost - gained| - 1 = -1 and the unclamped
+    square would be 1 / n, a p-value below 1 for runs that differ not at all. Clamped, lost = gained (and
+    |lost - gained| = 1) gives a statistic of 0 and p = 1.0, as the exact test does for lost = gained."""
     n = lost + gained
     if n == 0:
         return 1.0

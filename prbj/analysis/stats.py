@@ -58,9 +58,26 @@ class GroupStats:
     share_a: float | None = None
     position_bias: float | None = None
     order_consistency: float | None = None
+    # Judgments failed because the planner named no aspect (`planner` context only; they are not parse errors).
+    planner_errors: int = 0
+    # Scored judges only (None otherwise): decided pairs whose score margin is under TIE_RISK_MARGIN in size.
+    # Batching changes a float32 score by up to ~6e-8, so such a verdict could flip with --batch-tokens or a
+    # device; exact ties are counted in `ties`, not here.
+    tie_risk: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+TIE_RISK_MARGIN = 1e-6
+
+
+def _tie_risk(ok: pl.DataFrame) -> int | None:
+    margins = ok["margin"].drop_nulls() if "margin" in ok.columns else None
+    if margins is None or margins.len() == 0:
+        return None
+    size = margins.abs()
+    return int(((size > 0) & (size < TIE_RISK_MARGIN)).sum())
 
 
 def _rate(numerator: int, denominator: int) -> float | None:
@@ -135,6 +152,8 @@ def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, s
         picked_longer=picked_longer,
         length_controlled_accuracy=lc_accuracy,
         **_position_stats(frame),
+        planner_errors=int(status_counts.get("planner_error", 0)),
+        tie_risk=_tie_risk(ok),
     )
 
 

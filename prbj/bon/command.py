@@ -26,7 +26,7 @@ from prbj.bon.evaluate import (
     official_summary,
     picked_samples,
 )
-from prbj.bon.gold import GoldJudge, GoldMode
+from prbj.bon.gold import GoldJudge, GoldMode, gold_judge
 from prbj.bon.rundir import (
     EVALUATIONS_FILE,
     GOLD_FILE,
@@ -44,6 +44,7 @@ from prbj.bon.rundir import (
 )
 from prbj.bon.sample import Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
+from prbj.judges.official import Protocol, require_repo
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
 from prbj.llm.gateway import Gateway
@@ -231,16 +232,21 @@ def run_evaluate_command(
     seed: int,
     concurrency: int,
     progress: bool,
+    protocol: Protocol = "prbj",
+    official_repo: Path | None = None,
+    scalar_input: str | None = None,
     **gateway_options: Any,
 ) -> int:
+    del scalar_input  # grading calls no reward model; the option is shared with `bon score`
     shared = GatewayOptions.pop_from(gateway_options)
+    repo = require_repo(official_repo, protocol)  # before any call: a missing file stops the run first
     console = Console()
     run = BonRun.open(run_dir)
     picks = run.read(PICKS_FILE)
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
     with shared.open() as gateway:
-        judge = GoldJudge.for_mode(resolve_provider(gold, shared, gateway), gateway, gold_mode)
+        judge = gold_judge(resolve_provider(gold, shared, gateway), gateway, gold_mode, repo)
         started = now()
         try:
             graded = asyncio.run(

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.downstream import OFFICIAL_SCALE, UNIT_SCALE
 from prbj.analysis.downstream import SCHEMA as DOWNSTREAM_SCHEMA
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
 from prbj.bon.gold import GoldJudge
@@ -187,7 +188,13 @@ def curves(evaluated: pl.DataFrame, *, seed: int) -> list[CurvePoint]:
 
 def official_summary(points: Sequence[CurvePoint], rm: str) -> dict[str, dict[str, dict[str, Any]]]:
     """One RM's curve in the shape of the official `evaluation_summary.json`: {subset: {k: {...}}}. Only real
-    subsets (the official file has no overall entry), only k with at least one graded pick."""
+    subsets (the official file has no overall entry), only k with at least one graded pick. On the official
+    0-2 scale like the official file (prbj's gold means are on [0, 1]: multiplied by OFFICIAL_SCALE), so that
+    `prbj downstream add` converts it back exactly like an official file."""
+
+    def official(value: float | None) -> float | None:
+        return None if value is None else value * OFFICIAL_SCALE
+
     document: dict[str, dict[str, dict[str, Any]]] = {}
     for point in points:
         if point.rm != rm or point.subset == ALL_SUBSETS or point.mean is None:
@@ -195,10 +202,10 @@ def official_summary(points: Sequence[CurvePoint], rm: str) -> dict[str, dict[st
         document.setdefault(point.subset, {})[str(point.k)] = {
             "k": point.k,
             "num_examples": point.n_scored,
-            "mean_score": point.mean,
-            "std_score": point.std,
-            "min_score": point.min,
-            "max_score": point.max,
+            "mean_score": official(point.mean),
+            "std_score": official(point.std),
+            "min_score": official(point.min),
+            "max_score": official(point.max),
         }
     return document
 
@@ -206,7 +213,7 @@ def official_summary(points: Sequence[CurvePoint], rm: str) -> dict[str, dict[st
 def downstream_frame(points: Sequence[CurvePoint], origin: str) -> pl.DataFrame:
     """The rows `prbj downstream add RUN_DIR` ingests: one per RM × subset (and "all") × k with a mean."""
     rows = [
-        (p.rm, DOWNSTREAM_SOURCE, p.subset, p.k, p.mean, p.n_scored, p.std, origin)
+        (p.rm, DOWNSTREAM_SOURCE, p.subset, p.k, p.mean, p.n_scored, p.std, origin, UNIT_SCALE, None)
         for p in points
         if p.mean is not None
     ]

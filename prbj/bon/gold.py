@@ -24,6 +24,14 @@ from typing import Any, Literal
 
 from prbj.data.schema import Pair, RubricAspect
 from prbj.data.status import severity
+from prbj.judges.official import (
+    GOLD_MAX_TOKENS,
+    GOLD_PROMPT,
+    GOLD_SCRIPT,
+    OfficialRepo,
+    official_aspects,
+    parse_official_scores,
+)
 from prbj.judges.verdict import final_part, strip_quotes
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
@@ -187,3 +195,59 @@ class GoldJudge:
 def _snippet(text: str | None, limit: int = 120) -> str:
     flat = " ".join((text or "").split())
     return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+class OfficialGoldJudge(GoldJudge):
+    """The gold call as the official BoN/evaluate.py makes it (`prbj bon evaluate --protocol official`): aspect
+    names only, joined with ", ", the official prompt and system line read from the user's clone, at most 32
+    tokens, and a plain list of 0/1/2 parsed from the reply. A reply without numbers is a failed grade (the
+    official script scores it 0)."""
+
+    def __init__(self, provider: ProviderSpec, gateway: Gateway, repo: OfficialRepo) -> None:
+        system = Template(f"official:{GOLD_SCRIPT}", repo.system_line(GOLD_SCRIPT))
+        super().__init__(provider, gateway, "per-answer", system, repo.template(GOLD_PROMPT))
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "protocol": "official", "max_tokens": GOLD_MAX_TOKENS}
+
+    def requests(self, pair: Pair, answer: str) -> list[LLMRequest]:
+        names = official_aspects([a.aspect for a in pair.view("oracle").rubric_aspects])
+        user = self.user.render({"question": pair.question, "answer": answer, "aspects": names})
+        return [
+            LLMRequest.chat(
+                self.system.text,
+                user,
+                params={"max_tokens": GOLD_MAX_TOKENS, "temperature": 0.0},
+                template_hash=combined_sha(self.system, self.user) + "-official",
+                purpose="gold",
+            )
+        ]
+
+    async def grade(self, pair: Pair, answer: str) -> GoldGrade:
+        if not pair.view("oracle").rubric_aspects:
+            return GoldGrade(status="no_rubric", error=f"question {pair.id} has no rubric aspects to grade")
+        (result,) = await asyncio.gather(
+            *(self.gateway.call(self.provider, r) for r in self.requests(pair, answer))
+        )
+        grade = GoldGrade(status="ok")
+        grade.add(result)
+        if not result.ok:
+            grade.status, grade.error = result.status, result.error
+            return grade
+        scores = parse_official_scores(result.text)
+        if scores is None:
+            grade.status, grade.error = "parse_error", f"no list of scores in reply: {_snippet(result.text)}"
+            return grade
+        grade.aspect_scores = scores  # type: ignore[assignment]  # the official list may hold non-integers
+        return grade
+
+
+def gold_judge(
+    provider: ProviderSpec, gateway: Gateway, mode: GoldMode, repo: OfficialRepo | None
+) -> GoldJudge:
+    """The gold judge of `prbj bon evaluate`: the official call when the official repository is given."""
+    return (
+        OfficialGoldJudge(provider, gateway, repo)
+        if repo is not None
+        else GoldJudge.for_mode(provider, gateway, mode)
+    )

@@ -19,6 +19,7 @@ from prbj.cli.options import (
     planner_option,
     profile_k_option,
     progress_option,
+    protocol_options,
     repair_option,
     seed_option,
     stacked,
@@ -162,6 +163,7 @@ _bon_dataset_option = click.option(
 @_rm_options
 @_bon_dataset_option
 @seed_option("Seed of the random RM.")
+@protocol_options
 @gateway_options
 @concurrency_option("Scoring jobs at once.")
 @progress_option
@@ -201,6 +203,7 @@ def bon_score(**options: Any) -> None:
 )
 @_bon_dataset_option
 @seed_option("Seed of the bootstrap intervals.")
+@protocol_options
 @gateway_options
 @concurrency_option("Picks graded at once.")
 @progress_option
@@ -211,7 +214,7 @@ def bon_evaluate(**options: Any) -> None:
     Question score = sum of aspect scores / (2 × aspects), in [0, 1] (the official 0-2 mean, halved). A pick
     shared by several RMs or k is graded once. Unreadable gold replies are counted, never scored 0.
     Writes gold.parquet, evaluations.parquet, summary.json (mean, std, n, 95% bootstrap CI),
-    rms/<rm>/evaluation_summary.json (the official shape) and downstream.parquet.
+    rms/<rm>/evaluation_summary.json (the official shape, on its 0-2 scale) and downstream.parquet.
 
     \b
     Examples:

@@ -19,6 +19,7 @@ from prbj.cli.options import (
     planner_option,
     profile_k_option,
     progress_option,
+    protocol_options,
     repair_option,
     scalar_options,
     seed_option,
@@ -43,7 +44,10 @@ from prbj.cli.support import friendly_errors
     subset="Keep only this subset (repeatable; unambiguous prefixes work, e.g. 'art'). Default: all.",
     limit="At most this many pairs per subset.",
 )
-@seed_option("Seed for the A/B order draw (42 as in the official script), random judges and bootstrap.")
+@seed_option(
+    "Seed for the A/B order draw (drawn per pair; --protocol official draws the official script's stream), "
+    "random judges and bootstrap."
+)
 @context_option(
     ["none", "profile", "planner", "oracle"],
     "What LLM judges see besides question and answers (repeatable; each reported apart): none, profile "
@@ -63,6 +67,7 @@ from prbj.cli.support import friendly_errors
     user="User prompt file with {question}, {Response_A}, {Response_B} (pointwise: {response}) and optionally "
     "{profile}, {rubrics} or {context}.",
 )
+@protocol_options
 @click.option(
     "--fail-on-error",
     type=click.FloatRange(0, 1),
@@ -98,6 +103,7 @@ def judge(**options: Any) -> None:
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1
       prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
       prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2
+      prbj judge -p litellm:openai/Qwen/Qwen3-8B --protocol official --official-repo ../Personalized-RewardBench
     """
     from prbj.runs.command import run_judge_command
 

@@ -181,7 +181,8 @@ scalar_options = stacked(
         "--batch-tokens",
         type=click.IntRange(min=1),
         default=None,
-        help="Padded tokens per forward pass of hf: reward models (bounds memory; scores do not depend on it). "
+        help="Padded tokens per forward pass of hf: reward models (bounds memory; scores change only by float "
+        "rounding, ~6e-8 in fp32). "
         "Default: 16384 on a GPU, 4096 on a CPU. On a GPU raise --concurrency too, so that more answers wait "
         "to be batched.",
     ),
@@ -220,3 +221,34 @@ gateway_options = stacked(
 )
 """--max-cost, --dry-run, --cache-only, --cache-dir, --api-base, --providers-dir, --env-file; the command
 receives them as keyword arguments and hands them to prbj.llm.setup.GatewayOptions."""
+
+
+# --- protocol (judge, bon, serve) ---------------------------------------------------------------------------
+
+protocol_options = stacked(
+    click.option(
+        "--protocol",
+        type=click.Choice(["prbj", "official"]),
+        default="prbj",
+        show_default=True,
+        help="prbj: prbj's protocol (per-pair A/B draw, last verdict, one BOS, middle truncation); official: "
+        "the official scripts' setting exactly (their A/B stream, first 'result:', prompts from "
+        "--official-repo, their reward-model input). Every difference: docs/protocol.md.",
+    ),
+    click.option(
+        "--official-repo",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        metavar="PATH",
+        help="Your clone of the official repository; --protocol official reads its prompt files from it.",
+    ),
+    click.option(
+        "--scalar-input",
+        type=click.Choice(["chat", "official"]),
+        default=None,
+        help="How hf: reward models get their input: chat (messages tokenised once, middle truncation) or "
+        "official (chat formatted to text then tokenised again, right truncation, query + profile "
+        "concatenated). Default: the --protocol's.",
+    ),
+)
+"""--protocol, --official-repo, --scalar-input: which protocol runs (recorded in run.json)."""

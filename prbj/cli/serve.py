@@ -13,6 +13,7 @@ from prbj.cli.options import (
     mode_option,
     planner_option,
     profile_k_option,
+    protocol_options,
     repair_option,
     seed_option,
 )
@@ -49,6 +50,7 @@ from prbj.cli.support import friendly_errors
 @profile_k_option()
 @planner_option
 @repair_option("the score")
+@protocol_options
 @gateway_options
 @friendly_errors
 def serve(**options: Any) -> None:

@@ -2,6 +2,18 @@
 
 Used by the `planner` context of `prbj judge` and by `prbj build`. Outputs go through the gateway (cached like
 any call) and are memoised per pair, so several judges in one run share one planner call per pair.
+
+How a reply becomes aspects (`parse_aspects`, tested in tests/test_planner.py):
+1. Reasoning before the last `</think>` is dropped.
+2. When some lines are bullets (`-`, `*`, `•`) or numbered (`1.`, `2)`), only those lines are aspects; otherwise
+   every non-empty line is a candidate.
+3. Markdown emphasis (`**`, `__`, backticks) is removed; a line ending in `:` with nothing after it is a heading,
+   not an aspect.
+4. A line in which the planner talks about itself instead of the user ("I cannot tell.", "Sorry, ...", "As an
+   AI ...", "not enough information", "unable to") is dropped: it describes no expectation.
+5. Aspects shorter than 3 characters are dropped, duplicates kept once, at most `max_aspects` kept.
+A reply left with no aspect is a `planner_error` (see prbj.data.status): with `--repair` the planner is asked once
+more, and a judge never sees that reply; its judgments for the pair fail with that status.
 """
 
 from __future__ import annotations
@@ -13,11 +25,21 @@ from typing import Any
 
 from prbj.context.retrieval import rank_profile
 from prbj.data.schema import JudgeView
+from prbj.data.status import Status
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
 from prbj.prompts import Template, builtin, combined_sha
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+_THINK_END = re.compile(r"</think(?:ing)?>", re.I)
+_EMPHASIS = re.compile(r"\*\*|__|`")
+# Phrases of a planner speaking about itself (a refusal or an excuse), not about what the user expects.
+_SELF_TALK = re.compile(
+    r"^(?:i\b|i'm\b|i am\b|sorry\b|as an ai\b|unfortunately\b)|cannot tell|can't tell|not enough information"
+    r"|unable to|no (?:clear |relevant )?(?:evidence|information)",
+    re.I,
+)
+MIN_ASPECT_CHARS = 3
 
 
 def format_profile(view: JudgeView, k: int) -> str:
@@ -28,11 +50,20 @@ def format_profile(view: JudgeView, k: int) -> str:
 
 
 def parse_aspects(text: str) -> list[str]:
-    """Bulleted or numbered lines; a reply without bullets counts its non-empty lines."""
-    bullets = [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
-    if bullets:
-        return bullets
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    """The aspects in a planner reply, by the rules in this module's docstring; [] when it names none."""
+    parts = _THINK_END.split(text)
+    final = parts[-1]
+    lines = final.splitlines()
+    bullets = [m.group(1) for line in lines if (m := _BULLET.match(line))]
+    candidates = bullets if bullets else [line.strip() for line in lines if line.strip()]
+    aspects: list[str] = []
+    for candidate in candidates:
+        aspect = " ".join(_EMPHASIS.sub("", candidate).split())
+        if aspect.endswith(":") or len(aspect) < MIN_ASPECT_CHARS or _SELF_TALK.search(aspect):
+            continue
+        if aspect not in aspects:
+            aspects.append(aspect)
+    return aspects
 
 
 @dataclass
@@ -45,6 +76,11 @@ class PlannerOutput:
     def ok(self) -> bool:
         return self.result.ok and bool(self.aspects)
 
+    @property
+    def status(self) -> Status:
+        """The call's status, or `planner_error` when the call answered but named no aspect."""
+        return "planner_error" if self.result.ok and not self.aspects else self.result.status
+
 
 @dataclass
 class Planner:
@@ -52,6 +88,8 @@ class Planner:
     gateway: Gateway
     profile_k: int = 10
     max_aspects: int = 5
+    # Ask once more (showing the planner its reply) when a reply names no aspect.
+    repair: bool = False
     system: Template = field(default_factory=lambda: builtin("planner_system"))
     user: Template = field(default_factory=lambda: builtin("planner_user"))
     _memo: dict[str, asyncio.Future[PlannerOutput]] = field(default_factory=dict)
@@ -95,7 +133,20 @@ class Planner:
     async def _plan(self, view: JudgeView, request: LLMRequest) -> PlannerOutput:
         result = await self.gateway.call(self.provider, request)
         aspects = parse_aspects(result.text or "")[: self.max_aspects] if result.ok else []
+        if result.ok and not aspects and self.repair:
+            retry = await self.gateway.call(self.provider, self._repair_request(request, result.text or ""))
+            if retry.ok:
+                result, aspects = retry, parse_aspects(retry.text or "")[: self.max_aspects]
         return PlannerOutput(view.pair_id, aspects, result)
+
+    def _repair_request(self, first: LLMRequest, reply: str) -> LLMRequest:
+        ask = builtin("planner_repair").render({"max_aspects": str(self.max_aspects)})
+        messages = (
+            *first.messages,
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": ask},
+        )
+        return LLMRequest(messages=messages, template_hash=first.template_hash + "-repair", purpose="planner")
 
     def outputs(self) -> list[PlannerOutput]:
         """The last plan (or failure) seen for each pair."""

@@ -8,13 +8,22 @@ from typing import Literal, TypeVar, get_args
 
 # What a call to a model ended in. `ok` is the only status that carries an answer.
 CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
-# What a judgment ended in: a call's status, or an answer that said nothing usable.
-Status = Literal["ok", "parse_error", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
+# What a judgment ended in: a call's status, or an answer that said nothing usable (`parse_error` from the
+# judge, `planner_error` from the planner of the `planner` context: the pair was never judged on that reply).
+Status = Literal[
+    "ok", "parse_error", "planner_error", "api_error", "skipped_budget", "skipped_cache", "dry_run"
+]
 
 STATUSES: tuple[Status, ...] = get_args(Status)
 CALL_STATUSES: tuple[CallStatus, ...] = get_args(CallStatus)
 # Judgments that count as failed in a run's figures (a dry run is a plan, not a failure).
-FAILED_STATUSES: tuple[Status, ...] = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
+FAILED_STATUSES: tuple[Status, ...] = (
+    "parse_error",
+    "planner_error",
+    "api_error",
+    "skipped_budget",
+    "skipped_cache",
+)
 # Calls that produced no answer at all: a rerun (or a higher cap, or leaving --cache-only) may still get one.
 UNANSWERED_STATUSES: tuple[CallStatus, ...] = ("api_error", "skipped_budget", "skipped_cache", "dry_run")
 
@@ -22,6 +31,7 @@ UNANSWERED_STATUSES: tuple[CallStatus, ...] = ("api_error", "skipped_budget", "s
 STATUS_MEANING: dict[Status, str] = {
     "ok": "answered",
     "parse_error": "the reply held no readable verdict or score",
+    "planner_error": "the planner's reply named no aspect of the user",
     "api_error": "a call failed (rerun to retry)",
     "skipped_budget": "--max-cost reached (rerun with a higher cap)",
     "skipped_cache": "not in the cache (--cache-only)",
@@ -35,10 +45,12 @@ HEALABLE_STATUSES: tuple[Status, ...] = ("parse_error", "api_error")
 # status that explains the most: a call never sent outranks one that failed, which outranks a reply that was
 # unreadable. The three "not sent" statuses come from exclusive modes, so their order among themselves is moot.
 _SEVERITY: dict[str, int] = {
-    "dry_run": 6,
-    "skipped_budget": 5,
-    "skipped_cache": 4,
-    "api_error": 3,
+    "dry_run": 7,
+    "skipped_budget": 6,
+    "skipped_cache": 5,
+    "api_error": 4,
+    # Below a failed call (which explains more), above an unreadable verdict (the judge never saw a plan).
+    "planner_error": 3,
     "parse_error": 2,
     "ok": 1,
 }

@@ -25,13 +25,15 @@ from prbj.judges.base import (
     ScoreFailure,
     verdict_from_scores,
 )
+from prbj.judges.official import Protocol, official_positions, parse_official_verdict
 from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
 from prbj.prompts import Template, builtin, combined_sha
 
 OrderMode = Literal["random", "both"]
-# Official protocol: the A/B assignment is drawn per item with seed 42, p = 0.5.
+# The A/B assignment is drawn with p = 0.5 from this seed (the official scripts' seed too); how it is drawn
+# depends on the protocol (assign_positions, or prbj.judges.official.official_positions).
 DEFAULT_ORDER_SEED = 42
 SCORE_SCALE = (1.0, 10.0)
 # --retry-failed: how many fresh samples a failed call may get (sample indexes 1..this); each one is cached.
@@ -55,6 +57,8 @@ class ContextBlock:
     profile: str = ""
     rubrics: str = ""
     failure: LLMResult | None = None
+    # The judgment's status when `failure` is set: the call's, or `planner_error` for a reply without aspects.
+    failure_status: Status | None = None
 
 
 class ContextBuilder:
@@ -91,9 +95,9 @@ class ContextBuilder:
                 failure = (
                     planned.result
                     if not planned.result.ok
-                    else LLMResult("api_error", error="planner gave no aspects")
+                    else LLMResult("ok", error=f"no aspect in reply: {_snippet(planned.result.text)}")
                 )
-                return ContextBlock(failure=failure)
+                return ContextBlock(failure=failure, failure_status=planned.status)
             rubrics = "\n".join(f"- {aspect}" for aspect in planned.aspects)
             return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
         rubrics = "\n".join(
@@ -211,9 +215,11 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         user: Template | None = None,
         repair: bool = False,
         retry_failed: bool = False,
+        protocol: Protocol = "prbj",
     ) -> None:
         self.name = provider.name
         self.provider = provider
+        self.protocol: Protocol = protocol
         self.gateway = gateway
         self.context = context
         self.contexts = contexts or ContextBuilder(context)
@@ -232,19 +238,28 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             "mode": "pairwise",
             "order": self.order,
             "order_seed": self.order_seed,
+            "protocol": self.protocol,
         }
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
-        self.positions = assign_positions([p.id for p in pairs], self.order_seed)
+        if self.protocol == "official":
+            self.positions = official_positions(pairs, self.order_seed)
+        else:
+            self.positions = assign_positions([p.id for p in pairs], self.order_seed)
+
+    def _read_verdict(self, reply: str | None, shown: Sequence[str]) -> str | None:
+        """The official first-`result:` rule under --protocol official, prbj's last explicit verdict otherwise;
+        either way an unreadable reply is None (a parse error), never "A"."""
+        if self.protocol == "official":
+            return parse_official_verdict(reply)
+        return parse_verdict(reply, shown)
 
     async def judge(self, task: PairTask) -> Judgment:
         view, pair = task.view, task.pair
         usage = Usage()
         block = await self.contexts.build(view)
         if block.failure is not None:
-            return self._judgment(
-                task, status=_status(block.failure), error=f"planner: {block.failure.error}"
-            )
+            return self._judgment(task, status=_block_status(block), error=f"planner: {block.failure.error}")
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
         picks: dict[str, str | None] = {}
         statuses: list[Status] = []
@@ -299,11 +314,11 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         result = await self._ask(prompt, usage, sample)
         if not result.ok:
             return _status(result), None, result.error
-        letter = parse_verdict(result.text, [answer_a, answer_b])
+        letter = self._read_verdict(result.text, [answer_a, answer_b])
         if letter is None and self.repair:
             repaired = await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage)
             if repaired.ok:
-                letter = parse_verdict(repaired.text, [answer_a, answer_b])
+                letter = self._read_verdict(repaired.text, [answer_a, answer_b])
         if letter is None:
             return "parse_error", None, f"no verdict in reply: {_snippet(result.text)}"
         return "ok", letter, None
@@ -358,7 +373,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
     async def _score_all(self, view: JudgeView, answers: Sequence[str], usage: Usage) -> list[float]:
         block = await self.contexts.build(view)
         if block.failure is not None:
-            raise ScoreFailure(_status(block.failure), f"planner: {block.failure.error}")
+            raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}")
         return [await self._score_one(view, block, answer, usage) for answer in answers]
 
     async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
@@ -401,6 +416,11 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
 
 def _status(result: LLMResult) -> Status:
     return result.status if result.status in CALL_STATUSES else "api_error"
+
+
+def _block_status(block: ContextBlock) -> Status:
+    assert block.failure is not None
+    return block.failure_status or _status(block.failure)
 
 
 def _snippet(text: str | None, limit: int = 120) -> str:

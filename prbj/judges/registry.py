@@ -23,6 +23,7 @@ from prbj.judges.generative import (
     PointwiseLLMJudge,
     check_template_shows_context,
 )
+from prbj.judges.official import PAIRWISE_SYSTEM, PAIRWISE_USER
 from prbj.judges.scalar import HF_PREFIX, make_scalar_judge
 from prbj.judges.setup import JudgeOptions, make_planner, resolve_provider
 from prbj.llm.gateway import Gateway
@@ -61,8 +62,15 @@ def _llm(
 ) -> list[Judge]:
     provider = resolve_provider(spec, shared, gateway)
     system, user = options.system_template, options.user_template
+    official = options.official
+    default_context = DEFAULT_LLM_CONTEXT
+    if official is not None and options.mode == "pairwise":
+        # The official pairwise script shows no profile, with its own prompts (unless the user gives others).
+        default_context = "none"
+        system = system or official.template(PAIRWISE_SYSTEM)
+        user = user or official.template(PAIRWISE_USER)
     judges: list[Judge] = []
-    for context in options.contexts or (DEFAULT_LLM_CONTEXT,):
+    for context in options.contexts or (default_context,):
         builder = ContextBuilder(context, profile_k=options.profile_k, planner=planner)
         if user is not None:
             check_template_shows_context(user, context, "--judge-template-user", system=system)
@@ -92,6 +100,7 @@ def _llm(
                     user=user,
                     repair=options.repair,
                     retry_failed=options.retry_failed,
+                    protocol=options.protocol,
                 )
             )
     return judges
@@ -142,5 +151,5 @@ def build_judges(
     budget). Planner and templates are checked before any judge is built, so a bad option fails first."""
     planner = make_planner(options, shared, gateway)
     # Read the template files now: a bad one fails before any judge is built, even with offline judges only.
-    _ = options.system_template, options.user_template
+    _ = options.system_template, options.user_template, options.official
     return resolve_judges(specs, options, shared, gateway, planner), planner

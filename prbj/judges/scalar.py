@@ -21,6 +21,7 @@ from prbj.context.retrieval import rank_profile
 from prbj.data.schema import Context, JudgeView
 from prbj.errors import ConfigError
 from prbj.judges.base import Judgment, PairTask, PointwiseJudge, verdict_from_scores
+from prbj.judges.official import official_posts, official_user_turn
 from prbj.llm.cache import cache_key
 from prbj.llm.gateway import Gateway
 from prbj.local.model_files import ModelSource, download, fingerprint, locate
@@ -44,11 +45,15 @@ TRUNCATION = "middle"
 PROFILE_TURN = "{question}\n\nPosts this user wrote before, most relevant first:\n{posts}"
 
 
-def conversation(view: JudgeView, answer: str) -> list[dict[str, str]]:
-    """The messages a reward model scores: one user turn, one assistant turn (the answer)."""
+def conversation(view: JudgeView, answer: str, *, scalar_input: str = "chat") -> list[dict[str, str]]:
+    """The messages a reward model scores: one user turn, one assistant turn (the answer). With the official
+    input the profile turn is the official BoN/PPO one: question and formatted posts concatenated as is."""
     user = view.question
     if view.context == "profile" and view.profile:
         posts = rank_profile(view.question, view.profile, k=PROFILE_POSTS)
+        if scalar_input == "official":
+            user = official_user_turn(view.question, official_posts(posts, PROFILE_POSTS))
+            return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
         listing = "\n".join(f"{n}. {post.text}" for n, post in enumerate(posts, start=1))
         user = PROFILE_TURN.format(question=view.question, posts=listing)
     return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
@@ -94,14 +99,25 @@ class ScalarJudge(PointwiseJudge):
             "device": model.device,
             "max_length": model.max_length,
             "batch_tokens": model.batch_tokens,
-            "truncation": TRUNCATION,
+            "truncation": self.truncation,
+            "scalar_input": self.scalar_input,
             "chat_template_sha256": self.template_sha256,
             "profile_posts": PROFILE_POSTS if self.context == "profile" else 0,
             "scorer_version": SCORER_VERSION,
         }
 
+    @property
+    def scalar_input(self) -> str:
+        return self.model.scalar_input
+
+    @property
+    def truncation(self) -> str:
+        return "right" if self.scalar_input == "official" else TRUNCATION
+
     def cache_key(self, messages: list[dict[str, str]]) -> str:
         model = self.model
+        # The official input is named in the key only when used, so prbj's default keys stay as they were.
+        official = {"scalar_input": "official"} if self.scalar_input == "official" else {}
         return cache_key(
             "scalar",
             model=self._model_id,
@@ -110,8 +126,9 @@ class ScalarJudge(PointwiseJudge):
             template=self.template_sha256,
             max_length=model.max_length,
             dtype=model.dtype_name,
-            truncation=TRUNCATION,
+            truncation=self.truncation,
             scorer_version=SCORER_VERSION,
+            **official,
         )
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
@@ -120,7 +137,10 @@ class ScalarJudge(PointwiseJudge):
     async def score_items(self, view: JudgeView, answers: Sequence[str]) -> list[ItemScore]:
         """Each answer's score through the gateway's cache; the misses of every pair being judged at once are
         scored together in the next batch (so all answers are asked for before any is awaited)."""
-        stored = await asyncio.gather(*(self._cached_score(conversation(view, a)) for a in answers))
+        layout = self.scalar_input
+        stored = await asyncio.gather(
+            *(self._cached_score(conversation(view, a, scalar_input=layout)) for a in answers)
+        )
         return [ItemScore(**value) for value in stored]
 
     async def _cached_score(self, messages: list[dict[str, str]]) -> dict[str, Any]:

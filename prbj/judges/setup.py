@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from prbj.context.planner import Planner
 from prbj.data.schema import Context
+from prbj.judges.official import OfficialRepo, Protocol, require_repo
 from prbj.judges.scalar import ScalarOptions
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import ProviderSpec
@@ -54,14 +55,25 @@ class JudgeOptions:
     mode: Literal["pairwise", "pointwise"] = "pointwise"
     order: Literal["random", "both"] = "random"
     scalar: ScalarOptions = field(default_factory=ScalarOptions)
+    # --protocol official reproduces the official scripts (prbj.judges.official); its prompts come from
+    # --official-repo, the user's clone of the official repository.
+    protocol: Protocol = "prbj"
+    official_repo: Path | None = None
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> JudgeOptions:
         """Take the judge options (and the scalar ones, --dtype, --device, ...) out of a command's keyword
-        arguments; a command that lacks some keeps their defaults."""
+        arguments; a command that lacks some keeps their defaults. --scalar-input defaults to the protocol's."""
         scalar = {f.name: options.pop(f.name) for f in fields(ScalarOptions) if f.name in options}
         mine = {f.name: options.pop(f.name) for f in fields(cls) if f.name != "scalar" and f.name in options}
+        if scalar.get("scalar_input") is None:
+            scalar["scalar_input"] = "official" if mine.get("protocol") == "official" else "chat"
         return cls(**mine, scalar=ScalarOptions(**scalar))
+
+    @cached_property
+    def official(self) -> OfficialRepo | None:
+        """The official repository under --protocol official (required then), None under prbj's protocol."""
+        return require_repo(self.official_repo, self.protocol)
 
     @cached_property
     def system_template(self) -> Template | None:
@@ -82,4 +94,9 @@ def make_planner(options: JudgeOptions, shared: GatewayOptions, gateway: Gateway
     """The planner of the `planner` context (--planner), on the run's gateway; None when none is asked for."""
     if not options.planner:
         return None
-    return Planner(resolve_provider(options.planner, shared, gateway), gateway, profile_k=options.profile_k)
+    return Planner(
+        resolve_provider(options.planner, shared, gateway),
+        gateway,
+        profile_k=options.profile_k,
+        repair=options.repair,
+    )

@@ -76,7 +76,9 @@ class LocalGenerator:
             self._run_batch, WorkerThread(f"prbj-local:{source.label}")
         )
 
-    def generate(self, messages: Sequence[Mapping[str, str]], max_new_tokens: int) -> asyncio.Future[Generation]:
+    def generate(
+        self, messages: Sequence[Mapping[str, str]], max_new_tokens: int
+    ) -> asyncio.Future[Generation]:
         """Queue one conversation; await the future for its reply. Submit all that are ready before awaiting."""
         plain = [{"role": m["role"], "content": m["content"]} for m in messages]
         return self._batcher.submit(_Job(plain, max_new_tokens))
@@ -97,7 +99,9 @@ class LocalGenerator:
             if not prepared:
                 continue
             try:
-                results: Sequence[Generation | Exception] = self._generate([(job, ids) for _, job, ids in prepared])
+                results: Sequence[Generation | Exception] = self._generate(
+                    [(job, ids) for _, job, ids in prepared]
+                )
             except Exception as err:  # fails this group only; the next one may still run
                 results = [err] * len(prepared)
             for (index, _, _), result in zip(prepared, results, strict=True):

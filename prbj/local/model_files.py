@@ -50,9 +50,13 @@ def locate(ref: str, *, option: str, gguf: bool) -> ModelSource:
     path = Path(ref).expanduser()
     if path.is_file():
         if not gguf:
-            raise ConfigError(f"--provider {option}:{ref}: not a folder; pass the folder that holds config.json")
+            raise ConfigError(
+                f"--provider {option}:{ref}: not a folder; pass the folder that holds config.json"
+            )
         if path.suffix.lower() != ".gguf":
-            raise ConfigError(f"--provider {option}:{ref}: a file must be a .gguf model; else give its folder")
+            raise ConfigError(
+                f"--provider {option}:{ref}: a file must be a .gguf model; else give its folder"
+            )
         return ModelSource(str(path.resolve().parent), path.name)
     if path.is_dir():
         ggufs = sorted(p.name for p in path.glob("*.gguf")) if gguf else []
@@ -61,7 +65,9 @@ def locate(ref: str, *, option: str, gguf: bool) -> ModelSource:
             return ModelSource(str(path.resolve()))
         if len(ggufs) == 1:
             return ModelSource(str(path.resolve()), ggufs[0])
-        found = f"several .gguf files ({', '.join(ggufs)}): name one" if ggufs else "no config.json or .gguf file"
+        found = (
+            f"several .gguf files ({', '.join(ggufs)}): name one" if ggufs else "no config.json or .gguf file"
+        )
         raise ConfigError(f"--provider {option}:{ref}: {found}")
     if not _HUB_ID.match(ref):
         raise ConfigError(f"--provider {option}:{ref}: no such {'file or folder' if gguf else 'folder'}")

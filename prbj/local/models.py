@@ -46,6 +46,10 @@ class ScalarOptions:
     max_length: int = 8192
     # Padded tokens (rows × longest row) per forward pass: bounds memory, not results. None: by device.
     batch_tokens: int | None = None
+    # "chat": the message list tokenised once, middle truncation; "official": as the official scripts do it,
+    # the chat formatted to text and tokenised again (a second BOS where the tokenizer adds one), right
+    # truncation (`--scalar-input`).
+    scalar_input: str = "chat"
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,7 @@ class LocalModels:
                 trust_remote_code=options.trust_remote_code,
                 max_length=options.max_length,
                 batch_tokens=options.batch_tokens,
+                scalar_input=options.scalar_input,
             )
             found = self._scorers[key] = Scorer(model)
         return found

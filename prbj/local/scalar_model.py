@@ -125,6 +125,7 @@ class ScalarModel:
         trust_remote_code: bool = False,
         max_length: int = 8192,
         batch_tokens: int | None = None,
+        scalar_input: str = "chat",
     ) -> None:
         from transformers import AutoTokenizer
 
@@ -133,6 +134,7 @@ class ScalarModel:
         self.folder = folder
         self.ref = ref
         self.max_length = max_length
+        self.scalar_input = scalar_input
         self.trust_remote_code = trust_remote_code
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
@@ -174,6 +176,8 @@ class ScalarModel:
     def encode(self, conversations: Sequence[Messages]) -> list[Encoded]:
         """Token ids of each conversation, straight from the message list (one tokenizer pass, no second BOS).
         Control tokens inside message text (a pasted '<|eot_id|>') stay text, where transformers supports it."""
+        if self.scalar_input == "official":
+            return self.encode_official(conversations)
         extra: dict[str, Any] = {"sanitize_control_tokens": True} if self._sanitize else {}
         # With tokenize=True and return_dict=False the tokenizer returns one id list per conversation.
         rows = cast(
@@ -186,6 +190,17 @@ class ScalarModel:
         for ids in rows:
             kept, truncated = truncate_middle(ids, self.max_length)
             encoded.append(Encoded(kept, truncated, len(ids)))
+        return encoded
+
+    def encode_official(self, conversations: Sequence[Messages]) -> list[Encoded]:
+        """As the official scripts build a reward model's input (`--scalar-input official`): the chat formatted
+        to text, that text tokenised again (so a tokenizer that adds a BOS adds a second one after the
+        template's) and cut from the right at max_length."""
+        encoded = []
+        for conversation in conversations:
+            text = cast(str, self.tokenizer.apply_chat_template(list(conversation), tokenize=False))
+            ids = cast(list[int], self.tokenizer(text)["input_ids"])
+            encoded.append(Encoded(ids[: self.max_length], len(ids) > self.max_length, len(ids)))
         return encoded
 
     def score_conversations(

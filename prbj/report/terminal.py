@@ -42,7 +42,13 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("LC", justify="right", no_wrap=True)
     table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
-        failed = row.parse_errors + row.api_errors + row.skipped_budget + row.skipped_cache
+        failed = (
+            row.parse_errors
+            + row.api_errors
+            + row.skipped_budget
+            + row.skipped_cache
+            + (row.planner_errors or 0)
+        )
         cells = [
             f"[bold]{row.judge}[/bold] [dim]{row.context}[/dim]",
             fmt.percent(row.accuracy),

@@ -50,6 +50,8 @@ def run_judge_command(
             out_dir=out,
             concurrency=concurrency,
             show_progress=progress,
+            protocol=judging.protocol,
+            official_repo=str(judging.official.root) if judging.official is not None else None,
         )
         result = execute(data, judges, config, gateway=gateway, planner=planner)
     usage = result.extra.get("usage", [])

@@ -12,7 +12,7 @@ from rich.table import Table
 from prbj.analysis.benchmark_scores import RunSelection, load_benchmark_csv, load_prbj_runs, parse_mapping
 from prbj.analysis.correlate_run import CorrelateConfig, KChoice, write_report
 from prbj.analysis.correlate_run import correlate as correlate_tables
-from prbj.analysis.downstream import add_outcomes, read_outcomes, read_store
+from prbj.analysis.downstream import add_outcomes, conversions, read_outcomes, read_store
 from prbj.errors import DataError
 from prbj.report import fmt
 from prbj.report.correlation import comparison_table, markdown, notes
@@ -97,6 +97,8 @@ def run_downstream_add(paths: Sequence[Path], *, rm: str | None, source: str | N
     outcomes = [o for path in paths for o in read_outcomes(path, rm=rm, source=source)]
     result = add_outcomes(store, outcomes)
     rms = sorted({o.rm for o in outcomes})
+    for note in conversions(outcomes):
+        Console().print(f"[dim]note: {note}[/dim]", soft_wrap=True)
     Console().print(
         f"{result.added} row(s) added, {result.replaced} replaced for {len(rms)} RM(s) "
         f"({', '.join(rms)}); {result.total} in {result.path}",

@@ -62,6 +62,9 @@ class RunConfig:
     out_dir: Path
     concurrency: int = 16
     show_progress: bool = True
+    # Which protocol ran (`--protocol`): "prbj", or "official" with the official repository it read.
+    protocol: str = "prbj"
+    official_repo: str | None = None
 
 
 @dataclass
@@ -143,6 +146,8 @@ def _config_record(config: RunConfig) -> dict[str, Any]:
         "limit": config.limit,
         "seed": config.seed,
         "concurrency": config.concurrency,
+        "protocol": config.protocol,
+        "official_repo": config.official_repo,
     }
 
 
@@ -150,7 +155,7 @@ def _planner_records(planner: Planner) -> list[dict[str, Any]]:
     return [
         {
             "pair_id": out.pair_id,
-            "status": out.result.status,
+            "status": out.status,
             "aspects": out.aspects,
             "cached": out.result.cached,
         }

@@ -39,7 +39,16 @@ def run_serve_command(
                 flush=True,
             )
 
-        asyncio.run(server.serve(judge, host=host, port=port, concurrency=concurrency, on_ready=ready))
+        asyncio.run(
+            server.serve(
+                judge,
+                host=host,
+                port=port,
+                concurrency=concurrency,
+                on_ready=ready,
+                protocol=judging.protocol,
+            )
+        )
     usage = [s.as_dict() for s in gateway.stats()]
     if usage:
         Console().print(usage_table(usage))

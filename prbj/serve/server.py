@@ -40,6 +40,8 @@ from aiohttp import web
 from prbj.data.schema import Context, JudgeView, ProfilePost
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge
+from prbj.judges.generative import SCORE_SCALE, PointwiseLLMJudge
+from prbj.judges.official import Protocol, to_served_scale
 
 MAX_BODY_BYTES = 64 * 2**20
 # A connection with no request in progress is closed after this long, and a request body must arrive within
@@ -167,8 +169,17 @@ def served_context(judge: Judge) -> Context:
 class RewardService:
     """Scores requests with one judge; answers that share a question and profile go to the judge together."""
 
-    def __init__(self, judge: Judge, *, concurrency: int = 16, read_timeout: float = READ_TIMEOUT) -> None:
+    def __init__(
+        self,
+        judge: Judge,
+        *,
+        concurrency: int = 16,
+        read_timeout: float = READ_TIMEOUT,
+        protocol: Protocol = "prbj",
+    ) -> None:
         self.context = served_context(judge)
+        # The official generative server answers on [0, 1]; prbj's LLM judges score 1-10 (served as is by default).
+        self._official_scale = protocol == "official" and isinstance(judge, PointwiseLLMJudge)
         self.read_timeout = read_timeout
         # served_context() above refuses judges that cannot score one answer at a time.
         self.judge: PointwiseJudge = cast(PointwiseJudge, judge)
@@ -189,7 +200,9 @@ class RewardService:
             if len(values) != len(indexes):
                 raise RuntimeError(f"judge returned {len(values)} scores for {len(indexes)} answers")
             for i, value in zip(indexes, values, strict=True):
-                scores[i] = float(value)
+                scores[i] = (
+                    to_served_scale(float(value), *SCORE_SCALE) if self._official_scale else float(value)
+                )
 
         async with asyncio.TaskGroup() as group:
             for indexes in groups.values():
@@ -328,11 +341,12 @@ async def serve(
     stop: asyncio.Event | None = None,
     idle_timeout: float = IDLE_TIMEOUT,
     read_timeout: float = READ_TIMEOUT,
+    protocol: Protocol = "prbj",
 ) -> None:
     """Serve until `stop` is set (or SIGINT/SIGTERM arrives); `on_ready` gets the base URL once bound, with the
     real port when `port` is 0. Idle connections close after `idle_timeout`; a body slower than `read_timeout`
     gets 408."""
-    service = RewardService(judge, concurrency=concurrency, read_timeout=read_timeout)
+    service = RewardService(judge, concurrency=concurrency, read_timeout=read_timeout, protocol=protocol)
     runner = web.AppRunner(
         service.app(), access_log=None, handle_signals=False, keepalive_timeout=idle_timeout
     )
