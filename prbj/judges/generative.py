@@ -75,7 +75,8 @@ class ContextBuilder:
     async def build(self, view: JudgeView) -> ContextBlock:
         if self.context == "none":
             return ContextBlock()
-        if self.context == "profile":
+        if self.context in ("profile", "swapped-profile"):
+            # A swapped view already holds another user's profile: it is rendered exactly like a real one.
             profile = format_profile(view, self.profile_k)
             return ContextBlock(self.profile_template.render({"profile": profile}), profile=profile)
         if self.context == "planner":
@@ -104,7 +105,7 @@ def check_template_shows_context(
     template: Template, context: Context, option: str, *, system: Template | None = None
 ) -> None:
     """A custom template that never shows the context would silently turn every setting into `none`."""
-    needs = {"profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
+    needs = {"profile": "profile", "swapped-profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
     shown = template.placeholders | (system.placeholders if system is not None else set())
     if needs and not ({needs, "context"} & shown):
         raise ConfigError(
@@ -145,6 +146,8 @@ class LLMJudgeBase:
     system: Template
     user: Template
     repair: bool
+    # Which repeated sample of the same prompt this judge asks for (part of the cache key); see judges.sampling.
+    sample_index: int = 0
 
     def _template_hash(self) -> str:
         return combined_sha(self.system, self.user, *self.contexts.templates()) + f"-p{PARSER_VERSION}"
@@ -165,7 +168,9 @@ class LLMJudgeBase:
 
     async def _ask(self, prompt: tuple[str, str], usage: Usage) -> LLMResult:
         system, user = prompt
-        request = LLMRequest.chat(system, user, template_hash=self._template_hash())
+        request = LLMRequest.chat(
+            system, user, template_hash=self._template_hash(), sample_index=self.sample_index
+        )
         result = await self.gateway.call(self.provider, request)
         usage.add(result)
         return result
@@ -179,7 +184,9 @@ class LLMJudgeBase:
             {"role": "assistant", "content": reply},
             {"role": "user", "content": builtin("repair").render({"choices": choices})},
         )
-        request = LLMRequest(messages=messages, template_hash=self._template_hash() + "-repair")
+        request = LLMRequest(
+            messages=messages, template_hash=self._template_hash() + "-repair", sample_index=self.sample_index
+        )
         result = await self.gateway.call(self.provider, request)
         usage.add(result)
         return result

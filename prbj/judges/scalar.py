@@ -35,7 +35,7 @@ __all__ = ["HF_PREFIX", "ItemScore", "ScalarJudge", "ScalarOptions", "conversati
 HF_PREFIX = "hf:"
 DTYPE_CHOICES = ("auto", "bf16", "fp16", "fp32")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
-SCALAR_CONTEXTS: tuple[str, ...] = ("none", "profile")
+SCALAR_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile")
 PROFILE_POSTS = 10
 # Bumped whenever the way a score is computed changes (truncation, pooling, turn layout), so that old cache
 # entries are missed rather than reused.
@@ -47,7 +47,8 @@ PROFILE_TURN = "{question}\n\nPosts this user wrote before, most relevant first:
 def conversation(view: JudgeView, answer: str) -> list[dict[str, str]]:
     """The messages a reward model scores: one user turn, one assistant turn (the answer)."""
     user = view.question
-    if view.context == "profile" and view.profile:
+    # A swapped view holds another user's profile: the profile-reliance control of a scalar RM.
+    if view.context in ("profile", "swapped-profile") and view.profile:
         posts = rank_profile(view.question, view.profile, k=PROFILE_POSTS)
         listing = "\n".join(f"{n}. {post.text}" for n, post in enumerate(posts, start=1))
         user = PROFILE_TURN.format(question=view.question, posts=listing)
@@ -96,7 +97,7 @@ class ScalarJudge(PointwiseJudge):
             "batch_tokens": model.batch_tokens,
             "truncation": TRUNCATION,
             "chat_template_sha256": self.template_sha256,
-            "profile_posts": PROFILE_POSTS if self.context == "profile" else 0,
+            "profile_posts": PROFILE_POSTS if self.context in ("profile", "swapped-profile") else 0,
             "scorer_version": SCORER_VERSION,
         }
 
