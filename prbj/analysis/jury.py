@@ -129,7 +129,9 @@ def jury_judgments(frame: pl.DataFrame, spec: JurySpec) -> tuple[pl.DataFrame, l
         stats.append(JuryStats(spec.name, context, list(spec.members), len(pair_ids), ties, failures, silent))
     if not rows:
         return frame.clear(), stats
-    return pl.DataFrame(rows, schema={c: frame.schema[c] for c in rows[0]}), stats
+    # The jury's rows carry the columns the judgments have (a run read back may lack some); the rest are null.
+    schema = {c: frame.schema[c] for c in rows[0] if c in frame.schema}
+    return pl.DataFrame([{c: r[c] for c in schema} for r in rows], schema=schema), stats
 
 
 def add_juries(frame: pl.DataFrame, specs: list[JurySpec]) -> tuple[pl.DataFrame, list[JuryStats]]:
