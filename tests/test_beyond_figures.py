@@ -4,12 +4,15 @@ Holm, the paired bootstrap, juries by hand, slices' bins, the profile swap and t
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
 import polars as pl
 import pytest
+from click.testing import CliRunner
 
 from prbj.analysis.compare import better_than, compare_judges, holm
 from prbj.analysis.consistency import self_consistency
@@ -19,6 +22,7 @@ from prbj.analysis.paired import paired_difference_ci
 from prbj.analysis.power import min_detectable_difference, pairs_needed, pairs_needed_exact
 from prbj.analysis.reliance import profile_reliance
 from prbj.analysis.slices import quantile_bins
+from prbj.cli import main
 from prbj.context.swap import swap_donors
 from prbj.data.schema import Pair, ProfilePost, RubricAspect
 from prbj.errors import ConfigError, LeakageError
@@ -253,3 +257,23 @@ def test_a_swapped_view_shows_the_donor_profile_and_never_the_scoring_standard()
 def test_a_single_user_cannot_be_swapped() -> None:
     with pytest.raises(ConfigError):
         swap_donors([pair(1, "A"), pair(2, "A", owner=1)], seed=0)
+
+
+def test_prbj_power_prints_pairs_needed_from_the_runs_discordance(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "reports"
+    judged = runner.invoke(
+        main, ["judge", "--no-progress", "-p", "random", "-p", "length", "--out", str(out)]
+    )
+    assert judged.exit_code == 0, judged.output
+    (run_dir,) = out.iterdir()
+    result = runner.invoke(main, ["power", "--baseline", str(run_dir), "--delta", "0.05", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.output)["pairs"]
+    assert row["n"] == 60 and row["delta"] == 0.05
+    assert row["pairs_needed"] == math.ceil(pairs_needed_exact(row["discordance"], 0.05))
+    assert pairs_needed_exact(row["discordance"], row["min_detectable_difference"]) == pytest.approx(
+        60, rel=1e-6
+    )
+    table = runner.invoke(main, ["power", "--baseline", str(run_dir)])
+    assert table.exit_code == 0 and "pairs needed" in table.output

@@ -73,7 +73,8 @@ def _values(frame: pl.DataFrame, kind: str) -> pl.Series | None:
             return None
         return (frame["chosen_words"] - frame["rejected_words"]).alias("length_diff")
     column = FEATURE_COLUMNS[kind]
-    return frame[column] if column in frame.columns else None
+    # A run written by another tool may store counts as text: read them as numbers, unreadable ones as null.
+    return frame[column].cast(pl.Float64, strict=False) if column in frame.columns else None
 
 
 def quantile_bins(values: Sequence[int | float], bins: int = QUANTILE_BINS) -> list[tuple[float, float]]:
