@@ -41,7 +41,7 @@ class SampledJudge(Judge):
         self.copies: list[Judge] = [inner]
         for k in range(1, samples):
             clone = copy.copy(inner)
-            clone.sample_index = sample_index(k)  # type: ignore[attr-defined]
+            clone.sample_index = sample_index(k)
             self.copies.append(clone)
 
     def describe(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -34,7 +35,7 @@ class RunFigures:
     reliance: list[RelianceRow]
     comparisons: list[Comparison]
     consistency: list[ConsistencyRow]
-    juries: list[dict[str, object]]
+    juries: list[dict[str, Any]]
     slices: list[SliceRow]
     accuracy: dict[str, float | None]
 
@@ -185,7 +186,7 @@ def better_table(rows: Sequence[Comparison]) -> TextTable:
 def jury_table(figures: RunFigures) -> TextTable:
     rows = []
     for jury in figures.juries:
-        members = [str(m) for m in jury.get("members", [])]  # type: ignore[union-attr]
+        members = [str(m) for m in jury.get("members") or []]
         context = str(jury.get("context"))
         label = entry_label(str(jury.get("name")), context)
         member_acc = []
