@@ -368,3 +368,49 @@ def test_report_of_a_real_pairwise_run_shows_an_always_a_judge(
     assert int(cells[3]) + int(cells[5]) == 12
     parsed = _assert_self_contained((run_dir / "report.html").read_text())
     assert "figure-position-bias" in _figure_ids(parsed)
+
+
+def test_beyond_accuracy_sections_reliance_comparisons_consistency_and_slices(tmp_path: Path) -> None:
+    """Figures beyond accuracy render in report.md and report.html, with the comparison matrix and a chart per
+    slice; each is computed from the judgments the run holds."""
+    rows = []
+    for i in range(40):
+        pair, subset = f"p-{i:02d}", ART if i % 2 else SOCIETY
+        rows.append(judgment(pair, subset, "llm", context="profile", correct=i < 32, profile_posts=i % 8))
+        rows.append(
+            judgment(pair, subset, "llm", context="swapped-profile", correct=i < 12, profile_posts=i % 8)
+        )
+        rows.append(
+            judgment(
+                pair,
+                subset,
+                "llm",
+                context="none",
+                correct=i < 20,
+                profile_posts=i % 8,
+                sample_verdicts="chosen|chosen|rejected" if i < 10 else "rejected|rejected|rejected",
+            )
+        )
+    files = write_reports([write_run_dir(tmp_path / "run", rows)], slices=("profile-posts", "subset"))
+    markdown = files.markdown.read_text()
+    for heading in (
+        "## Profile reliance",
+        "## Judges compared",
+        "## Self-consistency",
+        "## Accuracy by slice",
+    ):
+        assert heading in markdown
+    # Reliance: 80% with the real profile, 30% swapped, 50% without: a 50-point drop.
+    assert "| llm | 40 | 80.0 | 30.0 | 50.0 | +50.0 |" in markdown
+    # Self-consistency: 10 pairs split 2-1 (majority right), 30 unanimous and wrong.
+    assert "| llm | none | 3 | 40 | 75.0 | 25.0 |" in markdown
+    parsed = _assert_self_contained(files.html.read_text())
+    figures = _figure_ids(parsed)
+    assert {"figure-comparison-matrix", "figure-slice-profile-posts", "figure-slice-subset"} <= figures
+    matrix = (files.html.parent / "plots" / "comparison-matrix.svg").read_text()
+    cells = [unescape(t) for t in re.findall(r"<rect[^>]*><title>([^<]*)</title>", matrix)]
+    assert len(cells) == 6  # three entries, each against the two others
+    assert any(t.startswith("llm · profile vs llm · swapped-profile: +50.0 pp") for t in cells)
+    slice_svg = (files.html.parent / "plots" / "slice-subset.svg").read_text()
+    assert len(re.findall(r"<circle", slice_svg)) == 3 * 2  # three entries × two subsets
+    assert "MDE" in markdown

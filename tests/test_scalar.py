@@ -517,3 +517,31 @@ def test_official_protocol_selects_the_official_scalar_input_and_layout() -> Non
     ranked = rank_profile(pair.question, pair.profile, k=10)
     assert user_turn == pair.question + official_posts(ranked)  # raw concatenation, nothing between
     assert user_turn[len(pair.question) :].startswith("Post 1 (Category: c):\n")
+
+
+def test_swapped_profile_control_for_a_scalar_rm(models: Models, tmp_path: Path) -> None:
+    """--context swapped-profile: the reward model reads another user's posts in the same place as the real
+    ones; with --context profile beside it, summary.json reports the RM's profile reliance."""
+    mine = parse_pair(make_record(1, profile=[{"id": "a", "category": "c", "text": "film darkroom budget"}]))
+    donor = parse_pair(make_record(2, profile=[{"id": "b", "category": "c", "text": "sourdough starter"}]))
+    swapped = conversation(mine.view("swapped-profile", swapped_profile=donor.profile), mine.chosen)
+    assert "sourdough starter" in swapped[0]["content"] and "film darkroom" not in swapped[0]["content"]
+
+    records = [
+        make_record(
+            i, SUBSET_NAMES[i % 3], profile=[{"id": f"p{i}", "category": "c", "text": f"user {i} post"}]
+        )
+        for i in range(1, 7)
+    ]
+    data = write_jsonl(tmp_path / "pairs.jsonl", records)
+    out = tmp_path / "reports"
+    args = ["judge", "--no-progress", "-p", f"hf:{models.plain}", "--dataset", str(data), "--out", str(out)]
+    args += ["--context", "profile", "--context", "swapped-profile"]
+    result = CliRunner(env={"PRBJ_CACHE_DIR": str(tmp_path / "cache")}).invoke(
+        main, args, catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    (run_dir,) = out.iterdir()
+    (row,) = json.loads((run_dir / "summary.json").read_text())["profile_reliance"]
+    assert row["judge"] == f"hf:{models.plain}" and row["n"] == 6
+    assert row["reliance"] == pytest.approx(row["accuracy_profile"] - row["accuracy_swapped"])

@@ -15,6 +15,7 @@ from prbj.cli.bon import bon
 from prbj.cli.build import build
 from prbj.cli.downstream import correlate, downstream
 from prbj.cli.judge import judge
+from prbj.cli.power import power
 from prbj.cli.report import check, report
 from prbj.cli.serve import serve
 from prbj.cli.support import EXIT_INTERRUPTED, friendly_errors
@@ -42,6 +43,7 @@ for command in (
     cache_group,
     report,
     check,
+    power,
     correlate,
     downstream,
     serve,

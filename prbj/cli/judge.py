@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from prbj.cli.beyond_options import beyond_options
 from prbj.cli.options import (
     concurrency_option,
     context_option,
@@ -49,10 +50,11 @@ from prbj.cli.support import friendly_errors
     "random judges and bootstrap."
 )
 @context_option(
-    ["none", "profile", "planner", "oracle"],
+    ["none", "profile", "planner", "oracle", "swapped-profile"],
     "What LLM judges see besides question and answers (repeatable; each reported apart): none, profile "
     "(top --profile-k past posts ranked by BM25), planner (aspects inferred by --planner), oracle (the gold "
-    "rubric: an upper bound, not a fair result). Default: profile.",
+    "rubric: an upper bound, not a fair result), swapped-profile (another user's profile, drawn from --seed: "
+    "with profile, gives the judge's profile reliance). Default: profile.",
 )
 @profile_k_option()
 @planner_option
@@ -80,6 +82,7 @@ from prbj.cli.support import friendly_errors
 @concurrency_option("Pairs judged at once.")
 @progress_option
 @scalar_options
+@beyond_options
 @friendly_errors
 def judge(**options: Any) -> None:
     """Judge every pair with every judge; write reports/<run-id>/ and print a leaderboard.
@@ -104,6 +107,9 @@ def judge(**options: Any) -> None:
       prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
       prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --protocol official --official-repo ../Personalized-RewardBench
+      prbj judge -p gemini-3-flash --context profile --context swapped-profile --context none
+      prbj judge -p gemini-3-flash -p gpt-5.1 -p claude-sonnet-4-5 --jury trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-5
+      prbj judge -p gemini-3-flash --samples 5 --slice all --compare
     """
     from prbj.runs.command import run_judge_command
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from prbj.cli.beyond_options import slice_option
 from prbj.cli.support import friendly_errors
 
 
@@ -30,9 +31,15 @@ from prbj.cli.support import friendly_errors
     "such as reports/downstream, a downstream .parquet, or CSV/JSON records with rm, subset, score.",
 )
 @click.option("--quiet", is_flag=True, help="Write the files but print no tables on the terminal.")
+@slice_option
 @friendly_errors
 def report(
-    run_dirs: tuple[Path, ...], out: Path | None, title: str | None, downstream: tuple[Path, ...], quiet: bool
+    run_dirs: tuple[Path, ...],
+    out: Path | None,
+    title: str | None,
+    downstream: tuple[Path, ...],
+    quiet: bool,
+    slices: tuple[str, ...] = (),
 ) -> None:
     """Render run directories as a terminal report, report.md and a self-contained report.html.
 
@@ -46,10 +53,11 @@ def report(
       prbj report reports/20250101-120000-abc123
       prbj report reports/*/ --out reports/leaderboard --title "RMs on the full benchmark"
       prbj report reports/<run-id> --downstream reports/downstream
+      prbj report reports/<run-id> --slice profile-posts --slice length-diff
     """
     from prbj.runs.report_command import run_report_command
 
-    run_report_command(run_dirs, out=out, title=title, downstream=downstream, quiet=quiet)
+    run_report_command(run_dirs, out=out, title=title, downstream=downstream, quiet=quiet, slices=slices)
 
 
 @click.command()

@@ -19,8 +19,11 @@ SUBSETS: tuple[str, ...] = (
     "Society_and_Culture",
 )
 
-Context = Literal["none", "profile", "planner", "oracle"]
-CONTEXTS: tuple[str, ...] = ("none", "profile", "planner", "oracle")
+# `swapped-profile` is the profile-reliance control: the judge is shown another user's profile in place of the
+# pair's own (prbj.context.swap draws whose), and never the scoring standard.
+Context = Literal["none", "profile", "planner", "oracle", "swapped-profile"]
+CONTEXTS: tuple[str, ...] = ("none", "profile", "planner", "oracle", "swapped-profile")
+SWAPPED_PROFILE: Context = "swapped-profile"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +51,20 @@ class Pair:
     chosen: str
     rejected: str
 
-    def view(self, context: Context) -> JudgeView:
-        """What a judge may see in `context`; the scoring standard only in the oracle setting."""
+    def view(self, context: Context, *, swapped_profile: tuple[ProfilePost, ...] | None = None) -> JudgeView:
+        """What a judge may see in `context`; the scoring standard only in the oracle setting. In the
+        `swapped-profile` setting the view holds `swapped_profile` (another user's) instead of this pair's."""
         if context not in CONTEXTS:
             raise ValueError(f"unknown context {context!r}; expected one of {', '.join(CONTEXTS)}")
+        if (context == SWAPPED_PROFILE) != (swapped_profile is not None):
+            raise ValueError("a swapped profile is given exactly in the 'swapped-profile' context")
         oracle = context == "oracle"
+        profile = swapped_profile if swapped_profile is not None else self.profile
         return JudgeView(
             pair_id=self.id,
             subset=self.category,
             question=self.question,
-            profile=self.profile if context != "none" else (),
+            profile=profile if context != "none" else (),
             context=context,
             _narrative=self.narrative if oracle else None,
             _rubric_aspects=self.rubric_aspects if oracle else None,

@@ -81,7 +81,8 @@ class ContextBuilder:
     async def build(self, view: JudgeView) -> ContextBlock:
         if self.context == "none":
             return ContextBlock()
-        if self.context == "profile":
+        if self.context in ("profile", "swapped-profile"):
+            # A swapped view already holds another user's profile: it is rendered exactly like a real one.
             profile = format_profile(view, self.profile_k)
             return ContextBlock(self.profile_template.render({"profile": profile}), profile=profile)
         if self.context == "planner":
@@ -110,7 +111,7 @@ def check_template_shows_context(
     template: Template, context: Context, option: str, *, system: Template | None = None
 ) -> None:
     """A custom template that never shows the context would silently turn every setting into `none`."""
-    needs = {"profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
+    needs = {"profile": "profile", "swapped-profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
     shown = template.placeholders | (system.placeholders if system is not None else set())
     if needs and not ({needs, "context"} & shown):
         raise ConfigError(
@@ -155,6 +156,8 @@ class LLMJudgeBase:
     user: Template
     repair: bool
     retry_failed: bool = False
+    # Which repeated sample of the same prompt this judge asks for (part of the cache key); see judges.sampling.
+    sample_index: int = 0
 
     def _template_hash(self) -> str:
         return combined_sha(self.system, self.user, *self.contexts.templates()) + f"-p{PARSER_VERSION}"
@@ -179,7 +182,10 @@ class LLMJudgeBase:
 
     async def _ask(self, prompt: tuple[str, str], usage: Usage, sample: int = 0) -> LLMResult:
         system, user = prompt
-        request = LLMRequest.chat(system, user, template_hash=self._template_hash(), sample_index=sample)
+        # --samples K asks sample k at index k × stride; --retry-failed re-asks a failed one at the next indexes.
+        request = LLMRequest.chat(
+            system, user, template_hash=self._template_hash(), sample_index=self.sample_index + sample
+        )
         result = await self.gateway.call(self.provider, request)
         usage.add(result)
         return result
@@ -193,7 +199,9 @@ class LLMJudgeBase:
             {"role": "assistant", "content": reply},
             {"role": "user", "content": builtin("repair").render({"choices": choices})},
         )
-        request = LLMRequest(messages=messages, template_hash=self._template_hash() + "-repair")
+        request = LLMRequest(
+            messages=messages, template_hash=self._template_hash() + "-repair", sample_index=self.sample_index
+        )
         result = await self.gateway.call(self.provider, request)
         usage.add(result)
         return result

@@ -36,7 +36,7 @@ __all__ = ["HF_PREFIX", "ItemScore", "ScalarJudge", "ScalarOptions", "conversati
 HF_PREFIX = "hf:"
 DTYPE_CHOICES = ("auto", "bf16", "fp16", "fp32")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
-SCALAR_CONTEXTS: tuple[str, ...] = ("none", "profile")
+SCALAR_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile")
 PROFILE_POSTS = 10
 # Bumped whenever the way a score is computed changes (truncation, pooling, turn layout), so that old cache
 # entries are missed rather than reused.
@@ -49,7 +49,8 @@ def conversation(view: JudgeView, answer: str, *, scalar_input: str = "chat") ->
     """The messages a reward model scores: one user turn, one assistant turn (the answer). With the official
     input the profile turn is the official BoN/PPO one: question and formatted posts concatenated as is."""
     user = view.question
-    if view.context == "profile" and view.profile:
+    # A swapped view holds another user's profile: the profile-reliance control of a scalar RM.
+    if view.context in ("profile", "swapped-profile") and view.profile:
         posts = rank_profile(view.question, view.profile, k=PROFILE_POSTS)
         if scalar_input == "official":
             user = official_user_turn(view.question, official_posts(posts, PROFILE_POSTS))
@@ -102,7 +103,7 @@ class ScalarJudge(PointwiseJudge):
             "truncation": self.truncation,
             "scalar_input": self.scalar_input,
             "chat_template_sha256": self.template_sha256,
-            "profile_posts": PROFILE_POSTS if self.context == "profile" else 0,
+            "profile_posts": PROFILE_POSTS if self.context in ("profile", "swapped-profile") else 0,
             "scorer_version": SCORER_VERSION,
         }
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from prbj.analysis.run_data import RunData
+from prbj.report.beyond import beyond_sections
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import report_sections
@@ -30,14 +31,18 @@ def render_report(
     plots_dir: str,
     title: str | None = None,
     extra_downstream: Sequence[pl.DataFrame] = (),
+    slices: Sequence[str] = (),
 ) -> RenderedReport:
     """The report of `runs` (one leaderboard when several); `plots_dir` is the folder, relative to report.md,
-    its chart links point into; `extra_downstream` are outcome tables beyond those the runs hold."""
+    its chart links point into; `extra_downstream` are outcome tables beyond those the runs hold; `slices` the
+    slices (prbj.analysis.slices) to show besides those the runs' summaries hold."""
     if not runs:
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    sections = report_sections(content)
+    sections = report_sections(content) + beyond_sections(
+        runs, [run.run_id for run in content.runs], slices=slices
+    )
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
     }

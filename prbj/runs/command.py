@@ -14,6 +14,7 @@ from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import print_leaderboard, usage_table
+from prbj.runs.beyond import BeyondOptions
 from prbj.runs.execute import RunConfig, execute
 
 
@@ -33,12 +34,14 @@ def run_judge_command(
     the shared model options (GatewayOptions)."""
     shared = GatewayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
+    beyond = BeyondOptions.pop_from(options)
     if options:
         raise TypeError(f"run_judge_command: unexpected options {sorted(options)}")
     dry_run, cache_only = shared.dry_run, shared.cache_only
     console = Console()
     with shared.open() as gateway:
         judges, planner = build_judges(providers, judging, shared, gateway)
+        judges = beyond.sampled(judges)
         data = load_dataset(dataset).select(subsets, limit)
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
@@ -52,6 +55,7 @@ def run_judge_command(
             show_progress=progress,
             protocol=judging.protocol,
             official_repo=str(judging.official.root) if judging.official is not None else None,
+            beyond=beyond,
         )
         result = execute(data, judges, config, gateway=gateway, planner=planner)
     usage = result.extra.get("usage", [])

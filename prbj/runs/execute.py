@@ -16,13 +16,17 @@ from typing import Any
 import polars as pl
 
 from prbj.analysis.run_data import RunData
+from prbj.analysis.slices import pair_features
 from prbj.analysis.stats import GroupStats, summarize
 from prbj.context.planner import Planner
+from prbj.context.swap import swapped_profiles
 from prbj.data.loaders import Dataset
+from prbj.data.schema import SWAPPED_PROFILE
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
 from prbj.report.writer import render_report
 from prbj.runs import rundir
+from prbj.runs.beyond import BeyondOptions
 from prbj.runs.engine import run_jobs
 
 JUDGMENT_SCHEMA: dict[str, Any] = {
@@ -65,6 +69,7 @@ class RunConfig:
     # Which protocol ran (`--protocol`): "prbj", or "official" with the official repository it read.
     protocol: str = "prbj"
     official_repo: str | None = None
+    beyond: BeyondOptions = field(default_factory=BeyondOptions)
 
 
 @dataclass
@@ -77,15 +82,33 @@ class RunResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# Columns only some runs have (--samples); added when any judgment carries them.
+OPTIONAL_COLUMNS: dict[str, Any] = {"sample_verdicts": pl.String}
+
+
 def judgments_frame(judgments: Sequence[Judgment]) -> pl.DataFrame:
-    return pl.DataFrame([j.row() for j in judgments], schema=JUDGMENT_SCHEMA, orient="row")
+    rows = [j.row() for j in judgments]
+    present = {name for row in rows for name in OPTIONAL_COLUMNS if row.get(name) is not None}
+    schema = {**JUDGMENT_SCHEMA, **{n: t for n, t in OPTIONAL_COLUMNS.items() if n in present}}
+    return pl.DataFrame(
+        [{name: row.get(name) for name in schema} for row in rows], schema=schema, orient="row"
+    )
 
 
 async def judge_dataset(
-    dataset: Dataset, judges: Sequence[Judge], *, concurrency: int, show_progress: bool
+    dataset: Dataset, judges: Sequence[Judge], *, concurrency: int, show_progress: bool, seed: int = 42
 ) -> list[Judgment]:
-    jobs = [partial(judge.judge, PairTask(pair, judge.context)) for judge in judges for pair in dataset.pairs]
+    swapped = (
+        swapped_profiles(dataset.pairs, seed) if any(j.context == SWAPPED_PROFILE for j in judges) else {}
+    )
+    jobs = [partial(judge.judge, _task(pair, judge, swapped)) for judge in judges for pair in dataset.pairs]
     return await run_jobs(jobs, concurrency=concurrency, show_progress=show_progress)
+
+
+def _task(pair: Any, judge: Judge, swapped: dict[str, Any]) -> PairTask:
+    if judge.context == SWAPPED_PROFILE:
+        return PairTask(pair, judge.context, swapped_profile=swapped[pair.id])
+    return PairTask(pair, judge.context)
 
 
 def execute(
@@ -100,9 +123,18 @@ def execute(
     for judge in judges:
         judge.prepare(dataset.pairs)
     judgments = asyncio.run(
-        judge_dataset(dataset, judges, concurrency=config.concurrency, show_progress=config.show_progress)
+        judge_dataset(
+            dataset,
+            judges,
+            concurrency=config.concurrency,
+            show_progress=config.show_progress,
+            seed=config.seed,
+        )
     )
-    frame = judgments_frame(judgments)
+    # Per-pair features (profile size, rubric-aspect count) ride along for slices; juries are added from
+    # their members' judgments, costing no call.
+    frame = judgments_frame(judgments).join(pair_features(dataset.pairs), on="pair_id", how="left")
+    frame, juries = config.beyond.juried(frame)
     summary = summarize(frame, seed=config.seed)
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()] if gateway is not None else []
@@ -128,7 +160,9 @@ def execute(
             dataset=dataset,
             extra=extra,
         ),
-        summary=rundir.summary_document(dataset, config.seed, summary),
+        summary=rundir.summary_document(
+            dataset, config.seed, summary, extra=config.beyond.figures(frame, juries, seed=config.seed)
+        ),
         results=summary,
         judgments=frame,
         downstream=None,

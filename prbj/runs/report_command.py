@@ -14,6 +14,7 @@ from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
 from prbj.report.writer import render_report
 from prbj.runs import rundir
+from prbj.runs.beyond import expand_slices
 
 # Where several runs' shared report goes by default, beside the runs.
 LEADERBOARD_FOLDER = "leaderboard"
@@ -31,6 +32,7 @@ def write_reports(
     console: Console | None = None,
     title: str | None = None,
     downstream: Sequence[Path] = (),
+    slices: Sequence[str] = (),
 ) -> rundir.ReportFiles:
     """Render the runs into `out_dir` (the run directory itself when there is one run and no out_dir);
     print the terminal report to `console` when given."""
@@ -43,6 +45,7 @@ def write_reports(
         plots_dir=rundir.PLOTS_DIR,
         title=title,
         extra_downstream=[rundir.read_downstream(Path(path)) for path in downstream],
+        slices=slices,
     )
     files = rundir.write_report(target, rendered)
     if console is not None:
@@ -51,14 +54,25 @@ def write_reports(
 
 
 def run_report_command(
-    run_dirs: Sequence[Path], *, out: Path | None, title: str | None, downstream: Sequence[Path], quiet: bool
+    run_dirs: Sequence[Path],
+    *,
+    out: Path | None,
+    title: str | None,
+    downstream: Sequence[Path],
+    quiet: bool,
+    slices: Sequence[str] = (),
 ) -> None:
     console = _wide_console(140)
     notes = Console(stderr=True, highlight=False)
     runs = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
     target = out if out is not None else (None if len(runs) == 1 else runs[0].parent / LEADERBOARD_FOLDER)
     files = write_reports(
-        runs, target, console=None if quiet else console, title=title, downstream=downstream
+        runs,
+        target,
+        console=None if quiet else console,
+        title=title,
+        downstream=downstream,
+        slices=expand_slices(slices),
     )
     console.print(f"report: {files.markdown} and {files.html}", highlight=False, soft_wrap=True)
 

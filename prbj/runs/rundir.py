@@ -94,15 +94,19 @@ def dataset_record(dataset: Dataset) -> dict[str, Any]:
     }
 
 
-def summary_document(dataset: Dataset, seed: int, results: Sequence[GroupStats]) -> dict[str, Any]:
+def summary_document(
+    dataset: Dataset, seed: int, results: Sequence[GroupStats], *, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The content of summary.json: a pure function of data, judges and seed (no times, no paths), so that
-    two runs with the same inputs produce identical files."""
+    two runs with the same inputs produce identical files. `extra` holds the figures beyond accuracy a run
+    asked for (prbj.analysis.beyond), after `results`; without them the document is what it always was."""
     return {
         "prbj_version": __version__,
         "dataset": dataset_record(dataset),
         "seed": seed,
         "bootstrap": {"resamples": BOOTSTRAP_RESAMPLES, "confidence": CONFIDENCE},
         "results": [row.as_dict() for row in results],
+        **(extra or {}),
     }
 
 

@@ -1,0 +1,74 @@
+"""Profile reliance: does a judge use the user's profile? The same judge is run with the real profile
+(context `profile`) and with another user's (context `swapped-profile`); reliance is the accuracy drop,
+
+    reliance = acc(profile) − acc(swapped-profile)
+
+on the pairs both judgments answered, with a paired bootstrap interval. A judge that ignores the profile
+shows about 0; one that uses it shows a drop. Accuracy without any profile (context `none`) is given beside
+it, on the same pairs, when the judge ran there too."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from prbj.analysis.paired import paired_difference_ci
+
+REAL = "profile"
+SWAPPED = "swapped-profile"
+NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class RelianceRow:
+    judge: str
+    n: int
+    accuracy_profile: float | None
+    accuracy_swapped: float | None
+    accuracy_none: float | None
+    reliance: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _answered(frame: pl.DataFrame, judge: str, context: str) -> dict[str, bool]:
+    rows = frame.filter(pl.col("judge") == judge, pl.col("context") == context, pl.col("status") == "ok")
+    return dict(zip(rows["pair_id"].to_list(), (bool(v) for v in rows["correct"].to_list()), strict=True))
+
+
+def profile_reliance(frame: pl.DataFrame, *, seed: int) -> list[RelianceRow]:
+    """One row per judge that ran with both the real and a swapped profile."""
+    if frame.height == 0:
+        return []
+    rows = []
+    judges = frame.filter(pl.col("context") == SWAPPED)["judge"].unique(maintain_order=True).to_list()
+    for judge in judges:
+        real, swapped = _answered(frame, judge, REAL), _answered(frame, judge, SWAPPED)
+        shared = sorted(real.keys() & swapped.keys())
+        if not shared:
+            rows.append(RelianceRow(judge, 0, None, None, None, None, None, None))
+            continue
+        a = np.array([real[k] for k in shared], dtype=np.float64)
+        b = np.array([swapped[k] for k in shared], dtype=np.float64)
+        low, high = paired_difference_ci(a, b, seed=seed)
+        blind = _answered(frame, judge, NONE)
+        on_same = [blind[k] for k in shared if k in blind]
+        rows.append(
+            RelianceRow(
+                judge=judge,
+                n=len(shared),
+                accuracy_profile=float(a.mean()),
+                accuracy_swapped=float(b.mean()),
+                accuracy_none=float(np.mean(on_same)) if on_same else None,
+                reliance=float(a.mean() - b.mean()),
+                ci_low=low,
+                ci_high=high,
+            )
+        )
+    return rows

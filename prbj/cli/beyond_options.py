@@ -1,0 +1,44 @@
+"""The options of `prbj judge` that measure beyond accuracy; their meaning is in README "Beyond accuracy"."""
+
+from __future__ import annotations
+
+import click
+
+from prbj.analysis.slices import SLICE_KINDS
+from prbj.cli.options import stacked
+
+slice_option = click.option(
+    "--slice",
+    "slices",
+    multiple=True,
+    type=click.Choice([*SLICE_KINDS, "all"]),
+    help="Accuracy by slice with 95% CIs (repeatable): profile-posts, profile-tokens, length-diff (quantile "
+    "bins), subset, aspects (rubric-aspect count), or all.",
+)
+
+beyond_options = stacked(
+    click.option(
+        "--samples",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        metavar="K",
+        help="Ask each LLM judgment K times (at the profile's temperature) and report agreement and "
+        "majority-vote accuracy; accuracy stays that of the first sample.",
+    ),
+    click.option(
+        "--jury",
+        multiple=True,
+        metavar="NAME=J1,J2,J3",
+        help="Add a judge whose verdict is the majority of these judges' verdicts per pair (repeatable; the "
+        "members must be among --provider; costs no extra call).",
+    ),
+    slice_option,
+    click.option(
+        "--compare",
+        is_flag=True,
+        help="Compare every two judges on the same pairs: paired bootstrap of the difference, McNemar p with "
+        "Holm correction, minimum detectable difference (summary.json 'comparisons').",
+    ),
+)
+"""--samples, --jury, --slice, --compare."""
