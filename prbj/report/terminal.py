@@ -3,14 +3,19 @@ are formatted by prbj.report.fmt, as in the written reports."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from http import HTTPStatus
 from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.data.status import FAILED_STATUSES, STATUS_MEANING
 from prbj.report import fmt
 
 # Re-exported for the commands that head terminal columns with it (bon, build); defined with the other formats.
@@ -59,6 +64,55 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
 
 def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
     console.print(leaderboard(summary))
+
+
+_MEANING: dict[str, str] = dict(STATUS_MEANING)
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+
+
+def failure_cause(status: str, error: str | None) -> str:
+    """A short name for why a judgment (or sample, grade, build step) failed, to count failures by: the HTTP
+    status the provider answered, a connection failure, or the status itself."""
+    if status != "api_error":
+        return status.replace("_", " ")
+    text = error or ""
+    found = _HTTP_STATUS.search(text)
+    if found:
+        code = int(found.group(1))
+        try:
+            return f"{code} {HTTPStatus(code).phrase}"
+        except ValueError:
+            return f"HTTP {code}"
+    if "could not connect" in text:
+        return "connection failed"
+    if "not sent by the client" in text:
+        return "refused by the client"
+    if "interrupted" in text:
+        return "interrupted"
+    return text.split(" ", 1)[0].rstrip(":") or "api error"
+
+
+def failure_causes(rows: Iterable[tuple[str, str | None]]) -> list[tuple[str, int, str]]:
+    """(cause, count, first message) for each cause among failed (status, error) rows, most frequent first."""
+    counts: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for status, error in rows:
+        if status not in FAILED_STATUSES:
+            continue
+        cause = failure_cause(status, error)
+        counts[cause] += 1
+        first.setdefault(cause, error or _MEANING.get(status, status))
+    return [(cause, n, first[cause]) for cause, n in counts.most_common()]
+
+
+def print_failure_causes(rows: Iterable[tuple[str, str | None]], console: Console) -> None:
+    """One line per cause: `401 Unauthorized ×150: <first message>`; nothing when nothing failed."""
+    causes = failure_causes(rows)
+    if not causes:
+        return
+    console.print("[bold]failures by cause[/bold]")
+    for cause, n, message in causes:
+        console.print(f"  [red]{escape(cause)}[/red] ×{n}: {escape(message)}", soft_wrap=True)
 
 
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:

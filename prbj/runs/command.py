@@ -8,14 +8,13 @@ from typing import Any
 from rich.console import Console
 
 from prbj.data import load_dataset
+from prbj.data.status import FAILED_STATUSES
 from prbj.errors import DataError
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
-from prbj.report.terminal import print_leaderboard, usage_table
+from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.execute import RunConfig, execute
-
-FAILED_STATUSES = ("parse_error", "api_error", "skipped_budget", "skipped_cache")
 
 
 def run_judge_command(
@@ -58,6 +57,7 @@ def run_judge_command(
         console.print(usage_table(usage, dry_run=True))
         return 0
     print_leaderboard(result.summary, console)
+    print_failure_causes(result.judgments.select("status", "error").iter_rows(), console)
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
         console.print(usage_table(usage))
@@ -85,6 +85,22 @@ def run_judge_command(
 
 
 def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) -> int:
+    """1 when a judge had no successful judgment at all (its column of the leaderboard is only dashes), or when
+    more judgments failed than --fail-on-error allows; else 0."""
+    import polars as pl
+
+    empty = (
+        judgments.group_by("judge", "context", maintain_order=True)
+        .agg((pl.col("status") == "ok").sum().alias("ok"), pl.len().alias("n"))
+        .filter(pl.col("ok") == 0)
+    )
+    for judge_name, context, _, n in empty.iter_rows():
+        console.print(
+            f"[bold red]error:[/bold red] {judge_name} ({context}) had no successful judgment ({n}/{n} failed; "
+            "causes above)"
+        )
+    if empty.height:
+        return 1
     if fail_on_error is None or judgments.height == 0:
         return 0
     failed = int(judgments["status"].is_in(FAILED_STATUSES).sum())
