@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
@@ -92,17 +93,28 @@ def failure_cause(status: str, error: str | None) -> str:
     return text.split(" ", 1)[0].rstrip(":") or "api error"
 
 
-def failure_causes(rows: Iterable[tuple[str, str | None]]) -> list[tuple[str, int, str]]:
-    """(cause, count, first message) for each cause among failed (status, error) rows, most frequent first."""
+@dataclass(frozen=True)
+class FailureCause:
+    cause: str
+    count: int
+    first_message: str
+    # How many of them were never sent because the provider's circuit breaker had opened.
+    not_sent: int = 0
+
+
+def failure_causes(rows: Iterable[tuple[str, str | None]]) -> list[FailureCause]:
+    """Each cause among failed (status, error) rows with its count and first message, most frequent first."""
     counts: Counter[str] = Counter()
+    not_sent: Counter[str] = Counter()
     first: dict[str, str] = {}
     for status, error in rows:
         if status not in FAILED_STATUSES:
             continue
         cause = failure_cause(status, error)
         counts[cause] += 1
+        not_sent[cause] += "circuit breaker" in (error or "")
         first.setdefault(cause, error or _MEANING.get(status, status))
-    return [(cause, n, first[cause]) for cause, n in counts.most_common()]
+    return [FailureCause(cause, n, first[cause], not_sent[cause]) for cause, n in counts.most_common()]
 
 
 def print_failure_causes(rows: Iterable[tuple[str, str | None]], console: Console) -> None:
@@ -111,8 +123,12 @@ def print_failure_causes(rows: Iterable[tuple[str, str | None]], console: Consol
     if not causes:
         return
     console.print("[bold]failures by cause[/bold]")
-    for cause, n, message in causes:
-        console.print(f"  [red]{escape(cause)}[/red] ×{n}: {escape(message)}", soft_wrap=True)
+    for item in causes:
+        breaker = f" ({item.not_sent} not sent: circuit breaker opened)" if item.not_sent else ""
+        console.print(
+            f"  [red]{escape(item.cause)}[/red] ×{item.count}{breaker}: {escape(item.first_message)}",
+            soft_wrap=True,
+        )
 
 
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
