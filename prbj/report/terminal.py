@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
-from prbj.data.status import FAILED_STATUSES, STATUS_MEANING
+from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES
 from prbj.report import fmt
 
 # Re-exported for the commands that head terminal columns with it (bon, build); defined with the other formats.
@@ -108,7 +108,8 @@ def failure_causes(rows: Iterable[tuple[str, str | None]]) -> list[FailureCause]
     not_sent: Counter[str] = Counter()
     first: dict[str, str] = {}
     for status, error in rows:
-        if status not in FAILED_STATUSES:
+        # Statuses outside the vocabulary (a reward model's invalid_score) are failures too.
+        if status not in FAILED_STATUSES and status in STATUSES:
             continue
         cause = failure_cause(status, error)
         counts[cause] += 1
