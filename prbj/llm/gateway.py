@@ -22,6 +22,7 @@ from typing import Any, Literal, TypeVar
 
 from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt, stop_after_delay
 
+from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
@@ -45,7 +46,6 @@ from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMT
 from prbj.llm.urls import redact_url
 
 Mode = Literal["live", "cache_only", "dry_run"]
-CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
 # Output tokens assumed for a worst-case reservation when neither the request nor the profile bounds them.
 DEFAULT_MAX_TOKENS = 1024
 T = TypeVar("T")
