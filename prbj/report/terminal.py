@@ -67,7 +67,7 @@ def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
     console.print(leaderboard(summary))
 
 
-_MEANING: dict[str, str] = dict(STATUS_MEANING)
+_MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}
 _HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from prbj.llm.gateway import stop_sending
 
@@ -52,7 +52,7 @@ async def run_jobs(
     tasks: list[asyncio.Task[None]] = []
     deadline: list[asyncio.TimerHandle] = []
 
-    async def run(index: int, job: Callable[[], Awaitable[T]], bar: int) -> None:
+    async def run(index: int, job: Callable[[], Awaitable[T]], bar: TaskID) -> None:
         async with gate:
             if stopping.is_set():
                 return
