@@ -86,7 +86,9 @@ def test_a_replay_with_answers_missing_from_the_cache_fails_the_gate(tmp_path: P
             str(out),
         ],
     )
-    assert replay.exit_code == 0, replay.output
+    # The run itself already says it judged nothing (exit 1); its directory is still written for the gate.
+    assert replay.exit_code == 1, replay.output
+    assert "had no successful judgment" in replay.output
     (run_dir,) = list(out.iterdir())
     baseline = tmp_path / "baseline.json"
     assert (

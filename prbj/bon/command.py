@@ -49,7 +49,7 @@ from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
-from prbj.report.terminal import SHORT_SUBSET, usage_table
+from prbj.report.terminal import SHORT_SUBSET, print_failure_causes, usage_table
 from prbj.runs.rundir import package_versions
 
 
@@ -133,7 +133,10 @@ def run_sample_command(
     _report_failures(frame, console, what="samples")
     console.print(f"run directory: {run.path}")
     console.print(f"[dim]Next: prbj bon score {run.path} -p bm25-profile -p length[/dim]", soft_wrap=True)
-    return 0 if ok else 1
+    if not ok:
+        console.print(f"[bold red]error:[/bold red] no sample came back from {sampler.provider.name}")
+        return 1
+    return 0
 
 
 def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> None:
@@ -141,9 +144,7 @@ def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> Non
     if failed.height:
         kinds = ", ".join(f"{status}: {count}" for status, count in _counts(failed).items())
         console.print(f"[yellow]{failed.height} {what} failed ({kinds})[/yellow]")
-        first = failed.filter(pl.col("error").is_not_null())
-        if first.height:
-            console.print(f"[dim]first error: {first['error'][0]}[/dim]", soft_wrap=True)
+        print_failure_causes(failed.select("status", "error").iter_rows(), console)
     if (frame["status"] == "skipped_cache").any():
         console.print("[yellow]some answers were not in the cache (--cache-only): rerun without it.[/yellow]")
 
@@ -279,7 +280,12 @@ def run_evaluate_command(
         soft_wrap=True,
     )
     console.print(f"[dim]Next: prbj downstream add {run.path}[/dim]", soft_wrap=True)
-    return 0 if (graded["status"] == "ok").any() else 1
+    if not (graded["status"] == "ok").any():
+        console.print(
+            f"[bold red]error:[/bold red] no pick got a gold grade from {judge.describe()['provider']}"
+        )
+        return 1
+    return 0
 
 
 def _summary_document(

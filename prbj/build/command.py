@@ -27,7 +27,7 @@ from prbj.errors import ConfigError, DataError
 from prbj.judges.setup import resolve_provider
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
-from prbj.report.terminal import usage_table
+from prbj.report.terminal import print_failure_causes, usage_table
 from prbj.runs.engine import run_jobs
 
 
@@ -150,13 +150,17 @@ def run_build_command(
         style = "yellow" if summary["length"]["warning"] else "dim"
         console.print(f"[{style}]{note}[/{style}]", soft_wrap=True)
     console.print(f"build directory: {out} (pairs: {out / PAIRS_FILE})")
-    return _exit_code(summary, console)
+    return _exit_code(summary, outcomes, console)
 
 
-def _exit_code(summary: dict[str, Any], console: Console) -> int:
+def _exit_code(summary: dict[str, Any], outcomes: Sequence[Outcome], console: Console) -> int:
     incomplete = summary["counts"]["incomplete_reasons"]
     if not incomplete:
         return 0
+    failed_calls = (
+        (call.status, call.error) for outcome in outcomes for call in outcome.calls if call.status != "ok"
+    )
+    print_failure_causes(failed_calls, console)
     parts = ", ".join(f"{n} {reason}" for reason, n in incomplete.items())
     if incomplete.get("api_error"):
         console.print(

@@ -18,6 +18,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -25,12 +26,24 @@ from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_a
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
+from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
 from prbj.llm.providers import ProviderSpec
-from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
+from prbj.llm.retry import (
+    BackoffWait,
+    RetryPolicy,
+    causes,
+    http_status,
+    is_rate_limit,
+    is_retryable,
+    is_timeout,
+    is_unreachable,
+    raised_before_sending,
+    status_of,
+)
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
 from prbj.llm.urls import redact_url
 
@@ -42,6 +55,9 @@ DEFAULT_MAX_TOKENS = 1024
 LEASE_MARGIN_SECONDS = 30.0
 LEASE_POLL_SECONDS = 0.1
 T = TypeVar("T")
+# Set by whoever fans calls out (runs.engine) when the user presses Ctrl-C: from then on no request leaves, while
+# those already on the wire may finish and be cached. Tasks inherit it from the context they were created in.
+stop_sending: ContextVar[asyncio.Event | None] = ContextVar("prbj_stop_sending", default=None)
 
 
 @dataclass(frozen=True)
@@ -113,6 +129,7 @@ class _ProviderState:
     concurrency: AdaptiveConcurrency
     tokens: TokenWindow
     pacer: Any
+    breaker: CircuitBreaker
     # LiteLLM's first call for a provider loads its code synchronously and blocks the event loop; requests
     # paced meanwhile would then leave in one burst. So the first request goes alone, the rest wait for it.
     warmed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -270,6 +287,7 @@ class Gateway:
                 concurrency=AdaptiveConcurrency(provider.max_concurrency),
                 tokens=TokenWindow(provider.tpm),
                 pacer=request_pacer(provider.rpm),
+                breaker=CircuitBreaker(provider.name),
             )
             self._providers[provider.name] = state
         return state
@@ -344,6 +362,10 @@ class Gateway:
             )
         except RetryError as err:
             return self._failed(state, err.last_attempt.exception(), attempts, started, api_key)
+        except (BreakerOpen, _Interrupted) as err:
+            # Not sent (the provider's breaker is open, or Ctrl-C): the message says why, with no attempt count.
+            state.stats.errors += 1
+            return LLMResult(status="api_error", error=str(err), attempts=attempts - 1)
         except Exception as err:  # not retryable: auth, bad request, unknown model...
             if not _is_provider_error(err):
                 self.budget.release(reserved)
@@ -410,11 +432,15 @@ class Gateway:
                 f"registered on this gateway"
             )
         call = ChatCall(spec, [dict(m) for m in request.messages], self._params(spec, request), api_key)
-        async with state.concurrency:
+        breaker = state.breaker
+        async with state.concurrency, breaker.admit():
             if state.pacer is not None:
                 async with state.pacer:
                     pass
             await state.tokens.acquire(tokens)
+            stopping = stop_sending.get()
+            if stopping is not None and stopping.is_set():
+                raise _Interrupted("not sent: interrupted (Ctrl-C)")
             state.stats.requests_sent += 1
             try:
                 completion = await transport.send(call)
@@ -422,8 +448,10 @@ class Gateway:
                 if is_rate_limit(err):
                     state.stats.rate_limited += 1
                     state.concurrency.record_rate_limited()
+                breaker.record_failure(err, one_line(err, secrets=[api_key]))
                 raise
             state.concurrency.record_success()
+            breaker.record_success()
             return completion
 
     def _account_failed_attempt(self, state: _ProviderState, error: BaseException, reserved: float) -> None:
@@ -454,6 +482,10 @@ class Gateway:
 
 class _OverBudget(Exception):
     """A retry that no longer fits under --max-cost."""
+
+
+class _Interrupted(Exception):
+    """Ctrl-C was pressed before this request left: it is not sent."""
 
 
 def _is_provider_error(error: BaseException) -> bool:
@@ -491,13 +523,27 @@ def describe_error(
     """One line for the user: what failed, after how many attempts; never the key."""
     if error is None:
         return f"gave up after {attempts} attempts ({elapsed:.1f}s)"
-    status = status_of(error)
-    # Mask before cutting: a key straddling the cut would otherwise survive in part.
-    text = mask_secrets(str(error), secrets)
-    first_line = (text.strip().splitlines() or [""])[0][:300]
-    code = f" HTTP {status}" if status else ""
+    what, _, detail = one_line(error, secrets=secrets).partition(": ")
     plural = "s" if attempts != 1 else ""
-    return f"{type(error).__name__}{code} after {attempts} attempt{plural} ({elapsed:.1f}s): {first_line}"
+    return f"{what} after {attempts} attempt{plural} ({elapsed:.1f}s): {detail}"
+
+
+def one_line(error: BaseException, *, secrets: Sequence[str | None] = ()) -> str:
+    """`<what>: <first line of the message>`, where <what> names the real cause: the HTTP status a server
+    answered, or that no server could be reached, or that the client refused to send (LiteLLM reports the
+    last two as a 500 of its own making, which would send the user looking for a server error)."""
+    root = list(causes(error))[-1]
+    if is_unreachable(error):
+        what, message = "could not connect", f"{type(root).__name__}: {root}"
+    elif raised_before_sending(error):
+        what, message = "not sent by the client", str(root)
+    else:
+        status = http_status(error)
+        what, message = type(error).__name__ + (f" HTTP {status}" if status else ""), str(error)
+    # Mask before cutting: a key straddling the cut would otherwise survive in part.
+    text = mask_secrets(message, secrets)
+    first_line = (text.strip().splitlines() or [""])[0][:300]
+    return f"{what}: {first_line}"
 
 
 # Shorter "keys" are placeholders ("EMPTY", "x") or test values: masking them would only mangle the message.

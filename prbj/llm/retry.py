@@ -6,6 +6,8 @@ LiteLLM's and the SDKs' own retries are off, so attempts and waits are counted h
 from __future__ import annotations
 
 import random
+import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -38,8 +40,61 @@ def is_timeout(error: BaseException) -> bool:
     return type(error).__name__ in {"Timeout", "TimeoutError", "ReadTimeout", "APITimeoutError"}
 
 
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """`error` and the errors it was raised from, outermost first (LiteLLM wraps the SDK's, which wraps httpx's)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+# Names of the errors a request raises once it is on its way (connecting, waiting, or answered with a status).
+_ON_THE_WIRE = {"HTTPStatusError", "APIStatusError", "APIConnectionError", "APITimeoutError", "ConnectError"}
+_CLIENT_SIDE_ROOTS = {"OpenAIError", "AnthropicError"}
+
+
+def raised_before_sending(error: BaseException) -> bool:
+    """An error the client raised before any request left (the OpenAI client refusing to send without a key):
+    LiteLLM reports it as a 500, but no server saw it and asking again gives the same answer."""
+    chain = list(causes(error))
+    if any(type(e).__name__ in _ON_THE_WIRE or isinstance(e, OSError | TimeoutError) for e in chain):
+        return False
+    root = chain[-1]
+    return root is not error and type(root).__name__ in _CLIENT_SIDE_ROOTS
+
+
+def is_unreachable(error: BaseException) -> bool:
+    """The provider's host refused the connection or does not resolve: nothing answered at all."""
+    return any(
+        isinstance(e, ConnectionRefusedError | socket.gaierror)
+        or type(e).__name__ in {"ClientConnectorError", "ClientConnectorDNSError"}
+        for e in causes(error)
+    )
+
+
+# A provider answering these will answer them to every request: a bad key, no access, an unknown model.
+HOPELESS_STATUS = {401, 403, 404}
+
+
+def is_hopeless(error: BaseException) -> bool:
+    return not is_unreachable(error) and http_status(error) in HOPELESS_STATUS
+
+
+def http_status(error: BaseException) -> int | None:
+    """The status a server really answered with; None when no answer came (LiteLLM reports a refused
+    connection or a client-side refusal as a 500 of its own making)."""
+    if is_unreachable(error) or raised_before_sending(error):
+        return None
+    return status_of(error)
+
+
 def is_retryable(error: BaseException) -> bool:
-    """429, 5xx, timeouts and connection failures; never auth, bad-request or not-found errors."""
+    """429, 5xx, timeouts and connection failures; never auth, bad-request or not-found errors, nor an error
+    raised before the request left."""
+    if raised_before_sending(error):
+        return False
     name = type(error).__name__
     if name in {
         "AuthenticationError",

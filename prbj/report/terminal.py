@@ -3,14 +3,20 @@ are formatted by prbj.report.fmt, as in the written reports."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES
 from prbj.report import fmt
 
 # Re-exported for the commands that head terminal columns with it (bon, build); defined with the other formats.
@@ -68,6 +74,71 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
 
 def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
     console.print(leaderboard(summary))
+
+
+_MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+
+
+def failure_cause(status: str, error: str | None) -> str:
+    """A short name for why a judgment (or sample, grade, build step) failed, to count failures by: the HTTP
+    status the provider answered, a connection failure, or the status itself."""
+    if status != "api_error":
+        return status.replace("_", " ")
+    text = error or ""
+    found = _HTTP_STATUS.search(text)
+    if found:
+        code = int(found.group(1))
+        try:
+            return f"{code} {HTTPStatus(code).phrase}"
+        except ValueError:
+            return f"HTTP {code}"
+    if "could not connect" in text:
+        return "connection failed"
+    if "not sent by the client" in text:
+        return "refused by the client"
+    if "interrupted" in text:
+        return "interrupted"
+    return text.split(" ", 1)[0].rstrip(":") or "api error"
+
+
+@dataclass(frozen=True)
+class FailureCause:
+    cause: str
+    count: int
+    first_message: str
+    # How many of them were never sent because the provider's circuit breaker had opened.
+    not_sent: int = 0
+
+
+def failure_causes(rows: Iterable[tuple[str, str | None]]) -> list[FailureCause]:
+    """Each cause among failed (status, error) rows with its count and first message, most frequent first."""
+    counts: Counter[str] = Counter()
+    not_sent: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for status, error in rows:
+        # Statuses outside the vocabulary (a reward model's invalid_score) are failures too.
+        if status not in FAILED_STATUSES and status in STATUSES:
+            continue
+        cause = failure_cause(status, error)
+        counts[cause] += 1
+        not_sent[cause] += "circuit breaker" in (error or "")
+        first.setdefault(cause, error or _MEANING.get(status, status))
+    return [FailureCause(cause, n, first[cause], not_sent[cause]) for cause, n in counts.most_common()]
+
+
+def print_failure_causes(rows: Iterable[tuple[str, str | None]], console: Console) -> None:
+    """One line per cause: `401 Unauthorized ×150: <first message>`; nothing when nothing failed."""
+    causes = failure_causes(rows)
+    if not causes:
+        return
+    console.print("[bold]failures by cause[/bold]")
+    for item in causes:
+        breaker = f" ({item.not_sent} not sent: circuit breaker opened)" if item.not_sent else ""
+        console.print(
+            f"  [red]{escape(item.cause)}[/red] ×{item.count}{breaker}: {escape(item.first_message)}",
+            soft_wrap=True,
+        )
 
 
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:

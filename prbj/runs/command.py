@@ -13,7 +13,7 @@ from prbj.errors import DataError
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
-from prbj.report.terminal import print_leaderboard, usage_table
+from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.execute import RunConfig, execute
 
@@ -63,6 +63,7 @@ def run_judge_command(
         console.print(usage_table(usage, dry_run=True))
         return 0
     print_leaderboard(result.summary, console)
+    print_failure_causes(result.judgments.select("status", "error").iter_rows(), console)
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
         console.print(usage_table(usage))
@@ -103,6 +104,22 @@ def _report_budget(usage: list[Any], spent: float, cap: float | None, console: C
 
 
 def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) -> int:
+    """1 when a judge had no successful judgment at all (its column of the leaderboard is only dashes), or when
+    more judgments failed than --fail-on-error allows; else 0."""
+    import polars as pl
+
+    empty = (
+        judgments.group_by("judge", "context", maintain_order=True)
+        .agg((pl.col("status") == "ok").sum().alias("ok"), pl.len().alias("n"))
+        .filter(pl.col("ok") == 0)
+    )
+    for judge_name, context, _, n in empty.iter_rows():
+        console.print(
+            f"[bold red]error:[/bold red] {judge_name} ({context}) had no successful judgment ({n}/{n} failed; "
+            "causes above)"
+        )
+    if empty.height:
+        return 1
     if fail_on_error is None or judgments.height == 0:
         return 0
     failed = int(judgments["status"].is_in(FAILED_STATUSES).sum())

@@ -1,15 +1,26 @@
-"""Run many awaitable jobs with bounded concurrency and a progress bar; results come back in job order."""
+"""Run many awaitable jobs with bounded concurrency and a progress bar; results come back in job order.
+
+Ctrl-C is handled here, where the jobs are fanned out: the first stops new jobs and new requests (through the
+gateway's `stop_sending`) and gives the requests already on the wire a bounded grace period to finish and be
+cached, since they are paid for either way; then KeyboardInterrupt is raised (exit 130). A second Ctrl-C
+cancels what is left at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from prbj.llm.gateway import stop_sending
 
 T = TypeVar("T")
+# How long requests already sent may take to come back after the first Ctrl-C.
+GRACE_SECONDS = 10.0
 
 
 async def run_jobs(
@@ -19,32 +30,75 @@ async def run_jobs(
     description: str = "judging",
     console: Console | None = None,
     show_progress: bool = True,
+    grace_seconds: float = GRACE_SECONDS,
 ) -> list[T]:
-    """Await every job, at most `concurrency` at a time. On cancellation (Ctrl-C) the jobs still running are
-    cancelled; whatever they already stored (the cache) stays, so a rerun picks up from there."""
+    """Await every job, at most `concurrency` at a time. On cancellation the jobs still running are cancelled;
+    whatever they already stored (the cache) stays, so a rerun picks up from there."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     results: list[T | None] = [None] * len(jobs)
     gate = asyncio.Semaphore(concurrency)
+    console = console or Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=console or Console(stderr=True),
+        console=console,
         transient=True,
         disable=not show_progress,
     )
+    stopping = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+    deadline: list[asyncio.TimerHandle] = []
 
-    with progress:
-        bar = progress.add_task(description, total=len(jobs))
+    async def run(index: int, job: Callable[[], Awaitable[T]], bar: TaskID) -> None:
+        async with gate:
+            if stopping.is_set():
+                return
+            results[index] = await job()
+        progress.advance(bar)
 
-        async def run(index: int, job: Callable[[], Awaitable[T]]) -> None:
-            async with gate:
-                results[index] = await job()
-            progress.advance(bar)
+    def cancel_all() -> None:
+        for task in tasks:
+            task.cancel()
 
-        async with asyncio.TaskGroup() as group:
-            for index, job in enumerate(jobs):
-                group.create_task(run(index, job))
+    def on_interrupt() -> None:
+        loop = asyncio.get_running_loop()
+        if stopping.is_set():
+            cancel_all()
+            return
+        stopping.set()
+        console.print(
+            f"interrupted: no new requests; waiting up to {grace_seconds:g} s for those on the wire to be "
+            "cached (Ctrl-C again to quit now)"
+        )
+        deadline.append(loop.call_later(grace_seconds, cancel_all))
+
+    token = stop_sending.set(stopping)
+    handled = _handle_sigint(on_interrupt)
+    try:
+        with progress:
+            bar = progress.add_task(description, total=len(jobs))
+            async with asyncio.TaskGroup() as group:
+                # Created while `stop_sending` holds this run's event: every call the jobs make sees it.
+                tasks.extend(group.create_task(run(index, job, bar)) for index, job in enumerate(jobs))
+    finally:
+        for timer in deadline:
+            timer.cancel()
+        if handled:
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        stop_sending.reset(token)
+    if stopping.is_set():
+        raise KeyboardInterrupt
     return results  # type: ignore[return-value]
+
+
+def _handle_sigint(handler: Callable[[], None]) -> bool:
+    """Route SIGINT to `handler` on this loop; False where that is impossible (not the main thread, Windows),
+    and Ctrl-C then keeps asyncio's default (cancel everything at once)."""
+    try:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    return True
