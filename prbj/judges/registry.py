@@ -26,7 +26,8 @@ from prbj.judges.generative import (
 from prbj.judges.scalar import HF_PREFIX, make_scalar_judge
 from prbj.judges.setup import JudgeOptions, make_planner, resolve_provider
 from prbj.llm.gateway import Gateway
-from prbj.llm.providers import LITELLM_PREFIX, LOCAL_PREFIX, is_provider_name
+from prbj.data.names import did_you_mean
+from prbj.llm.providers import LITELLM_PREFIX, LOCAL_PREFIX, is_provider_name, profile_names
 from prbj.llm.setup import GatewayOptions
 
 # LLM judges see the ranked profile unless told otherwise: the benchmark is about fitting one user, and a
@@ -108,8 +109,9 @@ def factory_for(spec: str, shared: GatewayOptions) -> JudgeFactory:
             return factory
     if is_provider_name(spec, shared.providers_dir):
         return _llm
+    near = did_you_mean(spec, [*BASELINES, *profile_names(shared.providers_dir)])
     raise ConfigError(
-        f"--provider {spec!r}: unknown judge; offline judges are {', '.join(BASELINES)}; LLM judges are the "
+        f"--provider {spec!r}: unknown judge;{near} offline judges are {', '.join(BASELINES)}; LLM judges are the "
         f"profiles listed by `prbj providers`, litellm:<model-id> or hf-local:<path-or-id>; scalar RMs are "
         f"hf:<path-or-hub-id>"
     )
