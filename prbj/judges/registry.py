@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from prbj.context.planner import Planner
+from prbj.data.names import did_you_mean
 from prbj.data.schema import Context
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
@@ -26,7 +27,6 @@ from prbj.judges.generative import (
 from prbj.judges.scalar import HF_PREFIX, make_scalar_judge
 from prbj.judges.setup import JudgeOptions, make_planner, resolve_provider
 from prbj.llm.gateway import Gateway
-from prbj.data.names import did_you_mean
 from prbj.llm.providers import LITELLM_PREFIX, LOCAL_PREFIX, is_provider_name, profile_names
 from prbj.llm.setup import GatewayOptions
 
