@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from prbj.runs.progress import JobProgress, Meter
 
 T = TypeVar("T")
 
@@ -19,6 +20,7 @@ async def run_jobs(
     description: str = "judging",
     console: Console | None = None,
     show_progress: bool = True,
+    meter: Meter | None = None,
 ) -> list[T]:
     """Await every job, at most `concurrency` at a time. On cancellation (Ctrl-C) the jobs still running are
     cancelled; whatever they already stored (the cache) stays, so a rerun picks up from there."""
@@ -26,23 +28,14 @@ async def run_jobs(
         raise ValueError("concurrency must be at least 1")
     results: list[T | None] = [None] * len(jobs)
     gate = asyncio.Semaphore(concurrency)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console or Console(stderr=True),
-        transient=True,
-        disable=not show_progress,
-    )
+    progress = JobProgress(description, len(jobs), console=console, show=show_progress, meter=meter)
 
-    with progress:
-        bar = progress.add_task(description, total=len(jobs))
+    async with progress:
 
         async def run(index: int, job: Callable[[], Awaitable[T]]) -> None:
             async with gate:
                 results[index] = await job()
-            progress.advance(bar)
+            progress.advance(results[index])
 
         async with asyncio.TaskGroup() as group:
             for index, job in enumerate(jobs):

@@ -19,11 +19,13 @@ from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import GroupStats, summarize
 from prbj.context.planner import Planner
 from prbj.data.loaders import Dataset
+from prbj.data.status import FAILED_STATUSES
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.engine import run_jobs
+from prbj.runs.progress import Meter
 
 JUDGMENT_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,
@@ -48,6 +50,14 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "cached": pl.Boolean,
     "error": pl.String,
     "truncated": pl.Boolean,
+    # LLM judges only (null for the others): the full reply (calls joined by judges.generative.REPLY_SEPARATOR),
+    # the prompt hash of each call, the context block shown, what the answers cost when first bought (what an
+    # uncached run would cost), and the seconds spent on calls really sent.
+    "reply": pl.String,
+    "prompt_hash": pl.String,
+    "context_block": pl.String,
+    "original_cost_usd": pl.Float64,
+    "latency_s": pl.Float64,
 }
 
 
@@ -77,10 +87,33 @@ def judgments_frame(judgments: Sequence[Judgment]) -> pl.DataFrame:
 
 
 async def judge_dataset(
-    dataset: Dataset, judges: Sequence[Judge], *, concurrency: int, show_progress: bool
+    dataset: Dataset,
+    judges: Sequence[Judge],
+    *,
+    concurrency: int,
+    show_progress: bool,
+    gateway: Gateway | None = None,
 ) -> list[Judgment]:
     jobs = [partial(judge.judge, PairTask(pair, judge.context)) for judge in judges for pair in dataset.pairs]
-    return await run_jobs(jobs, concurrency=concurrency, show_progress=show_progress)
+    return await run_jobs(
+        jobs, concurrency=concurrency, show_progress=show_progress, meter=judging_meter(gateway)
+    )
+
+
+def judging_meter(gateway: Gateway | None) -> Meter:
+    """Progress figures of a judging run: failed judgments, and the gateway's spend and requests."""
+
+    def failed(judgment: Judgment) -> bool:
+        return judgment.status in FAILED_STATUSES
+
+    if gateway is None:
+        return Meter(failed=failed)
+    return Meter(
+        spent=lambda: gateway.budget.spent,
+        cap=gateway.budget.max_cost,
+        calls=lambda: sum(s.requests_sent for s in gateway.stats()),
+        failed=failed,
+    )
 
 
 def execute(
@@ -95,7 +128,13 @@ def execute(
     for judge in judges:
         judge.prepare(dataset.pairs)
     judgments = asyncio.run(
-        judge_dataset(dataset, judges, concurrency=config.concurrency, show_progress=config.show_progress)
+        judge_dataset(
+            dataset,
+            judges,
+            concurrency=config.concurrency,
+            show_progress=config.show_progress,
+            gateway=gateway,
+        )
     )
     frame = judgments_frame(judgments)
     summary = summarize(frame, seed=config.seed)
