@@ -14,6 +14,7 @@ from prbj.cli.admin import cache_group, providers_command
 from prbj.cli.bon import bon
 from prbj.cli.build import build
 from prbj.cli.downstream import correlate, downstream
+from prbj.cli.inspect import diff, show
 from prbj.cli.judge import judge
 from prbj.cli.report import check, report
 from prbj.cli.serve import serve
@@ -42,6 +43,8 @@ for command in (
     cache_group,
     report,
     check,
+    show,
+    diff,
     correlate,
     downstream,
     serve,
