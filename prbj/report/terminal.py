@@ -12,6 +12,7 @@ from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.report import fmt
+from prbj.report.fit import FittingTable
 
 # Re-exported for the commands that head terminal columns with it (bon, build); defined with the other formats.
 SHORT_SUBSET = fmt.SHORT_SUBSET
@@ -30,7 +31,7 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         show_edge=False,
     )
     # The context sits under the judge's name when space is short: it is part of what identifies a row.
-    table.add_column("judge · context", overflow="fold")
+    table.add_column("judge · context", no_wrap=True)
     table.add_column("acc", justify="right", style="bold", no_wrap=True)
     table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
@@ -58,10 +59,15 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
 
 
 def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
-    console.print(leaderboard(summary))
+    console.print(FittingTable(leaderboard(summary)))
 
 
-def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
+def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> FittingTable:
+    """The usage table, stacked when it would not fit whole (80 columns, a CI log): no column is dropped."""
+    return FittingTable(_usage_table(usage, dry_run=dry_run))
+
+
+def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
     """Per provider: what was sent, what the cache answered, tokens and dollars (spent, and saved by the cache)."""
     table = Table(
         title="Plan (nothing sent)" if dry_run else "Model calls",
@@ -70,7 +76,7 @@ def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Ta
         collapse_padding=True,
         pad_edge=False,
     )
-    table.add_column("provider", style="bold", overflow="fold", min_width=12)
+    table.add_column("provider", style="bold", no_wrap=True)
     if dry_run:
         for name in ("calls needed", "cached", "est. tok in", "est. tok out", "est. USD"):
             table.add_column(name, justify="right", no_wrap=True)
