@@ -9,7 +9,7 @@ from rich.table import Table
 
 from prbj.report.content import ReportContent
 from prbj.report.fit import FittingTable
-from prbj.report.layout import DEMO_WARNING, Section, report_sections
+from prbj.report.layout import Section, demo_note, report_sections
 from prbj.report.tables import TextTable
 
 # The terminal report leaves out what only makes sense next to a chart or is already in the run header.
@@ -57,5 +57,5 @@ def print_report(content: ReportContent, console: Console) -> None:
             if table.rows:
                 # Stacked when it would not fit whole: nothing cut or dropped at 80 columns or in a log.
                 console.print(FittingTable(rich_table(table), key_columns=_key_columns(table)))
-    if any(run.is_demo_sample for run in content.runs):
-        console.print(f"[dim]{DEMO_WARNING}[/dim]")
+    if (demo := demo_note(content)) is not None:
+        console.print(f"[dim]{demo}[/dim]")

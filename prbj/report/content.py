@@ -17,6 +17,10 @@ from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 # Optional judgment columns other parts of prbj add; read when present, never required.
 COST_COLUMN = "cost_usd"
+# What each answer cost when first bought: a cached replay costs 0 now, but its honest price is this.
+ORIGINAL_COST_COLUMN = "original_cost_usd"
+# The context that shows the judge the scoring rubric: an upper bound, never ranked with the fair settings.
+ORACLE_CONTEXT = "oracle"
 CACHED_COLUMN = "cached"
 LATENCY_COLUMNS = ("latency_s", "latency")
 
@@ -29,6 +33,10 @@ class Entry:
     judge: str
     context: str
     label: str
+
+    @property
+    def is_upper_bound(self) -> bool:
+        return self.context == ORACLE_CONTEXT
 
 
 @dataclass(frozen=True)
@@ -225,6 +233,10 @@ def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
     if COST_COLUMN in frame.columns and frame[COST_COLUMN].drop_nulls().len():
         total = float(frame[COST_COLUMN].drop_nulls().sum())
         per_100 = 100.0 * total / frame.height
+        if ORIGINAL_COST_COLUMN in frame.columns:
+            # Per 100 judgments at the price each answer was bought for: what the run costs uncached.
+            original = frame.select(pl.coalesce(ORIGINAL_COST_COLUMN, COST_COLUMN)).to_series().drop_nulls()
+            per_100 = 100.0 * float(original.sum()) / frame.height
     if CACHED_COLUMN in frame.columns and frame[CACHED_COLUMN].drop_nulls().len():
         cached = _mean(frame[CACHED_COLUMN].drop_nulls().cast(pl.Float64))
     column = next((c for c in LATENCY_COLUMNS if c in frame.columns), None)
@@ -365,7 +377,13 @@ def build_content(
                 for label, score in scores.items()
                 if (value := accuracy.get(label)) is not None
             ]
-    leaderboard.sort(key=lambda r: -(r.overall.accuracy if r.overall.accuracy is not None else -1.0))
+    # Oracle rows (the judge saw the rubric) come after every fair setting: an upper bound, not a rank.
+    leaderboard.sort(
+        key=lambda r: (
+            r.entry.is_upper_bound,
+            -(r.overall.accuracy if r.overall.accuracy is not None else -1.0),
+        )
+    )
     order = {row.entry: i for i, row in enumerate(leaderboard)}
     for rows_ in (position, costs, failures):
         rows_.sort(key=lambda r: order[r.entry])

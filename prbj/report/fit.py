@@ -14,7 +14,6 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-
 _ROOMY = 100_000
 
 

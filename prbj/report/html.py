@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from html import escape
 
 from prbj.report.content import ReportContent
-from prbj.report.layout import DEMO_WARNING, Section
+from prbj.report.layout import Section, demo_note
 from prbj.report.tables import TextTable
 
 STYLE = """
@@ -50,8 +50,8 @@ def html_table(table: TextTable) -> str:
 def render_html(content: ReportContent, sections: Sequence[Section]) -> str:
     nav = "".join(f'<a href="#{escape(s.key)}">{escape(s.title)}</a>' for s in sections)
     parts = [f"<h1>{escape(content.title)}</h1>", f"<nav>{nav}</nav>"]
-    if any(run.is_demo_sample for run in content.runs):
-        parts.append(f'<p class="warning"><strong>Demo data.</strong> {escape(DEMO_WARNING)}</p>')
+    if (demo := demo_note(content)) is not None:
+        parts.append(f'<p class="warning"><strong>Demo data.</strong> {escape(demo)}</p>')
     for section in sections:
         parts.append(f'<section id="{escape(section.key)}"><h2>{escape(section.title)}</h2>')
         if section.intro:

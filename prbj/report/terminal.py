@@ -20,7 +20,11 @@ SHORT_SUBSET = fmt.SHORT_SUBSET
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
     subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
-    overall = sorted((r for r in summary if r.subset == ALL_SUBSETS), key=lambda r: -(r.accuracy or 0.0))
+    # Oracle rows (the judge saw the scoring rubric) come last: an upper bound, not ranked with fair settings.
+    overall = sorted(
+        (r for r in summary if r.subset == ALL_SUBSETS),
+        key=lambda r: (r.context == "oracle", -(r.accuracy or 0.0)),
+    )
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
     table = Table(
         title=title,
@@ -41,8 +45,9 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
         failed = row.parse_errors + row.api_errors + row.skipped_budget + row.skipped_cache
+        upper = " (upper bound)" if row.context == "oracle" else ""
         cells = [
-            f"[bold]{row.judge}[/bold] [dim]{row.context}[/dim]",
+            f"[bold]{row.judge}[/bold] [dim]{row.context}{upper}[/dim]",
             fmt.percent(row.accuracy),
             fmt.interval(row),
         ]

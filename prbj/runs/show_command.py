@@ -137,7 +137,7 @@ def print_judgment(row: dict[str, Any], pair: Pair | None, console: Console) -> 
         _block(console, "Question", pair.question)
         for slot, which, text in _answers_in_order(row, pair):
             _block(console, f"Answer {slot} ({which})", text)
-    if "context_block" in row and row["context_block"]:
+    if row.get("context_block"):
         _block(console, "Context block", row["context_block"])
     if row.get("reply") is not None:
         _block(console, "Reply", row["reply"])
