@@ -70,7 +70,7 @@ def test_cost_per_100_is_the_original_price_of_a_cached_replay(tmp_path: Path) -
     files = write_reports([write_run_dir(tmp_path / "run", rows)])
     text = files.markdown.read_text()
     leader = next(line for line in text.splitlines() if line.startswith("| 1 |"))
-    assert leader.rstrip(" |").endswith("$1")  # 100 × $0.01, although the replay cost nothing
+    assert leader.endswith("| $1.00 |")  # 100 × $0.01, although the replay cost nothing
 
 
 def test_demo_note_names_only_the_runs_that_used_the_sample(tmp_path: Path) -> None:
