@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,8 @@ def test_correlate_matches_scipy_on_the_run_accuracies(judged_run: Path, tmp_pat
     )
     assert result.exit_code == 0, result.output
     assert "RM-Ghost" in result.output  # reported as left out
+    # Issue 16: each interval on the terminal says what it resamples.
+    assert re.search(r"RMs \[-?\d", result.output) and re.search(r"items \[-?\d", result.output)
     document = json.loads((out / "correlation.json").read_text())
     (comparison,) = document["comparisons"]
     assert comparison["benchmark"] == "Personalized-RewardBench" and comparison["benchmark_subset"] == "all"

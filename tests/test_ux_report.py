@@ -113,3 +113,39 @@ def test_judge_and_report_at_80_columns_in_a_pipe_drop_nothing(tmp_path: Path) -
         assert name in result.output  # never wrapped mid-word
     for column in ("overall % (95% CI)", "ties %", "LC acc %", "failed", "$ / 100"):
         assert column in result.output, column
+
+
+def test_html_report_links_each_judge_to_its_wrong_pairs(tmp_path: Path) -> None:
+    rows = outcomes("j", ART, [True, False, True, False])
+    files = write_reports([write_run_dir(tmp_path / "run", rows)])
+    html = files.html.read_text()
+    link = re.search(r'<a href="#(wrong-[^"]+)">j</a>', html)
+    assert link is not None
+    listed = re.search(rf'<details id="{link.group(1)}">(.*?)</details>', html, re.S)
+    assert listed is not None and "p-001, p-003" in listed.group(1) and "2 wrong, 0 failed" in listed.group(1)
+
+
+def test_downstream_show_filters_and_pivots_by_k(tmp_path: Path) -> None:
+    records = tmp_path / "outcomes.csv"
+    lines = ["rm,source,subset,k,score"] + [
+        f"{rm},bon,{subset},{k},{score}"
+        for rm, base in (("rm-a", 0.5), ("rm-b", 0.6))
+        for subset in ("all", ART)
+        for k, score in ((1, base), (4, base + 0.1), (16, base + 0.2))
+    ]
+    records.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "store"
+    assert CliRunner().invoke(main, ["downstream", "add", str(records), "--store", str(store)]).exit_code == 0
+    shown = CliRunner().invoke(
+        main, ["downstream", "show", "--store", str(store), "--rm", "rm-a", "--subset", "all", "--k", "4"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "(1 rows)" in shown.output and "rm-b" not in shown.output
+    pivot = CliRunner().invoke(
+        main, ["downstream", "show", "--store", str(store), "--subset", "all", "--pivot"]
+    )
+    assert pivot.exit_code == 0, pivot.output
+    assert "k=1" in pivot.output and "k=4" in pivot.output and "k=16" in pivot.output
+    assert re.search(r"rm-b\s.*bon\s.*all\s.*0\.6.*0\.7.*0\.8", pivot.output)
+    typo = CliRunner().invoke(main, ["downstream", "show", "--store", str(store), "--rm", "rm-c"])
+    assert typo.exit_code == 2 and "did you mean" in typo.output

@@ -145,6 +145,8 @@ class ReportContent:
     failures: list[FailureRow]
     curves: list[Curve] = field(default_factory=list)
     correlations: list[Correlation] = field(default_factory=list)
+    # Per entry: the pair ids judged wrong, and those whose judgment failed (the HTML report lists them).
+    wrong_pairs: dict[Entry, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     @property
     def has_cost(self) -> bool:
@@ -244,6 +246,18 @@ def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
         # polars types median() as any scalar; on a numeric column it is a number.
         latency = float(frame[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
     return CostRow(entry, frame.height, total, per_100, cached, latency)
+
+
+def wrong_pair_ids(frame: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """Pair ids judged wrong (answered, not correct: ties included) and those that failed."""
+    if frame.is_empty() or "pair_id" not in frame.columns:
+        return [], []
+    answered = pl.col("status") == "ok"
+    wrong = frame.filter(answered & ~pl.col("correct").fill_null(False))["pair_id"].unique(
+        maintain_order=True
+    )
+    failed = frame.filter(~answered)["pair_id"].unique(maintain_order=True)
+    return wrong.to_list(), failed.to_list()
 
 
 def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> FailureRow | None:
@@ -354,6 +368,7 @@ def build_content(
     entries = _entries(runs)
     subsets = sorted({r.subset for run in runs for r in run.results if r.subset != ALL_SUBSETS})
     leaderboard, position, costs, failures, curves = [], [], [], [], []
+    wrong: dict[Entry, tuple[list[str], list[str]]] = {}
     scatter: dict[str, list[ScatterPoint]] = {}
     for run, entry in entries:
         rows = {r.subset: r for r in run.results if (r.judge, r.context) == (entry.judge, entry.context)}
@@ -365,6 +380,7 @@ def build_content(
         if (row := position_row(frame, overall, entry)) is not None:
             position.append(row)
         costs.append(cost_row(frame, entry))
+        wrong[entry] = wrong_pair_ids(frame)
         if (failure := failure_row(frame, overall, entry)) is not None:
             failures.append(failure)
     downstream = match_downstream(runs, entries, extra_downstream)
@@ -398,6 +414,7 @@ def build_content(
         failures=failures,
         curves=curves,
         correlations=correlations,
+        wrong_pairs=wrong,
     )
 
 
