@@ -95,9 +95,9 @@ def test_correlate_matches_scipy_on_the_run_accuracies(judged_run: Path, tmp_pat
     # Issue 16: each interval on the terminal says what it resamples.
     # Issue 16: each interval says what it resamples, in the compact layout (column headers) as in the wide
     # one (a label in each cell).
-    out = result.output
-    assert ("CI, RMs" in out and "CI, items" in out) or (
-        re.search(r"RMs \[-?\d", out) and re.search(r"items \[-?\d", out)
+    printed = result.output
+    assert ("CI, RMs" in printed and "CI, items" in printed) or (
+        re.search(r"RMs \[-?\d", printed) and re.search(r"items \[-?\d", printed)
     )
 
     document = json.loads((out / "correlation.json").read_text())
