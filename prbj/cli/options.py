@@ -88,7 +88,7 @@ def dataset_options(*, dataset: str, subset: str, limit: str) -> Callable[[F], F
 # --- judge options (prbj judge, prbj bon score, prbj serve) ----------------------------------------------
 
 
-class NearChoice(click.Choice):  # type: ignore[type-arg]
+class NearChoice(click.Choice):
     """A choice whose error offers the closest valid values ("did you mean 'profile'?")."""
 
     def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
@@ -102,9 +102,7 @@ class NearChoice(click.Choice):  # type: ignore[type-arg]
 def context_option(choices: Sequence[str], help: str, *, multiple: bool = True) -> Callable[[F], F]:
     """--context: repeatable (`contexts`) where a command builds one judge per context, single otherwise."""
     if multiple:
-        return click.option(
-            "--context", "contexts", multiple=True, type=NearChoice(list(choices)), help=help
-        )
+        return click.option("--context", "contexts", multiple=True, type=NearChoice(list(choices)), help=help)
     return click.option("--context", type=NearChoice(list(choices)), default=None, help=help)
 
 

@@ -1,4 +1,4 @@
-""""Did you mean …?" for names a user typed: judges, providers, subsets, contexts."""
+"""Nearest-name suggestions ("did you mean …?") for names a user typed: judges, providers, subsets, contexts."""
 
 from __future__ import annotations
 

@@ -69,7 +69,10 @@ def _limits(provider: ProviderSpec) -> str:
         f"{provider.rpm:g} rpm" if provider.rpm else "",
         f"{provider.tpm:,.0f} tpm" if provider.tpm else "",
     ]
-    return ", ".join(p for p in parts if p) + f"; {provider.max_concurrency} at once; timeout {provider.timeout:g} s"
+    return (
+        ", ".join(p for p in parts if p)
+        + f"; {provider.max_concurrency} at once; timeout {provider.timeout:g} s"
+    )
 
 
 def _where(provider: ProviderSpec) -> str:
@@ -79,9 +82,7 @@ def _where(provider: ProviderSpec) -> str:
 
 def print_providers(providers: Sequence[ProviderSpec], console: Console) -> None:
     """One stacked block per profile: nothing is cut or wrapped mid-word at 80 columns or in a pipe."""
-    price_map = (
-        _litellm_price_map() if any(p.price_source == TAKE_LITELLM_PRICE for p in providers) else {}
-    )
+    price_map = _litellm_price_map() if any(p.price_source == TAKE_LITELLM_PRICE for p in providers) else {}
     console.print("[bold]Provider profiles[/bold]", highlight=False)
     for p in providers:
         key = (

@@ -155,7 +155,9 @@ def unknown_provider_message(spec: str, known: list[str]) -> str:
     """The one-line error for a provider name that is not a profile, with the closest names offered."""
     from prbj.data.names import did_you_mean
 
-    return f"--provider {spec!r}: no such provider profile;{did_you_mean(spec, known)} known: {', '.join(known)}"
+    return (
+        f"--provider {spec!r}: no such provider profile;{did_you_mean(spec, known)} known: {', '.join(known)}"
+    )
 
 
 def profile_names(user_dir: Path | None = None) -> list[str]:
