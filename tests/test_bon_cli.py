@@ -5,6 +5,7 @@ counted at the server."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,3 +350,18 @@ def test_dry_run_plans_only_the_missing_samples_and_writes_nothing(chain, tmp_pa
     row = next(line for line in output.splitlines() if line.startswith("openai-compa"))
     needed, cached = row.split()[1:3]
     assert (int(needed), int(cached)) == (4 * len(QUESTIONS), 4 * len(QUESTIONS))
+
+
+def test_a_failed_evaluation_keeps_the_previous_good_outputs(chain, tmp_path: Path) -> None:
+    """Issue 16: when every gold call fails, summary.json and downstream.parquet of the last good evaluation
+    stay as they were; the failed grades go to gold.failed.parquet."""
+    ws: Workspace = chain["ws"]
+    run = tmp_path / "copy"
+    shutil.copytree(chain["run"], run)
+    before = {name: (run / name).read_bytes() for name in ("summary.json", "downstream.parquet")}
+    args = ["--cache-dir", str(tmp_path / "empty-cache"), "--cache-only", *ws.cache[2:]]
+    result = CliRunner().invoke(main, ["bon", "evaluate", str(run), "--gold", "gold", *args])
+    assert result.exit_code == 1, result.output
+    assert "kept the previous summary.json" in result.output
+    assert {name: (run / name).read_bytes() for name in before} == before
+    assert (run / "gold.failed.parquet").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,14 @@ def test_correlate_matches_scipy_on_the_run_accuracies(judged_run: Path, tmp_pat
     )
     assert result.exit_code == 0, result.output
     assert "RM-Ghost" in result.output  # reported as left out
+    # Issue 16: each interval on the terminal says what it resamples.
+    # Issue 16: each interval says what it resamples, in the compact layout (column headers) as in the wide
+    # one (a label in each cell).
+    printed = result.output
+    assert ("CI, RMs" in printed and "CI, items" in printed) or (
+        re.search(r"RMs \[-?\d", printed) and re.search(r"items \[-?\d", printed)
+    )
+
     document = json.loads((out / "correlation.json").read_text())
     (comparison,) = document["comparisons"]
     assert comparison["benchmark"] == "Personalized-RewardBench" and comparison["benchmark_subset"] == "all"
@@ -244,3 +253,12 @@ def test_help_has_examples() -> None:
     for command in (["correlate"], ["downstream", "add"], ["downstream", "show"], ["serve"]):
         text = _invoke(*command, "--help").output
         assert "Examples:" in text and f"prbj {' '.join(command)}" in text, command
+
+
+def test_each_interval_in_a_wide_correlate_cell_is_labelled() -> None:
+    from prbj.analysis.correlate import Interval
+    from prbj.analysis.correlate_run import MetricResult
+    from prbj.report.correlation import _rich_cell
+
+    cell = _rich_cell(MetricResult(0.5, Interval(0.1, 0.9, 300, 300), Interval(0.2, 0.8, 300, 300)))
+    assert "RMs [0.10, 0.90]" in cell and "items [0.20, 0.80]" in cell

@@ -260,7 +260,9 @@ def test_several_runs_make_one_leaderboard(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "skipped" in result.output and "baselines" in result.output
     markdown = (tmp_path / "runs" / "leaderboard" / "report.md").read_text()
-    assert "| # | judge | context | run |" in markdown
+    # Issue 16: the run id is not a ranking column; it comes last, after the figures.
+    header = next(line for line in markdown.splitlines() if line.startswith("| # | judge | context |"))
+    assert header.startswith("| # | judge | context | overall % (95% CI) |") and header.endswith("| run |")
     ranked = [line for line in markdown.splitlines() if re.match(r"\| [12] \|", line)]
     assert "run-1" in ranked[0] and "80.0" in ranked[0]
     assert "run-2" in ranked[1] and "50.0" in ranked[1]

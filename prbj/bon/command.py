@@ -29,6 +29,7 @@ from prbj.bon.evaluate import (
 from prbj.bon.gold import GoldJudge, GoldMode, gold_judge
 from prbj.bon.rundir import (
     EVALUATIONS_FILE,
+    FAILED_GOLD_FILE,
     GOLD_FILE,
     OFFICIAL_SUMMARY_FILE,
     PICKS_FILE,
@@ -257,6 +258,20 @@ def run_evaluate_command(
             usage = _finish(gateway, console)
     if gateway.mode == "dry_run":
         return 0
+    if graded.height and not (graded["status"] == "ok").any() and (run.path / SUMMARY_FILE).exists():
+        # Every gold call failed: replacing a good summary.json and downstream.parquet with empty curves would
+        # lose them. The failed grades go to their own file; the previous outputs stay as they were.
+        run.write(FAILED_GOLD_FILE, graded)
+        run.log("evaluate", {"started": started, "finished": now(), "mode": gateway.mode, "usage": usage,
+                             "failed": True})  # fmt: skip
+        run.save()
+        _report_failures(graded, console, what="gold grades")
+        console.print(
+            f"[red]every gold call failed: kept the previous {SUMMARY_FILE} and {STORE_FILE} in {run.path}; "
+            f"the failed grades are in {FAILED_GOLD_FILE}. Fix the cause and rerun.[/red]",
+            soft_wrap=True,
+        )
+        return 1
     evaluated = evaluations(picks, graded)
     points = curves(evaluated, seed=seed)
     run.write(GOLD_FILE, graded)

@@ -31,6 +31,8 @@ SAMPLES_FILE = "samples.parquet"
 SCORES_FILE = "scores.parquet"
 PICKS_FILE = "picks.parquet"
 GOLD_FILE = "gold.parquet"
+# Gold grades of an evaluation whose every call failed: kept apart so that the good outputs stay in place.
+FAILED_GOLD_FILE = "gold.failed.parquet"
 EVALUATIONS_FILE = "evaluations.parquet"
 OFFICIAL_SUMMARY_FILE = "evaluation_summary.json"
 RMS_FOLDER = "rms"

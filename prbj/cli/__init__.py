@@ -14,6 +14,7 @@ from prbj.cli.admin import cache_group, providers_command
 from prbj.cli.bon import bon
 from prbj.cli.build import build
 from prbj.cli.downstream import correlate, downstream
+from prbj.cli.inspect import diff, show
 from prbj.cli.judge import judge
 from prbj.cli.power import power
 from prbj.cli.report import check, report
@@ -44,6 +45,8 @@ for command in (
     report,
     check,
     power,
+    show,
+    diff,
     correlate,
     downstream,
     serve,

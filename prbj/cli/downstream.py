@@ -217,15 +217,29 @@ def downstream_add(paths: tuple[Path, ...], rm: str | None, source: str | None, 
     show_default=True,
     help="Folder holding downstream.parquet.",
 )
+@click.option("--rm", "rms", multiple=True, metavar="NAME", help="Only this RM (repeatable).")
+@click.option("--source", "sources", multiple=True, metavar="NAME", help="Only this source (repeatable).")
+@click.option("--subset", "subsets", multiple=True, metavar="NAME", help="Only this subset (repeatable).")
+@click.option("--k", "ks", multiple=True, type=click.IntRange(min=1), help="Only this k (repeatable).")
+@click.option("--pivot", is_flag=True, help="One row per RM × source × subset, one score column per k.")
 @friendly_errors
-def downstream_show(store: Path) -> None:
+def downstream_show(
+    store: Path,
+    rms: tuple[str, ...],
+    sources: tuple[str, ...],
+    subsets: tuple[str, ...],
+    ks: tuple[int, ...],
+    pivot: bool,
+) -> None:
     """Print the downstream table, one row per RM × source × subset × k.
 
     \b
     Examples:
       prbj downstream show
       prbj downstream show --store runs/downstream
+      prbj downstream show --subset all --pivot
+      prbj downstream show --rm length --k 4
     """
     from prbj.runs.downstream_command import run_downstream_show
 
-    run_downstream_show(store)
+    run_downstream_show(store, rms=rms, sources=sources, subsets=subsets, ks=ks, pivot=pivot)

@@ -88,13 +88,22 @@ def dataset_options(*, dataset: str, subset: str, limit: str) -> Callable[[F], F
 # --- judge options (prbj judge, prbj bon score, prbj serve) ----------------------------------------------
 
 
+class NearChoice(click.Choice):
+    """A choice whose error offers the closest valid values ("did you mean 'profile'?")."""
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        from prbj.data.names import did_you_mean
+
+        message = super().get_invalid_choice_message(value, ctx)
+        near = did_you_mean(str(value), [str(choice) for choice in self.choices])
+        return f"{message}{near.replace(' did', ' Did', 1)}" if near else message
+
+
 def context_option(choices: Sequence[str], help: str, *, multiple: bool = True) -> Callable[[F], F]:
     """--context: repeatable (`contexts`) where a command builds one judge per context, single otherwise."""
     if multiple:
-        return click.option(
-            "--context", "contexts", multiple=True, type=click.Choice(list(choices)), help=help
-        )
-    return click.option("--context", type=click.Choice(list(choices)), default=None, help=help)
+        return click.option("--context", "contexts", multiple=True, type=NearChoice(list(choices)), help=help)
+    return click.option("--context", type=NearChoice(list(choices)), default=None, help=help)
 
 
 planner_option = click.option(
@@ -218,9 +227,35 @@ gateway_options = stacked(
         type=click.Path(dir_okay=False, exists=True, path_type=Path),
         help="Read API keys from this .env file (variables already set win).",
     ),
+    click.option(
+        "--rpm",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Requests per minute for this run, overriding the provider profile.",
+    ),
+    click.option(
+        "--tpm",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Tokens per minute for this run, overriding the provider profile.",
+    ),
+    click.option(
+        "--max-concurrency",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Requests in flight per provider for this run, overriding the provider profile.",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help="Seconds before one request is abandoned (and retried), overriding the provider profile.",
+    ),
 )
-"""--max-cost, --dry-run, --cache-only, --cache-dir, --api-base, --providers-dir, --env-file; the command
-receives them as keyword arguments and hands them to prbj.llm.setup.GatewayOptions."""
+"""--max-cost, --dry-run, --cache-only, --cache-dir, --api-base, --providers-dir, --env-file, --rpm, --tpm,
+--max-concurrency, --timeout; the command receives them as keyword arguments and hands them to
+prbj.llm.setup.GatewayOptions."""
 
 
 # --- protocol (judge, bon, serve) ---------------------------------------------------------------------------

@@ -32,6 +32,14 @@ from prbj.cli.support import friendly_errors
 )
 @click.option("--quiet", is_flag=True, help="Write the files but print no tables on the terminal.")
 @slice_option
+@click.option(
+    "--latest", is_flag=True, help="Keep only the latest run of each judge × context (older reruns left out)."
+)
+@click.option(
+    "--mix-datasets",
+    is_flag=True,
+    help="Rank runs made on different datasets in one leaderboard (default: one leaderboard per dataset).",
+)
 @friendly_errors
 def report(
     run_dirs: tuple[Path, ...],
@@ -39,6 +47,8 @@ def report(
     title: str | None,
     downstream: tuple[Path, ...],
     quiet: bool,
+    latest: bool,
+    mix_datasets: bool,
     slices: tuple[str, ...] = (),
 ) -> None:
     """Render run directories as a terminal report, report.md and a self-contained report.html.
@@ -46,7 +56,9 @@ def report(
     The HTML file opens offline (inline charts, no scripts): accuracy per judge × subset × context
     with 95% intervals, position bias, raw vs length-controlled accuracy, cost per 100 judgments,
     and best-of-k curves with a benchmark-vs-downstream scatter when there are downstream outcomes
-    (a downstream.parquet in a run directory, or --downstream). Several runs make one leaderboard.
+    (a downstream.parquet in a run directory, or --downstream). Several runs make one leaderboard per
+    dataset (by fingerprint; --mix-datasets for one across datasets, --latest for the newest run of each
+    judge × context).
 
     \b
     Examples:
@@ -57,7 +69,16 @@ def report(
     """
     from prbj.runs.report_command import run_report_command
 
-    run_report_command(run_dirs, out=out, title=title, downstream=downstream, quiet=quiet, slices=slices)
+    run_report_command(
+        run_dirs,
+        out=out,
+        title=title,
+        downstream=downstream,
+        quiet=quiet,
+        latest=latest,
+        mix_datasets=mix_datasets,
+        slices=slices,
+    )
 
 
 @click.command()

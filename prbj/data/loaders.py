@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
 from prbj.data.validate import Location, validate_records
 from prbj.errors import DataError
@@ -61,7 +62,8 @@ def match_subset(name: str, available: Sequence[str], *, within: str = "this dat
     matches = [s for s in available if s.lower().startswith(name.lower())]
     if len(matches) == 1:
         return matches[0]
-    raise DataError(f"--subset {name!r}: not in {within}; available: {', '.join(available)}")
+    near = did_you_mean(name, available)
+    raise DataError(f"--subset {name!r}: not in {within};{near} available: {', '.join(available)}")
 
 
 def load_dataset(spec: str | None = None) -> Dataset:

@@ -8,9 +8,10 @@ Context settings decide what the judge sees besides the question and the answers
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prbj.context.planner import Planner, format_profile
@@ -119,6 +120,10 @@ def check_template_shows_context(
         )
 
 
+# Between the replies of one judgment's calls (both orders, two answers scored, a repair turn) in `reply`.
+REPLY_SEPARATOR = "\n\n----- next call -----\n\n"
+
+
 @dataclass
 class Usage:
     cost_usd: float = 0.0
@@ -128,13 +133,26 @@ class Usage:
     cached_calls: int = 0
     # The highest sample index a verdict or score came from (0 unless --retry-failed re-asked).
     sample_index: int = 0
+    # What the answers cost when first bought (a cached replay's true price) and the time spent sending.
+    original_cost_usd: float = 0.0
+    latency_s: float = 0.0
+    # Kept in judgments.parquet so that each verdict can be read and traced to its exact prompt.
+    replies: list[str] = field(default_factory=list)
+    prompt_hashes: list[str] = field(default_factory=list)
+    context_block: str | None = None
 
-    def add(self, result: LLMResult) -> None:
+    def add(self, result: LLMResult, prompt_hash: str | None = None) -> None:
         self.cost_usd += result.cost_usd
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
         self.calls += 1
         self.cached_calls += int(result.cached)
+        self.original_cost_usd += result.original_cost_usd
+        self.latency_s += 0.0 if result.cached else result.latency_s
+        if result.text is not None:
+            self.replies.append(result.text)
+        if prompt_hash is not None:
+            self.prompt_hashes.append(prompt_hash)
 
     def fields(self) -> dict[str, Any]:
         return {
@@ -142,8 +160,20 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached": self.calls > 0 and self.cached_calls == self.calls,
-            "extra": {"sample_index": self.sample_index},
+            "extra": {
+                "sample_index": self.sample_index,
+                "reply": REPLY_SEPARATOR.join(self.replies) if self.replies else None,
+                "prompt_hash": ",".join(self.prompt_hashes) if self.prompt_hashes else None,
+                "context_block": self.context_block,
+                "original_cost_usd": self.original_cost_usd,
+                "latency_s": self.latency_s if self.calls > self.cached_calls else None,
+            },
         }
+
+
+def prompt_hash(system: str, user: str) -> str:
+    """A short fingerprint of the exact prompt sent: equal hashes, identical prompts."""
+    return hashlib.sha256(f"{system}\x00{user}".encode()).hexdigest()[:16]
 
 
 class LLMJudgeBase:
@@ -187,7 +217,7 @@ class LLMJudgeBase:
             system, user, template_hash=self._template_hash(), sample_index=self.sample_index + sample
         )
         result = await self.gateway.call(self.provider, request)
-        usage.add(result)
+        usage.add(result, prompt_hash=prompt_hash(system, user))
         return result
 
     async def _repair(self, prompt: tuple[str, str], reply: str, choices: str, usage: Usage) -> LLMResult:
@@ -266,6 +296,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         view, pair = task.view, task.pair
         usage = Usage()
         block = await self.contexts.build(view)
+        usage.context_block = block.text
         if block.failure is not None:
             return self._judgment(task, status=_block_status(block), error=f"planner: {block.failure.error}")
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
@@ -380,6 +411,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
 
     async def _score_all(self, view: JudgeView, answers: Sequence[str], usage: Usage) -> list[float]:
         block = await self.contexts.build(view)
+        usage.context_block = block.text
         if block.failure is not None:
             raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}")
         return [await self._score_one(view, block, answer, usage) for answer in answers]

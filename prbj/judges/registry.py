@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from prbj.context.planner import Planner
+from prbj.data.names import did_you_mean
 from prbj.data.schema import Context
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
@@ -27,7 +28,7 @@ from prbj.judges.official import PAIRWISE_SYSTEM, PAIRWISE_USER
 from prbj.judges.scalar import HF_PREFIX, make_scalar_judge
 from prbj.judges.setup import JudgeOptions, make_planner, resolve_provider
 from prbj.llm.gateway import Gateway
-from prbj.llm.providers import LITELLM_PREFIX, LOCAL_PREFIX, is_provider_name
+from prbj.llm.providers import LITELLM_PREFIX, LOCAL_PREFIX, is_provider_name, profile_names
 from prbj.llm.setup import GatewayOptions
 
 # LLM judges see the ranked profile unless told otherwise: the benchmark is about fitting one user, and a
@@ -119,8 +120,9 @@ def factory_for(spec: str, shared: GatewayOptions) -> JudgeFactory:
             return factory
     if is_provider_name(spec, shared.providers_dir):
         return _llm
+    near = did_you_mean(spec, [*BASELINES, *profile_names(shared.providers_dir)])
     raise ConfigError(
-        f"--provider {spec!r}: unknown judge; offline judges are {', '.join(BASELINES)}; LLM judges are the "
+        f"--provider {spec!r}: unknown judge;{near} offline judges are {', '.join(BASELINES)}; LLM judges are the "
         f"profiles listed by `prbj providers`, litellm:<model-id> or hf-local:<path-or-id>; scalar RMs are "
         f"hf:<path-or-hub-id>"
     )

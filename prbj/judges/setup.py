@@ -4,7 +4,7 @@ their providers through `resolve_provider`, so each is resolved, priced and key-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -29,13 +29,16 @@ _REQUIRED_PLACEHOLDERS = {
 def resolve_provider(spec: str, shared: GatewayOptions, gateway: Gateway) -> ProviderSpec:
     """A provider ready to call: resolved (profile, litellm:<id> or hf-local:<path>), priced, and with its key
     present when calls will really be sent. Every command resolves its providers here and only here."""
-    return local_provider.resolve_provider(
+    provider = local_provider.resolve_provider(
         spec,
         providers_dir=shared.providers_dir,
         api_base=shared.api_base,
         gateway=gateway,
         require_key=shared.sends,
     )
+    # Limits never enter the cache key, so overriding them for one run keeps every cached answer.
+    overrides = shared.limit_overrides
+    return replace(provider, **overrides) if overrides else provider  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from prbj.llm.cache import ResponseCache
-from prbj.llm.providers import ProviderSpec, list_providers
+from prbj.llm.providers import TAKE_LITELLM_PRICE, ProviderSpec, bundled_providers_dir, list_providers
 
 _SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -28,13 +29,39 @@ def parse_duration(value: str) -> float:
 
 # --- providers -------------------------------------------------------------------------------------------
 
+# LiteLLM's price map as the installed package ships it (the map prbj uses: LITELLM_LOCAL_MODEL_COST_MAP).
+_LITELLM_PRICE_FILE = "model_prices_and_context_window_backup.json"
 
-def _price(provider: ProviderSpec) -> str:
+
+def _litellm_price_map() -> dict[str, Any]:
+    """LiteLLM's price map read from its JSON file, without importing LiteLLM (which takes seconds): listing
+    profiles stays under a second. Empty when the file cannot be found."""
+    found = importlib.util.find_spec("litellm")
+    if found is None or found.origin is None:
+        return {}
+    try:
+        return dict(json.loads((Path(found.origin).parent / _LITELLM_PRICE_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return {}
+
+
+def _listed_price(provider: ProviderSpec, price_map: dict[str, Any]) -> str:
     if not provider.paid:
         return "free"
-    if provider.input_price is None or provider.output_price is None:
-        return "[red]unknown"
-    return f"{provider.input_price * 1e6:g} / {provider.output_price * 1e6:g}"
+    if provider.input_price is not None and provider.output_price is not None:
+        return f"{provider.input_price * 1e6:g} / {provider.output_price * 1e6:g}"
+    if provider.price_source == TAKE_LITELLM_PRICE:
+        model = provider.model
+        for candidate in (model, model.split("/", 1)[-1]):
+            entry = price_map.get(candidate) or {}
+            into, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
+            if into is not None and out is not None:
+                # A profile may pin one side and take the other from LiteLLM.
+                into = provider.input_price if provider.input_price is not None else into
+                out = provider.output_price if provider.output_price is not None else out
+                return f"{float(into) * 1e6:g} / {float(out) * 1e6:g} (LiteLLM price map)"
+        return "litellm (not in the installed price map: refused when used)"
+    return "[red]unknown"
 
 
 def _limits(provider: ProviderSpec) -> str:
@@ -42,34 +69,48 @@ def _limits(provider: ProviderSpec) -> str:
         f"{provider.rpm:g} rpm" if provider.rpm else "",
         f"{provider.tpm:,.0f} tpm" if provider.tpm else "",
     ]
-    return ", ".join(p for p in parts if p) + f"; {provider.max_concurrency} at once"
-
-
-def providers_table(providers: Sequence[ProviderSpec]) -> Table:
-    table = Table(
-        title="Provider profiles",
-        caption="prices: USD per million tokens in / out; keys are never shown",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
+    return (
+        ", ".join(p for p in parts if p)
+        + f"; {provider.max_concurrency} at once; timeout {provider.timeout:g} s"
     )
-    table.add_column("name", style="bold", no_wrap=True)
-    table.add_column("model", overflow="fold")
-    table.add_column("key", overflow="fold")
-    table.add_column("limits", overflow="fold")
-    table.add_column("price", no_wrap=True)
+
+
+def _where(provider: ProviderSpec) -> str:
+    path = Path(provider.source)
+    return f"bundled ({path.name})" if path.parent == bundled_providers_dir() else str(path)
+
+
+def print_providers(providers: Sequence[ProviderSpec], console: Console) -> None:
+    """One stacked block per profile: nothing is cut or wrapped mid-word at 80 columns or in a pipe."""
+    price_map = _litellm_price_map() if any(p.price_source == TAKE_LITELLM_PRICE for p in providers) else {}
+    console.print("[bold]Provider profiles[/bold]", highlight=False)
     for p in providers:
         key = (
-            "—"
+            "none needed"
             if not p.api_key_env
-            else f"{p.api_key_env} {'[green]set' if p.key_is_set() else '[red]unset'}"
+            else f"{p.api_key_env} {'[green]set[/green]' if p.key_is_set() else '[red]unset[/red]'}"
+            + ("" if p.api_key_required else " (optional)")
         )
-        table.add_row(p.name, p.model, key, _limits(p), _price(p))
-    return table
+        console.print(f"\n[bold]{p.name}[/bold]", highlight=False)
+        for label, value in (
+            ("model", p.model),
+            ("from", _where(p)),
+            ("key", key),
+            ("limits", _limits(p)),
+            ("price", _listed_price(p, price_map)),
+        ):
+            console.print(f"  {label:<7}{value}", highlight=False, soft_wrap=True)
+    console.print(
+        "\n[dim]prices: USD per million tokens in / out; keys are never shown; --rpm, --tpm, "
+        "--max-concurrency and --timeout override the limits for one run[/dim]",
+        highlight=False,
+    )
 
 
 def run_providers_command(providers_dir: Path | None) -> int:
-    """`prbj providers`: the profiles, their keys (set or not, never shown), limits and prices."""
-    Console().print(providers_table(list_providers(providers_dir)))
+    """`prbj providers`: the profiles, where each was read from, their keys (set or not, never shown), limits
+    and prices."""
+    print_providers(list_providers(providers_dir, resolve_prices=False), Console())
     return 0
 
 

@@ -29,6 +29,7 @@ LITELLM_TRANSPORT = "litellm"
 _PER_MILLION = 1_000_000
 
 _KNOWN_KEYS = {
+    "extends",
     "model",
     "api_key_env",
     "api_key_required",
@@ -122,22 +123,45 @@ def bundled_providers_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "providers"
 
 
-def _profile_files(user_dir: Path | None) -> dict[str, Path]:
-    files: dict[str, Path] = {}
+def _profile_folders(user_dir: Path | None) -> list[Path]:
+    """The bundled folder, then the user's (whose profiles win)."""
     folders = [bundled_providers_dir()]
     user_dir = user_dir or (Path(os.environ[PROVIDERS_ENV]) if os.environ.get(PROVIDERS_ENV) else None)
     if user_dir is not None:
         if not user_dir.is_dir():
             raise ConfigError(f"--providers-dir {user_dir}: no such folder")
         folders.append(user_dir)
-    for folder in folders:
+    return folders
+
+
+def _profile_files(user_dir: Path | None) -> dict[str, Path]:
+    files: dict[str, Path] = {}
+    for folder in _profile_folders(user_dir):
         for path in sorted(folder.glob("*.toml")):
             files[path.stem] = path  # later folders override earlier ones
     return files
 
 
-def list_providers(user_dir: Path | None = None) -> list[ProviderSpec]:
-    return [load_profile(name, path) for name, path in sorted(_profile_files(user_dir).items())]
+def list_providers(user_dir: Path | None = None, *, resolve_prices: bool = True) -> list[ProviderSpec]:
+    """Every profile, by name. Without `resolve_prices`, a "litellm" price stays unresolved (price_source
+    "litellm", prices None): listing profiles then never imports LiteLLM, which takes seconds."""
+    return [
+        load_profile(name, path, user_dir=user_dir, resolve_prices=resolve_prices)
+        for name, path in sorted(_profile_files(user_dir).items())
+    ]
+
+
+def unknown_provider_message(spec: str, known: list[str]) -> str:
+    """The one-line error for a provider name that is not a profile, with the closest names offered."""
+    from prbj.data.names import did_you_mean
+
+    return (
+        f"--provider {spec!r}: no such provider profile;{did_you_mean(spec, known)} known: {', '.join(known)}"
+    )
+
+
+def profile_names(user_dir: Path | None = None) -> list[str]:
+    return sorted(_profile_files(user_dir))
 
 
 def is_provider_name(spec: str, user_dir: Path | None = None) -> bool:
@@ -155,10 +179,8 @@ def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | No
     else:
         files = _profile_files(user_dir)
         if spec not in files:
-            raise ConfigError(
-                f"--provider {spec!r}: no such provider profile; known: {', '.join(sorted(files))}"
-            )
-        provider = load_profile(spec, files[spec])
+            raise ConfigError(unknown_provider_message(spec, sorted(files)))
+        provider = load_profile(spec, files[spec], user_dir=user_dir)
     return provider.with_api_base(api_base)
 
 
@@ -183,11 +205,57 @@ def _adhoc(model: str, *, self_hosted: bool = False) -> ProviderSpec:
     return priced
 
 
-def load_profile(name: str, path: Path) -> ProviderSpec:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise ConfigError(f"{path}: not a readable TOML provider profile ({err})") from None
+
+
+def _base_profile_path(base: str, path: Path, user_dir: Path | None) -> Path:
+    """The file `extends = base` names: the last folder's profile of that name other than `path` itself, so
+    that a user's gemini-3-flash.toml may extend the bundled gemini-3-flash."""
+    candidates = [
+        folder / f"{base}.toml"
+        for folder in _profile_folders(user_dir)
+        if (folder / f"{base}.toml").is_file() and (folder / f"{base}.toml").resolve() != path.resolve()
+    ]
+    if not candidates:
+        from prbj.data.names import did_you_mean
+
+        known = sorted(_profile_files(user_dir))
+        raise ConfigError(
+            f"{path}: field 'extends': no provider profile {base!r};{did_you_mean(base, known)} "
+            f"known: {', '.join(known)}"
+        )
+    return candidates[-1]
+
+
+def _merged_raw(path: Path, user_dir: Path | None, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The profile's fields with those of the profile it extends beneath them ([price] and [params] merged
+    key by key): a partial profile states only what changes."""
+    raw = _read_toml(path)
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{path}: field 'extends': expected a profile name such as \"gemini-3-flash\"")
+    base_path = _base_profile_path(base, path, user_dir)
+    if base_path.resolve() in seen:
+        raise ConfigError(f"{path}: field 'extends': profiles extend each other in a circle")
+    merged = _merged_raw(base_path, user_dir, (*seen, path.resolve()))
+    for key, value in raw.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_profile(
+    name: str, path: Path, *, user_dir: Path | None = None, resolve_prices: bool = True
+) -> ProviderSpec:
+    raw = _merged_raw(path, user_dir, ())
     unknown = set(raw) - _KNOWN_KEYS
     if unknown:
         raise ConfigError(
@@ -231,11 +299,19 @@ def load_profile(name: str, path: Path) -> ProviderSpec:
         output_price=_price(price, "output", path),
         params=params,
         timeout=float(_positive(raw, "timeout", path) or 120.0),
-        source=str(path),
+        source=_described_source(path),
     )
     if TAKE_LITELLM_PRICE in (price.get("input"), price.get("output")):
+        if not resolve_prices:
+            return replace(spec, price_source=TAKE_LITELLM_PRICE)
         spec = _with_litellm_price(spec, required=spec.paid)
     return spec
+
+
+def _described_source(path: Path) -> str:
+    """The file a profile was read from, and the profile it extends when it is partial."""
+    base = _read_toml(path).get("extends")
+    return f"{path} (extends {base})" if isinstance(base, str) else str(path)
 
 
 def _table(raw: dict[str, Any], key: str, path: Path) -> dict[str, Any]:

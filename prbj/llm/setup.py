@@ -24,11 +24,27 @@ class GatewayOptions:
     api_base: str | None = None
     providers_dir: Path | None = None
     env_file: Path | None = None
+    # Limits for this run only (--rpm, --tpm, --max-concurrency, --timeout); None keeps the profile's.
+    rpm: float | None = None
+    tpm: float | None = None
+    max_concurrency: int | None = None
+    timeout: float | None = None
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> GatewayOptions:
         """Take the shared options out of a command's keyword arguments."""
         return cls(**{name: options.pop(name) for name in cls.__dataclass_fields__ if name in options})
+
+    @property
+    def limit_overrides(self) -> dict[str, float | int]:
+        """The provider fields this run overrides, named as in ProviderSpec; empty when none was given."""
+        given = {
+            "rpm": self.rpm,
+            "tpm": self.tpm,
+            "max_concurrency": self.max_concurrency,
+            "timeout": self.timeout,
+        }
+        return {name: value for name, value in given.items() if value is not None}
 
     @property
     def mode(self) -> Mode:

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from prbj.report.content import ReportContent
-from prbj.report.layout import DEMO_WARNING, Section, report_sections
+from prbj.report.fit import FittingTable
+from prbj.report.layout import Section, demo_note, report_sections
 from prbj.report.tables import TextTable
 
 # The terminal report leaves out what only makes sense next to a chart or is already in the run header.
@@ -24,6 +25,16 @@ def rich_table(table: TextTable) -> Table:
     for row in table.rows:
         rendered.add_row(*row)
     return rendered
+
+
+def _key_columns(table: TextTable) -> int:
+    """How many leading columns name a row (a rank, then the judge, context and run labels)."""
+    count = 0
+    for header, numeric in zip(table.headers, table.numeric, strict=True):
+        if numeric and header != "#":
+            break
+        count += 1
+    return max(1, min(count, len(table.headers) - 1))
 
 
 def print_report(content: ReportContent, console: Console) -> None:
@@ -44,6 +55,7 @@ def print_report(content: ReportContent, console: Console) -> None:
             continue
         for table in section.tables:
             if table.rows:
-                console.print(rich_table(table))
-    if any(run.is_demo_sample for run in content.runs):
-        console.print(f"[dim]{DEMO_WARNING}[/dim]")
+                # Stacked when it would not fit whole: nothing cut or dropped at 80 columns or in a log.
+                console.print(FittingTable(rich_table(table), key_columns=_key_columns(table)))
+    if (demo := demo_note(content)) is not None:
+        console.print(f"[dim]{demo}[/dim]")

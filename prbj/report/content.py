@@ -17,6 +17,10 @@ from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 # Optional judgment columns other parts of prbj add; read when present, never required.
 COST_COLUMN = "cost_usd"
+# What each answer cost when first bought: a cached replay costs 0 now, but its honest price is this.
+ORIGINAL_COST_COLUMN = "original_cost_usd"
+# The context that shows the judge the scoring rubric: an upper bound, never ranked with the fair settings.
+ORACLE_CONTEXT = "oracle"
 CACHED_COLUMN = "cached"
 LATENCY_COLUMNS = ("latency_s", "latency")
 
@@ -29,6 +33,10 @@ class Entry:
     judge: str
     context: str
     label: str
+
+    @property
+    def is_upper_bound(self) -> bool:
+        return self.context == ORACLE_CONTEXT
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,8 @@ class ReportContent:
     failures: list[FailureRow]
     curves: list[Curve] = field(default_factory=list)
     correlations: list[Correlation] = field(default_factory=list)
+    # Per entry: the pair ids judged wrong, and those whose judgment failed (the HTML report lists them).
+    wrong_pairs: dict[Entry, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     @property
     def has_cost(self) -> bool:
@@ -225,6 +235,10 @@ def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
     if COST_COLUMN in frame.columns and frame[COST_COLUMN].drop_nulls().len():
         total = float(frame[COST_COLUMN].drop_nulls().sum())
         per_100 = 100.0 * total / frame.height
+        if ORIGINAL_COST_COLUMN in frame.columns:
+            # Per 100 judgments at the price each answer was bought for: what the run costs uncached.
+            original = frame.select(pl.coalesce(ORIGINAL_COST_COLUMN, COST_COLUMN)).to_series().drop_nulls()
+            per_100 = 100.0 * float(original.sum()) / frame.height
     if CACHED_COLUMN in frame.columns and frame[CACHED_COLUMN].drop_nulls().len():
         cached = _mean(frame[CACHED_COLUMN].drop_nulls().cast(pl.Float64))
     column = next((c for c in LATENCY_COLUMNS if c in frame.columns), None)
@@ -232,6 +246,18 @@ def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
         # polars types median() as any scalar; on a numeric column it is a number.
         latency = float(frame[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
     return CostRow(entry, frame.height, total, per_100, cached, latency)
+
+
+def wrong_pair_ids(frame: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """Pair ids judged wrong (answered, not correct: ties included) and those that failed."""
+    if frame.is_empty() or "pair_id" not in frame.columns:
+        return [], []
+    answered = pl.col("status") == "ok"
+    wrong = frame.filter(answered & ~pl.col("correct").fill_null(False))["pair_id"].unique(
+        maintain_order=True
+    )
+    failed = frame.filter(~answered)["pair_id"].unique(maintain_order=True)
+    return wrong.to_list(), failed.to_list()
 
 
 def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> FailureRow | None:
@@ -342,6 +368,7 @@ def build_content(
     entries = _entries(runs)
     subsets = sorted({r.subset for run in runs for r in run.results if r.subset != ALL_SUBSETS})
     leaderboard, position, costs, failures, curves = [], [], [], [], []
+    wrong: dict[Entry, tuple[list[str], list[str]]] = {}
     scatter: dict[str, list[ScatterPoint]] = {}
     for run, entry in entries:
         rows = {r.subset: r for r in run.results if (r.judge, r.context) == (entry.judge, entry.context)}
@@ -353,6 +380,7 @@ def build_content(
         if (row := position_row(frame, overall, entry)) is not None:
             position.append(row)
         costs.append(cost_row(frame, entry))
+        wrong[entry] = wrong_pair_ids(frame)
         if (failure := failure_row(frame, overall, entry)) is not None:
             failures.append(failure)
     downstream = match_downstream(runs, entries, extra_downstream)
@@ -365,7 +393,13 @@ def build_content(
                 for label, score in scores.items()
                 if (value := accuracy.get(label)) is not None
             ]
-    leaderboard.sort(key=lambda r: -(r.overall.accuracy if r.overall.accuracy is not None else -1.0))
+    # Oracle rows (the judge saw the rubric) come after every fair setting: an upper bound, not a rank.
+    leaderboard.sort(
+        key=lambda r: (
+            r.entry.is_upper_bound,
+            -(r.overall.accuracy if r.overall.accuracy is not None else -1.0),
+        )
+    )
     order = {row.entry: i for i, row in enumerate(leaderboard)}
     for rows_ in (position, costs, failures):
         rows_.sort(key=lambda r: order[r.entry])
@@ -380,6 +414,7 @@ def build_content(
         failures=failures,
         curves=curves,
         correlations=correlations,
+        wrong_pairs=wrong,
     )
 
 

@@ -33,9 +33,10 @@ def _downstream_label(comparison: Comparison) -> str:
 
 def _rich_cell(result: MetricResult) -> str:
     lines = [_number(result.value)]
-    for interval in (result.over_rms, result.over_items):
+    # Each interval says what it resamples: the reward models, or the benchmark's items.
+    for label, interval in (("RMs", result.over_rms), ("items", result.over_items)):
         if interval is not None and interval.low is not None:
-            lines.append(f"[dim]{_interval(interval)}[/dim]")
+            lines.append(f"[dim]{label} {_interval(interval)}[/dim]")
     return "\n".join(lines)
 
 

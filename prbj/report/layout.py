@@ -16,6 +16,20 @@ DEMO_WARNING = (
 )
 
 
+def demo_note(content: ReportContent) -> str | None:
+    """The demo-sample warning, worded for exactly the runs that used the bundled sample; None when none did."""
+    demo = [run.run_id for run in content.runs if run.is_demo_sample]
+    if not demo:
+        return None
+    if len(demo) == len(content.runs) == 1:
+        return DEMO_WARNING
+    if len(demo) == len(content.runs):
+        return DEMO_WARNING.replace("This run", f"These {len(demo)} runs", 1)
+    return DEMO_WARNING.replace(
+        "This run", f"{len(demo)} of these {len(content.runs)} runs ({', '.join(demo)})", 1
+    ).replace("its figures", "their figures", 1)
+
+
 @dataclass(frozen=True)
 class Section:
     key: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prbj.report.content import ReportContent
-from prbj.report.layout import DEMO_WARNING, Section
+from prbj.report.layout import Section, demo_note
 from prbj.report.tables import TextTable
 
 
@@ -26,8 +26,8 @@ def markdown_table(table: TextTable) -> str:
 
 def render_markdown(content: ReportContent, sections: Sequence[Section], *, plots_dir: str) -> str:
     parts = [f"# {content.title}"]
-    if any(run.is_demo_sample for run in content.runs):
-        parts.append(f"> **Demo data.** {DEMO_WARNING}")
+    if (demo := demo_note(content)) is not None:
+        parts.append(f"> **Demo data.** {demo}")
     for section in sections:
         parts.append(f"## {section.title}")
         if section.intro:

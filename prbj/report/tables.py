@@ -20,6 +20,10 @@ class TextTable:
     note: str = ""
 
 
+# The rank column of an oracle row: an upper bound (the judge saw the rubric), not a place in the ranking.
+UPPER_BOUND_MARK = "UB"
+
+
 def _entry_cells(entry_run: str, judge: str, context: str, several: bool) -> list[str]:
     return [judge, context, *([entry_run] if several else [])]
 
@@ -48,24 +52,29 @@ def runs_table(content: ReportContent) -> TextTable:
 def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTable:
     several = len(content.runs) > 1
     costs = {row.entry: row for row in content.costs}
+    # The run is not a ranking column: it comes last, after the figures.
     headers = [
         "#",
-        *_entry_headers(several),
+        *_entry_headers(False),
         "overall % (95% CI)",
         *[fmt.short_subset(s, terse=terse) + " %" for s in content.subsets],
         "ties %",
         "LC acc %",
         "failed",
         "$ / 100",
+        *(["run"] if several else []),
     ]
     rows = []
-    for rank, row in enumerate(content.leaderboard, start=1):
+    rank = 0
+    for row in content.leaderboard:
         e = row.entry
         cost = costs.get(e)
+        if not e.is_upper_bound:
+            rank += 1
         rows.append(
             [
-                str(rank),
-                *_entry_cells(e.run, e.judge, e.context, several),
+                UPPER_BOUND_MARK if e.is_upper_bound else str(rank),
+                *_entry_cells(e.run, e.judge, e.context, False),
                 fmt.accuracy_with_ci(row.overall),
                 *[
                     fmt.percent(row.by_subset[s].accuracy) if s in row.by_subset else fmt.DASH
@@ -75,10 +84,17 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
                 fmt.percent(row.overall.length_controlled_accuracy),
                 fmt.failed_of(row.failed, row.overall.n),
                 fmt.usd(cost.per_100_usd if cost else None),
+                *([e.run] if several else []),
             ]
         )
-    k = len(_entry_headers(several))
-    numeric = [True, *[False] * k, *[True] * (len(headers) - 1 - k)]
+    k = len(_entry_headers(False))
+    numeric = [
+        True,
+        *[False] * k,
+        *[True] * (len(headers) - 1 - k - int(several)),
+        *([False] if several else []),
+    ]
+    oracle = any(row.entry.is_upper_bound for row in content.leaderboard)
     return TextTable(
         "leaderboard",
         "Leaderboard",
@@ -86,7 +102,14 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
         rows,
         numeric,
         "Accuracy over judgments that succeeded; ties and failures never count as correct. LC acc: "
-        "length-controlled accuracy. $ / 100: cost per 100 judgments (n/a when not recorded).",
+        "length-controlled accuracy. $ / 100: cost per 100 judgments at the price each answer was first "
+        "bought for (what the run costs uncached; n/a when not recorded)."
+        + (
+            f" {UPPER_BOUND_MARK}: the oracle context shows the judge the scoring rubric; an upper bound, not "
+            "ranked with the fair settings."
+            if oracle
+            else ""
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from rich.table import Table
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES
 from prbj.report import fmt
+from prbj.report.fit import FittingTable
 
 # Re-exported for the commands that head terminal columns with it (bon, build); defined with the other formats.
 SHORT_SUBSET = fmt.SHORT_SUBSET
@@ -25,7 +26,11 @@ SHORT_SUBSET = fmt.SHORT_SUBSET
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
     subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
-    overall = sorted((r for r in summary if r.subset == ALL_SUBSETS), key=lambda r: -(r.accuracy or 0.0))
+    # Oracle rows (the judge saw the scoring rubric) come last: an upper bound, not ranked with fair settings.
+    overall = sorted(
+        (r for r in summary if r.subset == ALL_SUBSETS),
+        key=lambda r: (r.context == "oracle", -(r.accuracy or 0.0)),
+    )
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
     table = Table(
         title=title,
@@ -39,7 +44,7 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         show_edge=False,
     )
     # The context sits under the judge's name when space is short: it is part of what identifies a row.
-    table.add_column("judge · context", overflow="fold")
+    table.add_column("judge · context", no_wrap=True)
     table.add_column("acc", justify="right", style="bold", no_wrap=True)
     table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
@@ -55,8 +60,9 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
             + row.skipped_cache
             + (row.planner_errors or 0)
         )
+        upper = " (upper bound)" if row.context == "oracle" else ""
         cells = [
-            f"[bold]{row.judge}[/bold] [dim]{row.context}[/dim]",
+            f"[bold]{row.judge}[/bold] [dim]{row.context}{upper}[/dim]",
             fmt.percent(row.accuracy),
             fmt.interval(row),
         ]
@@ -73,7 +79,7 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
 
 
 def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
-    console.print(leaderboard(summary))
+    console.print(FittingTable(leaderboard(summary)))
 
 
 _MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}
@@ -141,7 +147,12 @@ def print_failure_causes(rows: Iterable[tuple[str, str | None]], console: Consol
         )
 
 
-def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
+def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> FittingTable:
+    """The usage table, stacked when it would not fit whole (80 columns, a CI log): no column is dropped."""
+    return FittingTable(_usage_table(usage, dry_run=dry_run))
+
+
+def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Table:
     """Per provider: what was sent, what the cache answered, tokens and dollars (spent, and saved by the cache)."""
     table = Table(
         title="Plan (nothing sent)" if dry_run else "Model calls",
@@ -150,7 +161,7 @@ def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> Ta
         collapse_padding=True,
         pad_edge=False,
     )
-    table.add_column("provider", style="bold", overflow="fold", min_width=12)
+    table.add_column("provider", style="bold", no_wrap=True)
     if dry_run:
         for name in ("calls needed", "cached", "est. tok in", "est. tok out", "est. USD"):
             table.add_column(name, justify="right", no_wrap=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
 from rich.console import Console
 from rich.table import Table
 
@@ -13,9 +14,11 @@ from prbj.analysis.benchmark_scores import RunSelection, load_benchmark_csv, loa
 from prbj.analysis.correlate_run import CorrelateConfig, KChoice, write_report
 from prbj.analysis.correlate_run import correlate as correlate_tables
 from prbj.analysis.downstream import add_outcomes, conversions, read_outcomes, read_store
+from prbj.data.names import did_you_mean
 from prbj.errors import DataError
 from prbj.report import fmt
 from prbj.report.correlation import comparison_table, markdown, notes
+from prbj.report.fit import FittingTable
 from prbj.runs import rundir
 
 STORE_COLUMNS = ("rm", "source", "subset", "k", "score", "n", "std")
@@ -106,11 +109,57 @@ def run_downstream_add(paths: Sequence[Path], *, rm: str | None, source: str | N
     )
 
 
-def run_downstream_show(store: Path) -> None:
+def run_downstream_show(
+    store: Path,
+    *,
+    rms: Sequence[str] = (),
+    sources: Sequence[str] = (),
+    subsets: Sequence[str] = (),
+    ks: Sequence[int] = (),
+    pivot: bool = False,
+) -> None:
+    """The store, narrowed by --rm, --source, --subset and --k; with --pivot, one column per k (score)."""
     frame = read_store(store)
+    for option, column, wanted in (
+        ("--rm", "rm", rms),
+        ("--source", "source", sources),
+        ("--subset", "subset", subsets),
+    ):
+        if wanted:
+            known = sorted({str(v) for v in frame[column].to_list() if v is not None})
+            for name in wanted:
+                if name not in known:
+                    raise DataError(
+                        f"{option} {name!r}: not in {store};{did_you_mean(name, known)} known: {', '.join(known)}"
+                    )
+            frame = frame.filter(pl.col(column).is_in(list(wanted)))
+    if ks:
+        frame = frame.filter(pl.col("k").is_in(list(ks)))
+    console = Console()
+    if pivot:
+        console.print(FittingTable(_pivot_table(frame), key_columns=3))
+        return
     table = Table(title=f"downstream outcomes ({frame.height} rows)")
     for column in STORE_COLUMNS:
         table.add_column(column, justify="right" if column in _NUMERIC_STORE_COLUMNS else "left")
     for row in frame.iter_rows(named=True):
         table.add_row(*(fmt.cell(row[c]) for c in STORE_COLUMNS))
-    Console().print(table)
+    console.print(FittingTable(table, key_columns=3))
+
+
+def _pivot_table(frame: pl.DataFrame) -> Table:
+    """One row per RM × source × subset, one column per k: the best-of-k curve read across."""
+    ks = sorted({int(k) for k in frame["k"].drop_nulls().to_list()})
+    table = Table(title=f"downstream score by k ({frame.height} rows)")
+    for column in ("rm", "source", "subset"):
+        table.add_column(column, no_wrap=True)
+    for k in ks:
+        table.add_column(f"k={k}", justify="right", no_wrap=True)
+    cells: dict[tuple[str, str, str], dict[int, float]] = {}
+    for row in frame.iter_rows(named=True):
+        key = (str(row["rm"]), str(row["source"]), str(row["subset"]))
+        if row["k"] is not None:
+            cells.setdefault(key, {})[int(row["k"])] = row["score"]
+    for key in sorted(cells):
+        table.add_row(*key, *(fmt.cell(cells[key].get(k)) for k in ks))
+    return table

@@ -1,4 +1,4 @@
-"""Run many awaitable jobs with bounded concurrency and a progress bar; results come back in job order.
+"""Run many awaitable jobs with bounded concurrency and a progress display; results come back in job order.
 
 Ctrl-C is handled here, where the jobs are fanned out: the first stops new jobs and new requests (through the
 gateway's `stop_sending`) and gives the requests already on the wire a bounded grace period to finish and be
@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from prbj.llm.gateway import stop_sending
+from prbj.runs.progress import JobProgress, Meter
 
 T = TypeVar("T")
 # How long requests already sent may take to come back after the first Ctrl-C.
@@ -31,6 +31,7 @@ async def run_jobs(
     console: Console | None = None,
     show_progress: bool = True,
     grace_seconds: float = GRACE_SECONDS,
+    meter: Meter | None = None,
 ) -> list[T]:
     """Await every job, at most `concurrency` at a time. On cancellation the jobs still running are cancelled;
     whatever they already stored (the cache) stays, so a rerun picks up from there."""
@@ -39,25 +40,17 @@ async def run_jobs(
     results: list[T | None] = [None] * len(jobs)
     gate = asyncio.Semaphore(concurrency)
     console = console or Console(stderr=True)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not show_progress,
-    )
+    progress = JobProgress(description, len(jobs), console=console, show=show_progress, meter=meter)
     stopping = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
     deadline: list[asyncio.TimerHandle] = []
 
-    async def run(index: int, job: Callable[[], Awaitable[T]], bar: TaskID) -> None:
+    async def run(index: int, job: Callable[[], Awaitable[T]]) -> None:
         async with gate:
             if stopping.is_set():
                 return
             results[index] = await job()
-        progress.advance(bar)
+        progress.advance(results[index])
 
     def cancel_all() -> None:
         for task in tasks:
@@ -78,11 +71,9 @@ async def run_jobs(
     token = stop_sending.set(stopping)
     handled = _handle_sigint(on_interrupt)
     try:
-        with progress:
-            bar = progress.add_task(description, total=len(jobs))
-            async with asyncio.TaskGroup() as group:
-                # Created while `stop_sending` holds this run's event: every call the jobs make sees it.
-                tasks.extend(group.create_task(run(index, job, bar)) for index, job in enumerate(jobs))
+        async with progress, asyncio.TaskGroup() as group:
+            # Created while `stop_sending` holds this run's event: every call the jobs make sees it.
+            tasks.extend(group.create_task(run(index, job)) for index, job in enumerate(jobs))
     finally:
         for timer in deadline:
             timer.cancel()
@@ -91,6 +82,7 @@ async def run_jobs(
         stop_sending.reset(token)
     if stopping.is_set():
         raise KeyboardInterrupt
+    # Every job ran to completion (no Ctrl-C, no error), so every slot holds that job's result.
     return results  # type: ignore[return-value]
 
 

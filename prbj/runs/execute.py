@@ -22,12 +22,14 @@ from prbj.context.planner import Planner
 from prbj.context.swap import swapped_profiles
 from prbj.data.loaders import Dataset
 from prbj.data.schema import SWAPPED_PROFILE
+from prbj.data.status import FAILED_STATUSES
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.engine import run_jobs
+from prbj.runs.progress import Meter
 
 JUDGMENT_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,
@@ -54,6 +56,14 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "truncated": pl.Boolean,
     # The sample index of an LLM judge's call (above 0 when --retry-failed re-asked it); None for other judges.
     "sample_index": pl.Int64,
+    # LLM judges only (null for the others): the full reply (calls joined by judges.generative.REPLY_SEPARATOR),
+    # the prompt hash of each call, the context block shown, what the answers cost when first bought (what an
+    # uncached run would cost), and the seconds spent on calls really sent.
+    "reply": pl.String,
+    "prompt_hash": pl.String,
+    "context_block": pl.String,
+    "original_cost_usd": pl.Float64,
+    "latency_s": pl.Float64,
 }
 
 
@@ -96,13 +106,37 @@ def judgments_frame(judgments: Sequence[Judgment]) -> pl.DataFrame:
 
 
 async def judge_dataset(
-    dataset: Dataset, judges: Sequence[Judge], *, concurrency: int, show_progress: bool, seed: int = 42
+    dataset: Dataset,
+    judges: Sequence[Judge],
+    *,
+    concurrency: int,
+    show_progress: bool,
+    seed: int = 42,
+    gateway: Gateway | None = None,
 ) -> list[Judgment]:
     swapped = (
         swapped_profiles(dataset.pairs, seed) if any(j.context == SWAPPED_PROFILE for j in judges) else {}
     )
     jobs = [partial(judge.judge, _task(pair, judge, swapped)) for judge in judges for pair in dataset.pairs]
-    return await run_jobs(jobs, concurrency=concurrency, show_progress=show_progress)
+    return await run_jobs(
+        jobs, concurrency=concurrency, show_progress=show_progress, meter=judging_meter(gateway)
+    )
+
+
+def judging_meter(gateway: Gateway | None) -> Meter:
+    """Progress figures of a judging run: failed judgments, and the gateway's spend and requests."""
+
+    def failed(judgment: Judgment) -> bool:
+        return judgment.status in FAILED_STATUSES
+
+    if gateway is None:
+        return Meter(failed=failed)
+    return Meter(
+        spent=lambda: gateway.budget.spent,
+        cap=gateway.budget.max_cost,
+        calls=lambda: sum(s.requests_sent for s in gateway.stats()),
+        failed=failed,
+    )
 
 
 def _task(pair: Any, judge: Judge, swapped: dict[str, Any]) -> PairTask:
@@ -129,6 +163,7 @@ def execute(
             concurrency=config.concurrency,
             show_progress=config.show_progress,
             seed=config.seed,
+            gateway=gateway,
         )
     )
     # Per-pair features (profile size, rubric-aspect count) ride along for slices; juries are added from

@@ -10,6 +10,8 @@ from rich.console import Console
 
 from prbj.analysis.baseline import baseline_from_run, read_baseline, write_baseline
 from prbj.analysis.check import CheckSettings, check_run
+from prbj.analysis.run_data import RunData
+from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
 from prbj.report.writer import render_report
@@ -36,7 +38,26 @@ def write_reports(
 ) -> rundir.ReportFiles:
     """Render the runs into `out_dir` (the run directory itself when there is one run and no out_dir);
     print the terminal report to `console` when given."""
-    runs = [rundir.load_run(Path(d)) for d in run_dirs]
+    return write_loaded_reports(
+        [rundir.load_run(Path(d)) for d in run_dirs],
+        out_dir,
+        console=console,
+        title=title,
+        downstream=downstream,
+        slices=slices,
+    )
+
+
+def write_loaded_reports(
+    runs: Sequence[RunData],
+    out_dir: Path | None = None,
+    *,
+    console: Console | None = None,
+    title: str | None = None,
+    downstream: Sequence[Path] = (),
+    slices: Sequence[str] = (),
+) -> rundir.ReportFiles:
+    """write_reports for runs already loaded (and perhaps narrowed by --latest)."""
     if not runs:
         raise ValueError("write_reports needs at least one run directory")
     target = Path(out_dir) if out_dir is not None else runs[0].run_dir
@@ -61,20 +82,52 @@ def run_report_command(
     downstream: Sequence[Path],
     quiet: bool,
     slices: Sequence[str] = (),
+    latest: bool = False,
+    mix_datasets: bool = False,
 ) -> None:
+    """One report per dataset (runs on different pairs are never ranked together unless --mix-datasets), of
+    the latest run of each judge × context with --latest."""
     console = _wide_console(140)
     notes = Console(stderr=True, highlight=False)
-    runs = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
-    target = out if out is not None else (None if len(runs) == 1 else runs[0].parent / LEADERBOARD_FOLDER)
-    files = write_reports(
-        runs,
-        target,
-        console=None if quiet else console,
-        title=title,
-        downstream=downstream,
-        slices=expand_slices(slices),
-    )
-    console.print(f"report: {files.markdown} and {files.html}", highlight=False, soft_wrap=True)
+    paths = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
+    loaded = [rundir.load_run(Path(path)) for path in paths]
+    groups = [loaded] if mix_datasets else group_by_dataset(loaded)
+    if len(groups) > 1:
+        notes.print(
+            f"note: these {len(loaded)} runs were made on {len(groups)} different datasets: one leaderboard per "
+            f"dataset (--mix-datasets ranks them together)"
+        )
+    for group in groups:
+        runs = latest_per_judge(group) if latest else group
+        if latest and len(runs) < len(group):
+            notes.print(f"note: --latest: {len(group) - len(runs)} older run(s) left out")
+        target = _target(out, runs, several_groups=len(groups) > 1)
+        if len(groups) > 1 and not quiet:
+            first = runs[0].dataset
+            console.rule(
+                f"dataset {first.get('source', '?')} · fingerprint {dataset_key(runs[0])} · "
+                f"{first.get('n_pairs', '?')} pairs · {len(runs)} run(s)"
+            )
+        files = write_loaded_reports(
+            runs,
+            target,
+            console=None if quiet else console,
+            title=title,
+            downstream=downstream,
+            slices=expand_slices(slices),
+        )
+        console.print(f"report: {files.markdown} and {files.html}", highlight=False, soft_wrap=True)
+
+
+def _target(out: Path | None, runs: Sequence[RunData], *, several_groups: bool) -> Path | None:
+    """Where a group's report goes: --out (one folder per dataset when there are several), else the run
+    directory for a lone run, else a leaderboard folder beside the runs."""
+    per_dataset = Path(f"dataset-{dataset_key(runs[0])}") if several_groups else Path()
+    if out is not None:
+        return out / per_dataset
+    if len(runs) == 1:
+        return None
+    return runs[0].run_dir.parent / LEADERBOARD_FOLDER / per_dataset
 
 
 def run_check_command(

@@ -1,0 +1,247 @@
+"""`prbj show RUN` and `prbj diff RUN_A RUN_B`: read individual judgments in the terminal.
+
+`show` prints each selected judgment with what the judge saw: the question, both answers in the order they
+were shown, the context block, the full reply and the parsed verdict. `diff` lists the pairs whose verdict
+changed between two runs of the same dataset, with both replies: what `prbj check` counts, made readable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+from rich.console import Console
+from rich.markup import escape
+
+from prbj.analysis.run_data import RunData
+from prbj.data.loaders import load_dataset
+from prbj.data.names import did_you_mean
+from prbj.data.schema import Pair
+from prbj.data.status import FAILED_STATUSES
+from prbj.errors import DataError, PrbjError
+from prbj.runs import rundir
+
+Outcome = Literal["correct", "incorrect", "failed"]
+OUTCOMES: tuple[Outcome, ...] = ("correct", "incorrect", "failed")
+
+
+@dataclass(frozen=True)
+class ShowFilter:
+    judges: tuple[str, ...] = ()
+    subsets: tuple[str, ...] = ()
+    outcome: Outcome | None = None
+    pair_ids: tuple[str, ...] = ()
+    contexts: tuple[str, ...] = ()
+
+
+def outcome_of(row: dict[str, Any]) -> Outcome:
+    if row["status"] in FAILED_STATUSES or row["status"] != "ok":
+        return "failed"
+    return "correct" if row["correct"] else "incorrect"
+
+
+def _check_names(option: str, wanted: Sequence[str], known: Sequence[str]) -> None:
+    for name in wanted:
+        if name not in known:
+            raise DataError(
+                f"{option} {name!r}: not in this run;{did_you_mean(name, known)} known: {', '.join(known)}"
+            )
+
+
+def select_judgments(judgments: pl.DataFrame, chosen: ShowFilter) -> pl.DataFrame:
+    """The judgments that pass every filter given; unknown judge and subset names are errors that offer the
+    nearest names (a typo would otherwise show nothing)."""
+    frame = judgments
+    for option, column, wanted in (
+        ("--judge", "judge", chosen.judges),
+        ("--subset", "subset", chosen.subsets),
+        ("--context", "context", chosen.contexts),
+    ):
+        if wanted:
+            _check_names(option, wanted, sorted(set(frame[column].to_list())))
+            frame = frame.filter(pl.col(column).is_in(list(wanted)))
+    if chosen.pair_ids:
+        frame = frame.filter(pl.col("pair_id").is_in(list(chosen.pair_ids)))
+    if chosen.outcome is not None:
+        keep = [outcome_of(row) == chosen.outcome for row in frame.iter_rows(named=True)]
+        frame = frame.filter(pl.Series(keep, dtype=pl.Boolean))
+    return frame
+
+
+def _pairs_of(run: RunData, dataset: str | None, note: Console) -> dict[str, Pair]:
+    """The run's pairs by id (to show question and answers); empty, with a note, when they cannot be read."""
+    source = dataset or run.dataset.get("source")
+    if not source:
+        note.print("note: run.json names no dataset; question and answers are not shown (use --dataset)")
+        return {}
+    try:
+        loaded = load_dataset(str(source))
+    except PrbjError as err:
+        note.print(f"note: cannot read the dataset {source} ({err}); question and answers are not shown")
+        return {}
+    fingerprint = run.dataset.get("fingerprint")
+    if fingerprint and loaded.fingerprint() != fingerprint:
+        note.print(
+            f"note: {source} has changed since the run (fingerprint {loaded.fingerprint()}, run "
+            f"{fingerprint}); question and answers are not shown"
+        )
+        return {}
+    return {pair.id: pair for pair in loaded.pairs}
+
+
+def _answers_in_order(row: dict[str, Any], pair: Pair) -> list[tuple[str, str, str]]:
+    """(slot, which, text) as the judge saw them: pairwise judges in their A/B order, others one by one."""
+    position = row.get("chosen_position")
+    if position == "B":
+        return [("A", "rejected", pair.rejected), ("B", "chosen", pair.chosen)]
+    if position in ("A", "both"):
+        shown = [("A", "chosen", pair.chosen), ("B", "rejected", pair.rejected)]
+        return (
+            shown
+            if position == "A"
+            else [*shown, ("then A", "rejected", pair.rejected), ("then B", "chosen", pair.chosen)]
+        )
+    return [("scored alone", "chosen", pair.chosen), ("scored alone", "rejected", pair.rejected)]
+
+
+def _verdict_line(row: dict[str, Any]) -> str:
+    outcome = outcome_of(row)
+    colour = {"correct": "green", "incorrect": "red", "failed": "yellow"}[outcome]
+    parts = [f"[{colour}]{outcome}[/{colour}]", f"status {row['status']}", f"verdict {row['verdict'] or '—'}"]
+    if row.get("chosen_position"):
+        parts.append(f"chosen answer shown as {row['chosen_position']}")
+    if row.get("score_chosen") is not None:
+        parts.append(f"scores chosen {row['score_chosen']:g} / rejected {row['score_rejected']:g}")
+    if row.get("error"):
+        parts.append(f"error: {escape(str(row['error']))}")
+    return " · ".join(parts)
+
+
+def _block(console: Console, label: str, text: str | None) -> None:
+    console.print(f"[bold]{label}[/bold]", highlight=False)
+    body = (text or "").strip() or "(empty)"
+    console.print(
+        escape("\n".join(f"  {line}" for line in body.splitlines())), highlight=False, soft_wrap=True
+    )
+
+
+def print_judgment(row: dict[str, Any], pair: Pair | None, console: Console) -> None:
+    console.rule(
+        f"{escape(row['pair_id'])} · {escape(row['subset'])} · {escape(row['judge'])} · {escape(row['context'])}",
+        align="left",
+    )
+    console.print(_verdict_line(row), highlight=False, soft_wrap=True)
+    if pair is not None:
+        _block(console, "Question", pair.question)
+        for slot, which, text in _answers_in_order(row, pair):
+            _block(console, f"Answer {slot} ({which})", text)
+    if row.get("context_block"):
+        _block(console, "Context block", row["context_block"])
+    if row.get("reply") is not None:
+        _block(console, "Reply", row["reply"])
+    elif row.get("status") == "ok" and "reply" not in row:
+        console.print(
+            "[dim]no reply recorded (a run made before replies were kept, or not an LLM judge)[/dim]"
+        )
+
+
+def run_show_command(
+    run_dir: Path,
+    chosen: ShowFilter,
+    *,
+    limit: int | None,
+    dataset: str | None,
+    console: Console | None = None,
+) -> int:
+    console = console or Console(highlight=False)
+    note = Console(stderr=True, highlight=False)
+    run = rundir.load_run(run_dir)
+    selected = select_judgments(run.judgments, chosen)
+    total = selected.height
+    if limit is not None:
+        selected = selected.head(limit)
+    pairs = _pairs_of(run, dataset, note) if total else {}
+    for row in selected.iter_rows(named=True):
+        print_judgment(row, pairs.get(row["pair_id"]), console)
+    shown = f"{selected.height} of {total}" if selected.height < total else str(total)
+    console.print(f"{shown} judgments shown from {run.run_id}", highlight=False)
+    return 0
+
+
+# --- diff -----------------------------------------------------------------------------------------------
+
+_KEY = ["pair_id", "judge", "context"]
+
+
+def changed_verdicts(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+    """Judgments present in both runs (same pair, judge, context) whose outcome or verdict differs."""
+    columns = [
+        c for c in ("subset", "status", "verdict", "correct", "reply", "chosen_position") if c in a.columns
+    ]
+    left = a.select([*_KEY, *columns])
+    right = b.select([*_KEY, *[c for c in columns if c in b.columns]])
+    joined = left.join(right, on=_KEY, how="inner", suffix="_b")
+    if "reply_b" not in joined.columns:
+        joined = joined.with_columns(pl.lit(None, dtype=pl.String).alias("reply_b"))
+    if "reply" not in joined.columns:
+        joined = joined.with_columns(pl.lit(None, dtype=pl.String).alias("reply"))
+    changed = (
+        (pl.col("status") != pl.col("status_b"))
+        | (pl.col("verdict").fill_null("") != pl.col("verdict_b").fill_null(""))
+        | (pl.col("correct") != pl.col("correct_b"))
+    )
+    return joined.filter(changed).sort(_KEY)
+
+
+def run_diff_command(
+    run_a: Path,
+    run_b: Path,
+    *,
+    judges: Sequence[str] = (),
+    limit: int | None = None,
+    console: Console | None = None,
+) -> int:
+    console = console or Console(highlight=False)
+    first, second = rundir.load_run(run_a), rundir.load_run(run_b)
+    fp_a, fp_b = first.dataset.get("fingerprint"), second.dataset.get("fingerprint")
+    if fp_a != fp_b:
+        raise DataError(
+            f"{first.run_id} and {second.run_id} were made on different datasets (fingerprints {fp_a} and "
+            f"{fp_b}); their verdicts cannot be compared pair by pair"
+        )
+    a, b = first.judgments, second.judgments
+    if judges:
+        _check_names("--judge", judges, sorted(set(a["judge"].to_list()) | set(b["judge"].to_list())))
+        a, b = a.filter(pl.col("judge").is_in(list(judges))), b.filter(pl.col("judge").is_in(list(judges)))
+    changed = changed_verdicts(a, b)
+    common = a.join(b.select(_KEY), on=_KEY, how="inner").height
+    rows = list(changed.iter_rows(named=True))
+    for row in rows[:limit] if limit is not None else rows:
+        console.rule(
+            f"{escape(row['pair_id'])} · {escape(row['subset'])} · {escape(row['judge'])} · "
+            f"{escape(row['context'])}",
+            align="left",
+        )
+        for label, suffix, run in (("A", "", first), ("B", "_b", second)):
+            outcome = outcome_of({"status": row[f"status{suffix}"], "correct": row[f"correct{suffix}"]})
+            console.print(
+                f"[bold]{label}[/bold] {escape(run.run_id)}: {outcome}, verdict {row[f'verdict{suffix}'] or '—'}"
+                f" (status {row[f'status{suffix}']})",
+                highlight=False,
+                soft_wrap=True,
+            )
+        for label, suffix in (("A", ""), ("B", "_b")):
+            reply = row[f"reply{suffix}"]
+            if reply is not None:
+                _block(console, f"Reply in {label}", reply)
+    better = sum(1 for r in rows if r["correct_b"] and not r["correct"])
+    worse = sum(1 for r in rows if r["correct"] and not r["correct_b"])
+    console.print(
+        f"{len(rows)} of {common} shared judgments changed ({better} now correct, {worse} no longer correct; "
+        f"A = {first.run_id}, B = {second.run_id})",
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 0
