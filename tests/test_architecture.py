@@ -138,3 +138,19 @@ def test_the_walk_sees_both_import_forms(tmp_path: Path, source: str) -> None:
     path = tmp_path / "m.py"
     path.write_text(source)
     assert "prbj.llm.gateway" in _imports(path, "prbj.judges.m")
+
+
+def test_every_type_ignore_says_why() -> None:
+    # A silenced type error must carry its reason: a comment after it on the line, or a comment line above.
+    unexplained = []
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if "# type: ignore" not in line:
+                continue
+            after = line.split("# type: ignore", 1)[1]
+            explained_here = "#" in after
+            explained_above = number > 1 and lines[number - 2].strip().startswith("#")
+            if not (explained_here or explained_above):
+                unexplained.append(f"{path.relative_to(PACKAGE_ROOT.parent)}:{number}")
+    assert not unexplained, f"type: ignore without a reason: {unexplained}"

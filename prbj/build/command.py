@@ -89,6 +89,7 @@ def run_build_command(
     if not lamp.records:
         raise DataError(f"--input {input_spec}: no records to build from")
     thresholds = Thresholds(max_words=max_words, min_quality=min_quality, min_gap=min_gap)
+    # click.Choice(['planner', 'gold']) has already narrowed --plan to a PlanSource.
     settings = BuildSettings(plan=plan, profile_k=profile_k, thresholds=thresholds)  # type: ignore[arg-type]
     config = BuildConfig(
         input=input_spec,

@@ -98,9 +98,8 @@ def length_balance(frame: pl.DataFrame, *, warn: bool) -> dict[str, Any]:
         "chosen_shorter": shorter,
         "equal_length": n - longer - shorter,
         "chosen_longer_share": round(share, 4) if share is not None else None,
-        # polars types mean() as any scalar; word counts are integers, so it is a number.
-        "mean_words_chosen": round(float(kept["chosen_words"].mean()), 2) if n else None,  # type: ignore[arg-type]
-        "mean_words_rejected": round(float(kept["rejected_words"].mean()), 2) if n else None,  # type: ignore[arg-type]
+        "mean_words_chosen": _mean_words(kept["chosen_words"]) if n else None,
+        "mean_words_rejected": _mean_words(kept["rejected_words"]) if n else None,
         "warning_share": LENGTH_WARNING_SHARE,
         "checked": warn,
         "warning": bool(warn and share is not None and share > LENGTH_WARNING_SHARE),
@@ -123,3 +122,8 @@ def summarize(outcomes: Sequence[Outcome], *, balance_length: bool) -> dict[str,
         },
         "length": length_balance(frame, warn=balance_length),
     }
+
+
+def _mean_words(column: pl.Series) -> float:
+    # polars types mean() as any scalar; word counts are integers, so it is a number.
+    return round(float(column.mean()), 2)  # type: ignore[arg-type]

@@ -54,7 +54,7 @@ def show(
     chosen = ShowFilter(
         judges=judges,
         subsets=subsets,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,  # type: ignore[arg-type]  # click.Choice narrowed it to the Literal
         pair_ids=pair_ids,
         contexts=contexts,
     )

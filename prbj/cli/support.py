@@ -52,4 +52,5 @@ def friendly_errors(command: F) -> F:
             )
             sys.exit(EXIT_INTERRUPTED)
 
+    # functools.wraps keeps the command's signature for click; mypy cannot see that wrapper is an F.
     return wrapper  # type: ignore[return-value]

@@ -38,6 +38,7 @@ def resolve_provider(spec: str, shared: GatewayOptions, gateway: Gateway) -> Pro
     )
     # Limits never enter the cache key, so overriding them for one run keeps every cached answer.
     overrides = shared.limit_overrides
+    # The overrides are ProviderSpec fields (rpm, tpm, max_concurrency, timeout) with values of their types.
     return replace(provider, **overrides) if overrides else provider  # type: ignore[arg-type]
 
 
