@@ -544,7 +544,8 @@ def test_a_planner_reply_without_aspects_fails_the_pair_and_is_never_shown(
     server.reply = reply
     flags = ["--repair"] if repair else []
     run = harness.judge(context_dataset, "--context", "planner", "--planner", "gpt-5.1", *flags)
-    assert run.exit_code == 0, run.output
+    # Without --repair no pair gets a plan, so the judge has no successful judgment: the run failed (exit 1).
+    assert run.exit_code == (0 if repair else 1), run.output
     planner_calls = judge_requests(server, "openai")
     judge_calls = [r for r in server.requests if r.family != "openai"]
     lines = [json.loads(line) for line in (run.run_dir / "planner.jsonl").read_text().splitlines()]  # type: ignore[operator]
