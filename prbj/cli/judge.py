@@ -19,6 +19,7 @@ from prbj.cli.options import (
     planner_option,
     profile_k_option,
     progress_option,
+    ray_options,
     repair_option,
     scalar_options,
     seed_option,
@@ -75,6 +76,7 @@ from prbj.cli.support import friendly_errors
 @concurrency_option("Pairs judged at once.")
 @progress_option
 @scalar_options
+@ray_options
 @friendly_errors
 def judge(**options: Any) -> None:
     """Judge every pair with every judge; write reports/<run-id>/ and print a leaderboard.
