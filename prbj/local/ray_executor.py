@@ -43,6 +43,8 @@ CHUNK_ITEMS = 32
 MAX_RESTARTS = 3
 # How often the dispatching thread looks up from waiting to notice a cancelled run.
 POLL_SECONDS = 0.2
+# After this long without its actors placed, a model says that it is waiting for cluster resources.
+WAIT_NOTICE_SECONDS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +257,13 @@ class ActorPool:
             self.actors.append(
                 actor_class.remote(self.kind, self.source.location, self.source.gguf_file, self.options)
             )
-        where = ray.get([actor.placement.remote() for actor in self.actors])
+        asked = [actor.placement.remote() for actor in self.actors]
+        _, pending = ray.wait(asked, num_returns=len(asked), timeout=WAIT_NOTICE_SECONDS)
+        if pending:
+            # Not an error: an autoscaling cluster may add the node; a fixed one never will, hence the line.
+            need = f"{self.gpus:g} GPU" if self.gpus else f"{self.ray_options.cpus_per_model:g} CPU"
+            self.say(f"ray: {self.label} waits for a free {need} per actor (see --cpus-per-model)")
+        where = ray.get(asked)
         placed = ", ".join(
             f"{p['node']} " + (f"GPU {','.join(p['gpus'])}" if p["gpus"] else "CPU") for p in where
         )
