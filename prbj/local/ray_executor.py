@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 import sys
 import threading
@@ -97,7 +98,7 @@ def _connect(address: str) -> Any:
                 address=None if address == "auto" else address,
                 include_dashboard=False,
                 log_to_driver=False,
-                logging_level="ERROR",
+                logging_level=logging.ERROR,
             )
         except (ConnectionError, ValueError, RuntimeError) as err:
             raise ConfigError(f"--ray {address}: cannot connect to the Ray cluster ({err})") from None
@@ -336,7 +337,7 @@ class RayModels(LocalModels):
         gpus = self._gpus(options.device)
         device = "cuda" if gpus else "cpu"
         dtype = options.dtype if options.dtype != "auto" else ("bf16" if device == "cuda" else "fp32")
-        actor_options = {
+        actor_options: dict[str, Any] = {
             "ref": ref,
             "dtype": dtype,
             "device": device,
