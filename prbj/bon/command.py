@@ -50,6 +50,7 @@ from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
+from prbj.local.ray_executor import RayOptions
 from prbj.report.terminal import SHORT_SUBSET, print_failure_causes, usage_table
 from prbj.runs.rundir import package_versions
 
@@ -90,8 +91,9 @@ def run_sample_command(
     **gateway_options: Any,
 ) -> int:
     shared = GatewayOptions.pop_from(gateway_options)
+    on_ray = RayOptions.pop_from(gateway_options)
     console = Console()
-    with shared.open() as gateway:
+    with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         settings = SamplingSettings(n, k_profile, temperature, top_p, max_tokens, seed)
         sampler = Policy(resolve_provider(policy, shared, gateway), settings)
         questions = load_questions(dataset, subsets, limit)
@@ -165,12 +167,13 @@ def run_score_command(
     """The body of `prbj bon score`: the remaining keyword arguments are the judge options (JudgeOptions;
     --mode is pointwise, the only mode a best-of-N ranking can use) and the shared model options."""
     shared = GatewayOptions.pop_from(options)
+    on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
     console = Console()
     run = BonRun.open(run_dir)
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
-    with shared.open() as gateway:
+    with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         judges, _ = build_judges(providers, judging, shared, gateway)
         rms = reward_models(judges)
         started = now()

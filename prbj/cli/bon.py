@@ -20,6 +20,7 @@ from prbj.cli.options import (
     profile_k_option,
     progress_option,
     protocol_options,
+    ray_options,
     repair_option,
     seed_option,
     stacked,
@@ -96,6 +97,7 @@ def bon() -> None:
 @out_option("Folder in which the run directory bon-<id>/ is written.")
 @concurrency_option("Samples requested at once.")
 @progress_option
+@ray_options
 @friendly_errors
 def bon_sample(no_seed: bool, **options: Any) -> None:
     """Write N answers per question with a policy model; start a BoN run directory.
@@ -167,6 +169,7 @@ _bon_dataset_option = click.option(
 @gateway_options
 @concurrency_option("Scoring jobs at once.")
 @progress_option
+@ray_options
 @friendly_errors
 def bon_score(**options: Any) -> None:
     """Score every sample with every RM; pick the best of the first k samples for k = 1, 2, 4, …, N.

@@ -21,6 +21,7 @@ from prbj.cli.options import (
     profile_k_option,
     progress_option,
     protocol_options,
+    ray_options,
     repair_option,
     scalar_options,
     seed_option,
@@ -83,6 +84,7 @@ from prbj.cli.support import friendly_errors
 @progress_option
 @scalar_options
 @beyond_options
+@ray_options
 @friendly_errors
 def judge(**options: Any) -> None:
     """Judge every pair with every judge; write reports/<run-id>/ and print a leaderboard.

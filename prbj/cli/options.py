@@ -287,3 +287,43 @@ protocol_options = stacked(
     ),
 )
 """--protocol, --official-repo, --scalar-input: which protocol runs (recorded in run.json)."""
+
+
+# --- Ray (prbj judge, prbj bon sample|score) ----------------------------------------------------------------
+
+ray_options = stacked(
+    click.option(
+        "--ray",
+        metavar="[auto|ADDRESS]",
+        is_flag=False,
+        flag_value="auto",
+        default=None,
+        envvar="PRBJ_RAY_ADDRESS",
+        help="Run local models (hf:, hf-local:) in Ray actors: auto = the cluster this machine belongs to (or a "
+        "new one-machine cluster), else a cluster address (ray://host:10001, host:6379). The cache, API judges "
+        "and reports stay here. Needs pip install 'prbj[ray]' [env: PRBJ_RAY_ADDRESS].",
+    ),
+    click.option(
+        "--gpus-per-model",
+        type=click.FloatRange(min=0),
+        default=None,
+        help="GPUs of each reward-model actor with --ray. Default: 1 when the cluster has GPUs, else 0 (CPU "
+        "actors with --cpus-per-model).",
+    ),
+    click.option(
+        "--cpus-per-model",
+        type=click.FloatRange(min=0, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="CPUs of each CPU actor with --ray.",
+    ),
+    click.option(
+        "--replicas",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Actors per local model with --ray (data parallel: its cache misses are shared out among them).",
+    ),
+)
+"""--ray, --gpus-per-model, --cpus-per-model, --replicas; the command hands them to
+prbj.local.ray_executor.RayOptions."""

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from prbj.context.retrieval import rank_profile
 from prbj.data.schema import Context, JudgeView
 from prbj.errors import ConfigError
-from prbj.judges.base import Judgment, PairTask, PointwiseJudge, verdict_from_scores
+from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, verdict_from_scores
 from prbj.judges.official import official_posts, official_user_turn
 from prbj.llm.cache import cache_key
 from prbj.llm.gateway import Gateway
 from prbj.local.model_files import ModelSource, download, fingerprint, locate
-from prbj.local.models import ItemScore, ScalarOptions, Scorer, local_models
+from prbj.local.models import ItemScore, LocalModelError, ScalarOptions, Scorer, local_models
 
 if TYPE_CHECKING:
     from prbj.local.batcher import MicroBatcher
@@ -139,9 +139,12 @@ class ScalarJudge(PointwiseJudge):
         """Each answer's score through the gateway's cache; the misses of every pair being judged at once are
         scored together in the next batch (so all answers are asked for before any is awaited)."""
         layout = self.scalar_input
-        stored = await asyncio.gather(
-            *(self._cached_score(conversation(view, a, scalar_input=layout)) for a in answers)
-        )
+        try:
+            stored = await asyncio.gather(
+                *(self._cached_score(conversation(view, a, scalar_input=layout)) for a in answers)
+            )
+        except LocalModelError as err:  # the model cannot run (e.g. a Ray actor cannot load it): this judge fails
+            raise ScoreFailure("api_error", str(err)) from None
         return [ItemScore(**value) for value in stored]
 
     async def _cached_score(self, messages: list[dict[str, str]]) -> dict[str, Any]:
@@ -151,7 +154,10 @@ class ScalarJudge(PointwiseJudge):
         return await self.gateway.cached(self.cache_key(messages), compute)
 
     async def judge(self, task: PairTask) -> Judgment:
-        chosen, rejected = await self.score_items(task.view, [task.pair.chosen, task.pair.rejected])
+        try:
+            chosen, rejected = await self.score_items(task.view, [task.pair.chosen, task.pair.rejected])
+        except ScoreFailure as failure:
+            return self._judgment(task, status=failure.status, error=failure.message)
         return self._judgment(
             task,
             verdict=verdict_from_scores(chosen.score, rejected.score),

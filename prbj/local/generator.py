@@ -83,6 +83,22 @@ class LocalGenerator:
         plain = [{"role": m["role"], "content": m["content"]} for m in messages]
         return self._batcher.submit(_Job(plain, max_new_tokens))
 
+    def run_batch(self, requests: Sequence[tuple[list[dict[str, str]], int]]) -> list[Generation | Exception]:
+        """Generate replies for (messages, max_new_tokens) requests on the calling thread, in batches of at
+        most `max_batch`; a request that fails gets its exception in its place. For a caller that is itself
+        a worker (a Ray actor), with no event loop to batch on."""
+        results: list[Generation | Exception | None] = [None] * len(requests)
+
+        def keep(index: int, result: Any) -> None:
+            results[index] = result
+
+        jobs = [_Job([dict(m) for m in messages], n) for messages, n in requests]
+        try:
+            self._run_batch(jobs, keep, threading.Event())
+        except Exception as err:  # the model cannot load: every request fails with the same message
+            return [err] * len(jobs)
+        return [r if r is not None else RuntimeError("no reply generated") for r in results]
+
     # --- worker thread ---------------------------------------------------------------------------------
     def _run_batch(self, jobs: list[_Job], emit: Emit, stop: threading.Event) -> None:
         self._ensure_loaded()

@@ -20,7 +20,7 @@ from prbj.llm.gateway import Gateway
 from prbj.llm.transport import ChatCall, Completion
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
 from prbj.local.generator import MODEL_PREFIX, LoadError, LocalGenerator, max_new_tokens
-from prbj.local.model_files import locate
+from prbj.local.model_files import ModelSource, locate
 
 if TYPE_CHECKING:
     from prbj.local.scalar_model import Messages, ScalarModel
@@ -98,7 +98,7 @@ class LocalModels:
         found = self._generators.get(path_or_id)
         if found is None:
             source = locate(path_or_id, option="hf-local", gguf=True)
-            found = self._generators[path_or_id] = LocalGenerator(source)
+            found = self._generators[path_or_id] = self._new_generator(source)
         return found
 
     def scorer(self, folder: Path, ref: str, options: ScalarOptions) -> Scorer:
@@ -106,20 +106,28 @@ class LocalModels:
         key = (str(folder.resolve()), options)
         found = self._scorers.get(key)
         if found is None:
-            from prbj.local.scalar_model import ScalarModel
-
-            model = ScalarModel(
-                folder,
-                ref=ref,
-                dtype=options.dtype,
-                device=options.device,
-                trust_remote_code=options.trust_remote_code,
-                max_length=options.max_length,
-                batch_tokens=options.batch_tokens,
-                scalar_input=options.scalar_input,
-            )
-            found = self._scorers[key] = Scorer(model)
+            found = self._scorers[key] = self._new_scorer(folder, ref, options)
         return found
+
+    # Where the models run: here, in-process. prbj.local.ray_executor overrides these two to run them in
+    # Ray actors instead, behind the same interfaces.
+    def _new_generator(self, source: ModelSource) -> LocalGenerator:
+        return LocalGenerator(source)
+
+    def _new_scorer(self, folder: Path, ref: str, options: ScalarOptions) -> Scorer:
+        from prbj.local.scalar_model import ScalarModel
+
+        model = ScalarModel(
+            folder,
+            ref=ref,
+            dtype=options.dtype,
+            device=options.device,
+            trust_remote_code=options.trust_remote_code,
+            max_length=options.max_length,
+            batch_tokens=options.batch_tokens,
+            scalar_input=options.scalar_input,
+        )
+        return Scorer(model)
 
 
 def local_models(gateway: Gateway) -> LocalModels:

@@ -13,6 +13,7 @@ from prbj.errors import DataError
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
+from prbj.local.ray_executor import RayOptions
 from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.execute import RunConfig, execute
@@ -33,13 +34,14 @@ def run_judge_command(
     """The body of `prbj judge`: the remaining keyword arguments are the judge options (JudgeOptions) and
     the shared model options (GatewayOptions)."""
     shared = GatewayOptions.pop_from(options)
+    on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
     beyond = BeyondOptions.pop_from(options)
     if options:
         raise TypeError(f"run_judge_command: unexpected options {sorted(options)}")
     dry_run, cache_only = shared.dry_run, shared.cache_only
     console = Console()
-    with shared.open() as gateway:
+    with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         judges, planner = build_judges(providers, judging, shared, gateway)
         judges = beyond.sampled(judges)
         data = load_dataset(dataset).select(subsets, limit)
