@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -125,6 +127,22 @@ def test_a_lease_is_exclusive_across_cache_instances_and_expires(tmp_path) -> No
     assert list(first.keys()) == [] and first.stats().entries == 0
     first.close()
     second.close()
+
+
+def test_a_lease_left_by_a_killed_process_on_this_machine_is_taken_over_at_once(tmp_path) -> None:
+    import socket
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    cache = ResponseCache(tmp_path / "cache")
+    host = socket.gethostname()
+    assert cache.claim("llm:abc", f"{host}:{dead.pid}:gone", 600)
+    assert cache.claim("llm:abc", "survivor", 5)  # no 600 s wait: its holder no longer runs
+    assert cache.claim("llm:live", f"{host}:{os.getppid()}:alive", 600)
+    assert not cache.claim("llm:live", "other", 5)  # a live holder keeps its lease
+    assert cache.claim("llm:far", f"elsewhere:{dead.pid}:x", 600)
+    assert not cache.claim("llm:far", "other", 5)  # another machine's process cannot be checked: wait
+    cache.close()
 
 
 @pytest.mark.processes

@@ -18,9 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +45,31 @@ FORMAT_FILE = "prbj-cache.json"
 _DB_FILE = "cache.db"
 # Prefix of the lease entries (who is buying which answer right now); they are not answers.
 _LEASE = "lease:"
+
+
+def new_lease_holder() -> str:
+    """A name for one gateway's leases: host and process id (so a lease left by a process that died on this
+    machine can be taken over at once), and a random part (so two gateways in one process never collide)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+
+
+def _holder_is_gone(holder: str) -> bool:
+    """Whether a lease's holder was a process on this machine that no longer runs. The name comes from the
+    cache folder, so it is parsed defensively: anything unexpected counts as alive (the lease then expires)."""
+    host, _, rest = holder.partition(":")
+    pid_text, _, _ = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid() or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, but not ours to signal
+        return False
+    return False
 _REBUILD = "rebuild the cache: delete or move the folder (its answers will be bought again)"
 
 # Names that must never be part of a key or a stored value: a key in the cache would leak with the folder.
@@ -240,8 +267,8 @@ class ResponseCache:
     def claim(self, key: str, holder: str, seconds: float) -> bool:
         """Take the lease on `key` for `seconds` unless another holder has one that has not expired. Atomic across
         processes (diskcache's `add` is one SQLite transaction; an expired lease counts as absent), so a
-        crashed holder blocks the key for `seconds` at most. A read-only folder can store no answer, so there
-        is nothing to share: the claim always succeeds."""
+        crashed holder blocks the key for `seconds` at most, and not at all when it ran on this machine. A
+        read-only folder can store no answer, so there is nothing to share: the claim always succeeds."""
         with self._failures():
             store = self._store
             if not isinstance(store, diskcache.Cache):
@@ -250,7 +277,17 @@ class ResponseCache:
             entry = {"value": {"holder": holder}, "stored_at": time.time()}
             if store.add(lease, entry, expire=seconds):
                 return True
-            return self._lease_holder(store, lease) == holder
+            current = self._lease_holder(store, lease)
+            if current is None or current == holder:
+                return current == holder or bool(store.add(lease, entry, expire=seconds))
+            if _holder_is_gone(current):
+                # Its holder was killed (SIGKILL, OOM) on this machine: waiting for the expiry would only stall
+                # the resumed run, so the lease is taken over now.
+                with store.transact():
+                    if self._lease_holder(store, lease) == current:
+                        store.delete(lease)
+                return bool(store.add(lease, entry, expire=seconds))
+            return False
 
     def renew(self, key: str, holder: str, seconds: float) -> None:
         """Push the lease's expiry `seconds` ahead while its answer is still being bought."""

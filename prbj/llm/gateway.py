@@ -13,10 +13,8 @@ the gateway. Local computations that are not chat calls (scalar reward scores) r
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
@@ -28,7 +26,7 @@ from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
-from prbj.llm.cache import ResponseCache, cache_key
+from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
 from prbj.llm.providers import ProviderSpec
@@ -154,7 +152,7 @@ class Gateway:
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
         # Names this gateway's leases in a shared cache folder (see _buy_leased).
-        self._holder = f"{os.getpid()}-{uuid.uuid4().hex}"
+        self._holder = new_lease_holder()
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
 
     # --- lifetime ------------------------------------------------------------------------------------
