@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,9 @@ class Dataset:
         known: str | None = self.__dict__.get("_fingerprint")
         if known is None:
             digest = hashlib.sha256()
+            encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
             for pair in sorted(self.pairs, key=lambda p: p.id):
-                digest.update(json.dumps(_plain(pair), sort_keys=True, ensure_ascii=False).encode())
+                digest.update(encode(_plain(pair)).encode())
             known = self.__dict__["_fingerprint"] = digest.hexdigest()[:16]
         return known
 
@@ -57,14 +59,21 @@ class Dataset:
         return Dataset(self.source, tuple(pairs))
 
 
-def _plain(value: Any) -> Any:
-    """What dataclasses.asdict gives for a pair (dicts of the fields, sequences as lists), without its deep
-    copies: a tenth of the time on a full-size dataset."""
-    if isinstance(value, tuple):
-        return [_plain(item) for item in value]
-    if is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    return value
+def _plain(pair: Pair) -> dict[str, Any]:
+    """What dataclasses.asdict gives for a pair (its fields; tuples of posts or aspects as lists of their
+    fields), without asdict's deep copies and generic recursion: a tenth of the time on a full-size dataset."""
+    document: dict[str, Any] = {}
+    for name in _field_names(Pair):
+        value = getattr(pair, name)
+        if isinstance(value, tuple):
+            value = [{n: getattr(item, n) for n in _field_names(type(item))} for item in value]
+        document[name] = value
+    return document
+
+
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(kind))
 
 
 def match_subset(name: str, available: Sequence[str], *, within: str = "this dataset") -> str:
