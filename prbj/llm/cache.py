@@ -15,17 +15,20 @@ once, on stderr, that new answers will not be stored.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import sqlite3
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import diskcache
 from diskcache.core import MODE_BINARY, MODE_RAW
@@ -47,6 +50,7 @@ _REBUILD = "rebuild the cache: delete or move the folder (its answers will be bo
 
 # Names that must never be part of a key or a stored value: a key in the cache would leak with the folder.
 _SECRET_FIELDS = frozenset({"api_key", "authorization", "x-api-key", "x-goog-api-key"})
+T = TypeVar("T")
 
 
 def default_cache_dir() -> Path:
@@ -150,13 +154,18 @@ class ResponseCache:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self._opened: diskcache.Cache | _ReadOnlyStore | None = None
         self.read_only = False
+        self._opening = threading.Lock()
+        # The one thread that runs the async methods' SQLite work (a write commits in ~5 ms), so an event loop
+        # never waits on the disk; one thread keeps them in the order they were asked for.
+        self._worker: ThreadPoolExecutor | None = None
 
     @property
     def _store(self) -> diskcache.Cache | _ReadOnlyStore:
         # Opened on first use, so a run that makes no model call leaves no cache folder behind.
         if self._opened is None:
-            with self._failures():
-                self._opened = self._open()
+            with self._opening, self._failures():
+                if self._opened is None:
+                    self._opened = self._open()
         return self._opened
 
     def _open(self) -> diskcache.Cache | _ReadOnlyStore:
@@ -317,7 +326,41 @@ class ResponseCache:
             raise ConfigError(f"cache folder {self.directory}: read-only, cannot {action} it")
         return store
 
+    # --- the same, off the event loop: run on the cache's worker thread, awaited in order ------------------
+    async def aget(self, key: str) -> dict[str, Any] | None:
+        return await self._off_loop(self.get, key)
+
+    async def aset(self, key: str, value: dict[str, Any]) -> None:
+        await self._off_loop(self.set, key, value)
+
+    async def aclaim(self, key: str, holder: str, seconds: float) -> bool:
+        return await self._off_loop(self.claim, key, holder, seconds)
+
+    async def arenew(self, key: str, holder: str, seconds: float) -> None:
+        await self._off_loop(self.renew, key, holder, seconds)
+
+    async def arelease(self, key: str, holder: str) -> None:
+        await self._off_loop(self.release, key, holder)
+
+    async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
+        # Opened here, on the caller's thread, if need be: a read-only folder's one SQLite handle stays there
+        # (it has no writes to wait for, and its handle may not be used from another thread).
+        with self._failures():
+            if not isinstance(self._store, diskcache.Cache):
+                return work(*args)
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prbj-cache")
+        # Shielded: a caller cancelled mid-way (Ctrl-C) does not cancel the work, so a stored answer or a
+        # released lease is never half done; later work on the thread waits for it.
+        return await asyncio.shield(asyncio.wrap_future(self._worker.submit(work, *args)))
+
     def close(self) -> None:
+        if self._worker is not None:
+            # Finish what was asked for, then close the worker thread's own SQLite connection.
+            worker, self._worker = self._worker, None
+            if isinstance(self._opened, diskcache.Cache):
+                worker.submit(self._opened.close)
+            worker.shutdown(wait=True)
         if self._opened is not None:
             self._opened.close()
             self._opened = None

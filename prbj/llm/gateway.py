@@ -209,7 +209,7 @@ class Gateway:
         async def compute_and_store() -> dict[str, Any]:
             value = await compute()
             if self.cache is not None:
-                self.cache.set(key, value)
+                await self.cache.aset(key, value)
             return value
 
         value, _ = await _once(self._computing, key, compute_and_store)
@@ -237,13 +237,14 @@ class Gateway:
             return await self._buy(state, request, key)
         # Longer than one request may take; renewed while retries go on, so it lapses only when its holder died.
         seconds = state.spec.timeout + LEASE_MARGIN_SECONDS
-        while not cache.claim(key, self._holder, seconds):
+        # The lease and the store are SQLite writes: they run on the cache's worker thread, off the event loop.
+        while not await cache.aclaim(key, self._holder, seconds):
             await asyncio.sleep(LEASE_POLL_SECONDS)
-            hit = cache.get(key)
+            hit = await cache.aget(key)
             if hit is not None:
                 return self._hit(state, hit)
         try:
-            hit = cache.get(key)  # stored by another process between our lookup and our claim
+            hit = await cache.aget(key)  # stored by another process between our lookup and our claim
             if hit is not None:
                 return self._hit(state, hit)
             renewal = asyncio.create_task(self._renew_lease(cache, key, seconds))
@@ -252,12 +253,12 @@ class Gateway:
             finally:
                 renewal.cancel()
         finally:
-            cache.release(key, self._holder)
+            await cache.arelease(key, self._holder)
 
     async def _renew_lease(self, cache: ResponseCache, key: str, seconds: float) -> None:
         while True:
             await asyncio.sleep(seconds / 3)
-            cache.renew(key, self._holder, seconds)
+            await cache.arenew(key, self._holder, seconds)
 
     def _state(self, provider: ProviderSpec) -> _ProviderState:
         state = self._providers.get(provider.name)
@@ -363,7 +364,7 @@ class Gateway:
         stats.completion_tokens += completion_tokens
         stats.cost_usd += cost
         if self.cache is not None:
-            self.cache.set(
+            await self.cache.aset(
                 key,
                 {
                     "text": text,
