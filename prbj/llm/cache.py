@@ -336,6 +336,20 @@ class ResponseCache:
     async def aclaim(self, key: str, holder: str, seconds: float) -> bool:
         return await self._off_loop(self.claim, key, holder, seconds)
 
+    async def aclaim_unless_stored(
+        self, key: str, holder: str, seconds: float
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """In one trip to the worker thread: the answer stored under `key` if there is one by now, else whether
+        the lease on it was taken (and, once taken, whether the answer arrived just before)."""
+        return await self._off_loop(self._claim_unless_stored, key, holder, seconds)
+
+    def _claim_unless_stored(
+        self, key: str, holder: str, seconds: float
+    ) -> tuple[bool, dict[str, Any] | None]:
+        if not self.claim(key, holder, seconds):
+            return False, self.get(key)
+        return True, self.get(key)
+
     async def arenew(self, key: str, holder: str, seconds: float) -> None:
         await self._off_loop(self.renew, key, holder, seconds)
 

@@ -41,6 +41,8 @@ DEFAULT_MAX_TOKENS = 1024
 # waiting for another's answer looks for it this often.
 LEASE_MARGIN_SECONDS = 30.0
 LEASE_POLL_SECONDS = 0.1
+# Prompts at least this long (characters) are counted on a worker thread (see _estimate_off_loop).
+OFF_LOOP_PROMPT_CHARS = 2_000
 T = TypeVar("T")
 
 
@@ -238,13 +240,14 @@ class Gateway:
         # Longer than one request may take; renewed while retries go on, so it lapses only when its holder died.
         seconds = state.spec.timeout + LEASE_MARGIN_SECONDS
         # The lease and the store are SQLite writes: they run on the cache's worker thread, off the event loop.
-        while not await cache.aclaim(key, self._holder, seconds):
-            await asyncio.sleep(LEASE_POLL_SECONDS)
-            hit = await cache.aget(key)
-            if hit is not None:
+        claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
+        while not claimed:
+            if hit is not None:  # the holder stored it
                 return self._hit(state, hit)
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+            claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
         try:
-            hit = await cache.aget(key)  # stored by another process between our lookup and our claim
+            # Stored by another process between our lookup and our claim.
             if hit is not None:
                 return self._hit(state, hit)
             renewal = asyncio.create_task(self._renew_lease(cache, key, seconds))
@@ -286,6 +289,14 @@ class Gateway:
         completion = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
         return prompt, completion, provider.cost(prompt, completion)
 
+    async def _estimate_off_loop(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
+        """`_estimate`, on a worker thread for a long prompt: counting an ~800-token prompt takes about a
+        millisecond of tokenizer work, which would hold up every other call on the event loop; a short one costs
+        less than the hop to the thread."""
+        if sum(len(m.get("content") or "") for m in request.messages) < OFF_LOOP_PROMPT_CHARS:
+            return self._estimate(provider, request)
+        return await asyncio.to_thread(self._estimate, provider, request)
+
     def _plan(self, state: _ProviderState, request: LLMRequest) -> LLMResult:
         prompt, completion, cost = self._estimate(state.spec, request)
         state.stats.planned_calls += 1
@@ -296,7 +307,7 @@ class Gateway:
 
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
         spec, stats = state.spec, state.stats
-        prompt_estimate, completion_bound, worst_case = self._estimate(spec, request)
+        prompt_estimate, completion_bound, worst_case = await self._estimate_off_loop(spec, request)
         if not await self.budget.reserve(worst_case):
             stats.skipped_budget += 1
             return LLMResult(

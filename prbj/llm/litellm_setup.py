@@ -8,11 +8,11 @@ expected shape is ignored and looked up again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
 import os
+import threading
 from collections import OrderedDict
 from functools import cache
 from importlib import metadata
@@ -148,19 +148,22 @@ def _price_from_map(table: dict[str, Any], model: str) -> tuple[float, float] | 
     return None
 
 
-_token_counts: OrderedDict[str, int] = OrderedDict()
+_token_counts: OrderedDict[tuple[str, tuple[tuple[tuple[str, Any], ...], ...]], int] = OrderedDict()
+_token_counts_lock = threading.Lock()
 
 
 def count_prompt_tokens(model: str, messages: list[dict[str, Any]]) -> int:
-    """LiteLLM's token count of a prompt, counted once per prompt and remembered (a small LRU in memory)."""
-    blob = json.dumps([model, messages], sort_keys=True, ensure_ascii=False).encode()
-    key = hashlib.blake2b(blob, digest_size=16).hexdigest()
-    known = _token_counts.get(key)
-    if known is not None:
-        _token_counts.move_to_end(key)
-        return known
+    """LiteLLM's token count of a prompt, counted once per prompt and remembered (a small LRU in memory).
+    Safe to call from a worker thread."""
+    key = (model, tuple(tuple(sorted(m.items())) for m in messages))
+    with _token_counts_lock:
+        known = _token_counts.get(key)
+        if known is not None:
+            _token_counts.move_to_end(key)
+            return known
     count = int(litellm().token_counter(model=model, messages=messages))
-    _token_counts[key] = count
-    if len(_token_counts) > _TOKEN_COUNTS_KEPT:
-        _token_counts.popitem(last=False)
+    with _token_counts_lock:
+        _token_counts[key] = count
+        if len(_token_counts) > _TOKEN_COUNTS_KEPT:
+            _token_counts.popitem(last=False)
     return count
