@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,6 +158,9 @@ class ResponseCache:
         # The one thread that runs the async methods' SQLite work (a write commits in ~5 ms), so an event loop
         # never waits on the disk; one thread keeps them in the order they were asked for.
         self._worker: ThreadPoolExecutor | None = None
+        # Writes handed to the worker without waiting (store_soon, release_soon): their failures are raised by
+        # the next awaited cache call or by close(), never lost.
+        self._unchecked: list[Future[None]] = []
 
     @property
     def _store(self) -> diskcache.Cache | _ReadOnlyStore:
@@ -356,17 +359,46 @@ class ResponseCache:
     async def arelease(self, key: str, holder: str) -> None:
         await self._off_loop(self.release, key, holder)
 
+    def store_soon(self, key: str, value: dict[str, Any]) -> None:
+        """Store `value` on the worker thread without waiting for the commit. Work on the thread runs in the
+        order asked, so a lease released after this (release_soon) is released after the answer is stored, and a
+        later claim or lookup of `key` (aclaim_unless_stored, aget) finds it."""
+        self._soon(self.set, key, value)
+
+    def release_soon(self, key: str, holder: str) -> None:
+        """`release`, on the worker thread, without waiting (after everything asked for before)."""
+        self._soon(self.release, key, holder)
+
+    def _soon(self, work: Callable[..., None], *args: Any) -> None:
+        with self._failures():
+            if not isinstance(self._store, diskcache.Cache):
+                work(*args)
+                return
+        self._raise_failed_writes()
+        self._unchecked = [f for f in self._unchecked if not f.done()]
+        self._unchecked.append(self._thread().submit(work, *args))
+
+    def _raise_failed_writes(self) -> None:
+        for future in self._unchecked:
+            if future.done() and future.exception() is not None:
+                self._unchecked = []
+                raise future.exception()  # type: ignore[misc]
+
+    def _thread(self) -> ThreadPoolExecutor:
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prbj-cache")
+        return self._worker
+
     async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
         # Opened here, on the caller's thread, if need be: a read-only folder's one SQLite handle stays there
         # (it has no writes to wait for, and its handle may not be used from another thread).
         with self._failures():
             if not isinstance(self._store, diskcache.Cache):
                 return work(*args)
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prbj-cache")
+        self._raise_failed_writes()
         # Shielded: a caller cancelled mid-way (Ctrl-C) does not cancel the work, so a stored answer or a
         # released lease is never half done; later work on the thread waits for it.
-        return await asyncio.shield(asyncio.wrap_future(self._worker.submit(work, *args)))
+        return await asyncio.shield(asyncio.wrap_future(self._thread().submit(work, *args)))
 
     def close(self) -> None:
         if self._worker is not None:
@@ -378,6 +410,7 @@ class ResponseCache:
         if self._opened is not None:
             self._opened.close()
             self._opened = None
+        self._raise_failed_writes()
 
     def __enter__(self) -> ResponseCache:
         return self

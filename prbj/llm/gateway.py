@@ -256,7 +256,8 @@ class Gateway:
             finally:
                 renewal.cancel()
         finally:
-            await cache.arelease(key, self._holder)
+            # Queued behind the answer's store on the cache's thread: the lease ends once the answer is there.
+            cache.release_soon(key, self._holder)
 
     async def _renew_lease(self, cache: ResponseCache, key: str, seconds: float) -> None:
         while True:
@@ -375,7 +376,7 @@ class Gateway:
         stats.completion_tokens += completion_tokens
         stats.cost_usd += cost
         if self.cache is not None:
-            await self.cache.aset(
+            self.cache.store_soon(
                 key,
                 {
                     "text": text,
