@@ -6,7 +6,6 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
-from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -71,9 +70,14 @@ def _plain(pair: Pair) -> dict[str, Any]:
     return document
 
 
-@cache
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(kind: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(kind))
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
+    return names
 
 
 def match_subset(name: str, available: Sequence[str], *, within: str = "this dataset") -> str:
