@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import polars as pl
@@ -45,6 +47,17 @@ def test_json_array_file(tmp_path: Path) -> None:
     path = tmp_path / "pairs.json"
     path.write_text(json.dumps([make_record(1), make_record(2)]), encoding="utf-8")
     assert len(load_dataset(str(path)).pairs) == 2
+
+
+def test_fingerprint_keeps_its_recorded_definition() -> None:
+    """Run files and CI baselines record the fingerprint: it stays the sha256 of each pair's asdict JSON in id
+    order (computed without asdict's deep copies, and once per dataset)."""
+    sample = load_dataset()
+    digest = hashlib.sha256()
+    for pair in sorted(sample.pairs, key=lambda p: p.id):
+        digest.update(json.dumps(asdict(pair), sort_keys=True, ensure_ascii=False).encode())
+    assert sample.fingerprint() == digest.hexdigest()[:16] == "e672406f2368fc07"
+    assert sample.fingerprint() is sample.fingerprint()  # remembered, not recomputed
 
 
 def test_fingerprint_ignores_order_and_format(tmp_path: Path) -> None:

@@ -15,19 +15,22 @@ once, on stderr, that new answers will not be stored.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import socket
 import sqlite3
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import diskcache
 from diskcache.core import MODE_BINARY, MODE_RAW
@@ -74,6 +77,7 @@ _REBUILD = "rebuild the cache: delete or move the folder (its answers will be bo
 
 # Names that must never be part of a key or a stored value: a key in the cache would leak with the folder.
 _SECRET_FIELDS = frozenset({"api_key", "authorization", "x-api-key", "x-goog-api-key"})
+T = TypeVar("T")
 
 
 def default_cache_dir() -> Path:
@@ -177,13 +181,21 @@ class ResponseCache:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self._opened: diskcache.Cache | _ReadOnlyStore | None = None
         self.read_only = False
+        self._opening = threading.Lock()
+        # The one thread that runs the async methods' SQLite work (a write commits in ~5 ms), so an event loop
+        # never waits on the disk; one thread keeps them in the order they were asked for.
+        self._worker: ThreadPoolExecutor | None = None
+        # Writes handed to the worker without waiting (store_soon, release_soon): their failures are raised by
+        # the next awaited cache call or by close(), never lost.
+        self._unchecked: list[Future[None]] = []
 
     @property
     def _store(self) -> diskcache.Cache | _ReadOnlyStore:
         # Opened on first use, so a run that makes no model call leaves no cache folder behind.
         if self._opened is None:
-            with self._failures():
-                self._opened = self._open()
+            with self._opening, self._failures():
+                if self._opened is None:
+                    self._opened = self._open()
         return self._opened
 
     def _open(self) -> diskcache.Cache | _ReadOnlyStore:
@@ -354,10 +366,88 @@ class ResponseCache:
             raise ConfigError(f"cache folder {self.directory}: read-only, cannot {action} it")
         return store
 
+    # --- the same, off the event loop: run on the cache's worker thread, awaited in order ------------------
+    async def aget(self, key: str) -> dict[str, Any] | None:
+        return await self._off_loop(self.get, key)
+
+    async def aset(self, key: str, value: dict[str, Any]) -> None:
+        await self._off_loop(self.set, key, value)
+
+    async def aclaim(self, key: str, holder: str, seconds: float) -> bool:
+        return await self._off_loop(self.claim, key, holder, seconds)
+
+    async def aclaim_unless_stored(
+        self, key: str, holder: str, seconds: float
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """In one trip to the worker thread: the answer stored under `key` if there is one by now, else whether
+        the lease on it was taken (and, once taken, whether the answer arrived just before)."""
+        return await self._off_loop(self._claim_unless_stored, key, holder, seconds)
+
+    def _claim_unless_stored(
+        self, key: str, holder: str, seconds: float
+    ) -> tuple[bool, dict[str, Any] | None]:
+        if not self.claim(key, holder, seconds):
+            return False, self.get(key)
+        return True, self.get(key)
+
+    async def arenew(self, key: str, holder: str, seconds: float) -> None:
+        await self._off_loop(self.renew, key, holder, seconds)
+
+    async def arelease(self, key: str, holder: str) -> None:
+        await self._off_loop(self.release, key, holder)
+
+    def store_soon(self, key: str, value: dict[str, Any]) -> None:
+        """Store `value` on the worker thread without waiting for the commit. Work on the thread runs in the
+        order asked, so a lease released after this (release_soon) is released after the answer is stored, and a
+        later claim or lookup of `key` (aclaim_unless_stored, aget) finds it."""
+        self._soon(self.set, key, value)
+
+    def release_soon(self, key: str, holder: str) -> None:
+        """`release`, on the worker thread, without waiting (after everything asked for before)."""
+        self._soon(self.release, key, holder)
+
+    def _soon(self, work: Callable[..., None], *args: Any) -> None:
+        with self._failures():
+            if not isinstance(self._store, diskcache.Cache):
+                work(*args)
+                return
+        self._raise_failed_writes()
+        self._unchecked = [f for f in self._unchecked if not f.done()]
+        self._unchecked.append(self._thread().submit(work, *args))
+
+    def _raise_failed_writes(self) -> None:
+        for future in self._unchecked:
+            if future.done() and future.exception() is not None:
+                self._unchecked = []
+                raise future.exception()  # type: ignore[misc]
+
+    def _thread(self) -> ThreadPoolExecutor:
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prbj-cache")
+        return self._worker
+
+    async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
+        # Opened here, on the caller's thread, if need be: a read-only folder's one SQLite handle stays there
+        # (it has no writes to wait for, and its handle may not be used from another thread).
+        with self._failures():
+            if not isinstance(self._store, diskcache.Cache):
+                return work(*args)
+        self._raise_failed_writes()
+        # Shielded: a caller cancelled mid-way (Ctrl-C) does not cancel the work, so a stored answer or a
+        # released lease is never half done; later work on the thread waits for it.
+        return await asyncio.shield(asyncio.wrap_future(self._thread().submit(work, *args)))
+
     def close(self) -> None:
+        if self._worker is not None:
+            # Finish what was asked for, then close the worker thread's own SQLite connection.
+            worker, self._worker = self._worker, None
+            if isinstance(self._opened, diskcache.Cache):
+                worker.submit(self._opened.close)
+            worker.shutdown(wait=True)
         if self._opened is not None:
             self._opened.close()
             self._opened = None
+        self._raise_failed_writes()
 
     def __enter__(self) -> ResponseCache:
         return self

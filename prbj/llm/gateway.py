@@ -52,6 +52,8 @@ DEFAULT_MAX_TOKENS = 1024
 # waiting for another's answer looks for it this often.
 LEASE_MARGIN_SECONDS = 30.0
 LEASE_POLL_SECONDS = 0.1
+# Prompts at least this long (characters) are counted on a worker thread (see _estimate_off_loop).
+OFF_LOOP_PROMPT_CHARS = 2_000
 T = TypeVar("T")
 # Set by whoever fans calls out (runs.engine) when the user presses Ctrl-C: from then on no request leaves, while
 # those already on the wire may finish and be cached. Tasks inherit it from the context they were created in.
@@ -224,7 +226,7 @@ class Gateway:
         async def compute_and_store() -> dict[str, Any]:
             value = await compute()
             if self.cache is not None:
-                self.cache.set(key, value)
+                await self.cache.aset(key, value)
             return value
 
         value, _ = await _once(self._computing, key, compute_and_store)
@@ -252,13 +254,15 @@ class Gateway:
             return await self._buy(state, request, key)
         # Longer than one request may take; renewed while retries go on, so it lapses only when its holder died.
         seconds = state.spec.timeout + LEASE_MARGIN_SECONDS
-        while not cache.claim(key, self._holder, seconds):
-            await asyncio.sleep(LEASE_POLL_SECONDS)
-            hit = cache.get(key)
-            if hit is not None:
+        # The lease and the store are SQLite writes: they run on the cache's worker thread, off the event loop.
+        claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
+        while not claimed:
+            if hit is not None:  # the holder stored it
                 return self._hit(state, hit)
+            await asyncio.sleep(LEASE_POLL_SECONDS)
+            claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
         try:
-            hit = cache.get(key)  # stored by another process between our lookup and our claim
+            # Stored by another process between our lookup and our claim.
             if hit is not None:
                 return self._hit(state, hit)
             renewal = asyncio.create_task(self._renew_lease(cache, key, seconds))
@@ -267,12 +271,13 @@ class Gateway:
             finally:
                 renewal.cancel()
         finally:
-            cache.release(key, self._holder)
+            # Queued behind the answer's store on the cache's thread: the lease ends once the answer is there.
+            cache.release_soon(key, self._holder)
 
     async def _renew_lease(self, cache: ResponseCache, key: str, seconds: float) -> None:
         while True:
             await asyncio.sleep(seconds / 3)
-            cache.renew(key, self._holder, seconds)
+            await cache.arenew(key, self._holder, seconds)
 
     def _state(self, provider: ProviderSpec) -> _ProviderState:
         state = self._providers.get(provider.name)
@@ -301,6 +306,14 @@ class Gateway:
         completion = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
         return prompt, completion, provider.cost(prompt, completion)
 
+    async def _estimate_off_loop(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
+        """`_estimate`, on a worker thread for a long prompt: counting an ~800-token prompt takes about a
+        millisecond of tokenizer work, which would hold up every other call on the event loop; a short one costs
+        less than the hop to the thread."""
+        if sum(len(m.get("content") or "") for m in request.messages) < OFF_LOOP_PROMPT_CHARS:
+            return self._estimate(provider, request)
+        return await asyncio.to_thread(self._estimate, provider, request)
+
     def _plan(self, state: _ProviderState, request: LLMRequest) -> LLMResult:
         prompt, completion, cost = self._estimate(state.spec, request)
         state.stats.planned_calls += 1
@@ -311,7 +324,7 @@ class Gateway:
 
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
         spec, stats = state.spec, state.stats
-        prompt_estimate, completion_bound, worst_case = self._estimate(spec, request)
+        prompt_estimate, completion_bound, worst_case = await self._estimate_off_loop(spec, request)
         if not await self.budget.reserve(worst_case):
             stats.skipped_budget += 1
             return LLMResult(
@@ -383,7 +396,7 @@ class Gateway:
         stats.completion_tokens += completion_tokens
         stats.cost_usd += cost
         if self.cache is not None:
-            self.cache.set(
+            self.cache.store_soon(
                 key,
                 {
                     "text": text,

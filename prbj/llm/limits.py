@@ -28,12 +28,15 @@ class TokenWindow:
     tpm: float | None
     window: float = 60.0
     _spent: deque[tuple[float, int]] = field(default_factory=deque)
+    # The sum of the tokens in _spent, kept as entries come and go: re-summing the deque on every acquire
+    # would make a busy window quadratic.
+    _total: int = 0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def _used(self, now: float) -> int:
         while self._spent and now - self._spent[0][0] >= self.window:
-            self._spent.popleft()
-        return sum(tokens for _, tokens in self._spent)
+            self._total -= self._spent.popleft()[1]
+        return self._total
 
     async def acquire(self, tokens: int) -> None:
         if not self.tpm:
@@ -45,6 +48,7 @@ class TokenWindow:
                 now = time.monotonic()
                 if self._used(now) + tokens <= self.tpm:
                     self._spent.append((now, tokens))
+                    self._total += tokens
                     return
                 oldest = self._spent[0][0]
                 await asyncio.sleep(max(0.01, oldest + self.window - now))
@@ -57,6 +61,7 @@ class TokenWindow:
             stamp, tokens = self._spent[i]
             if tokens == min(estimated, int(self.tpm)):
                 self._spent[i] = (stamp, actual)
+                self._total += actual - tokens
                 return
 
 
