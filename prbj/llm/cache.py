@@ -419,6 +419,7 @@ class ResponseCache:
         for future in self._unchecked:
             if future.done() and future.exception() is not None:
                 self._unchecked = []
+                # done() with an exception() checked just above: it is a BaseException, not None.
                 raise future.exception()  # type: ignore[misc]
 
     def _thread(self) -> ThreadPoolExecutor:
