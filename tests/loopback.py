@@ -139,6 +139,13 @@ class ProviderServer:
     _faults: deque[Fault] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _port: int = 0
+    # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
+    batches: Any = None
+
+    def __post_init__(self) -> None:
+        from loopback_batches import BatchService
+
+        self.batches = BatchService(self)
 
     # --- scripting -------------------------------------------------------------------------------
     def inject(self, *faults: Fault | str) -> None:
@@ -150,6 +157,7 @@ class ProviderServer:
         with self._lock:
             self.requests.clear()
             self._faults.clear()
+        self.batches.reset()
 
     @property
     def url(self) -> str:
@@ -207,7 +215,8 @@ class ProviderServer:
         raise ValueError(f"unknown fault {fault.kind!r}")
 
     def _app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=256 * 1024 * 1024)
+        self.batches.add_routes(app)
 
         def route(family: str) -> Callable[[web.Request], Any]:
             async def handler(request: web.Request) -> web.StreamResponse:

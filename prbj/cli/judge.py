@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from prbj.cli.options import (
+    batch_options,
     concurrency_option,
     context_option,
     dataset_options,
@@ -71,6 +72,7 @@ from prbj.cli.support import friendly_errors
     help="Exit 1 when the share of parse, API and skipped judgments exceeds FRACTION (e.g. 0.02).",
 )
 @gateway_options
+@batch_options
 @out_option("Folder in which the run directory <run-id>/ is written.")
 @concurrency_option("Pairs judged at once.")
 @progress_option

@@ -25,6 +25,8 @@ from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_a
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
+from prbj.llm.answer import answer_value
+from prbj.llm.batch.queue import BATCH_PRICE_FACTOR, BatchQueue, Pending
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
@@ -101,6 +103,11 @@ class ProviderStats:
     planned_prompt_tokens: int = 0
     planned_completion_tokens: int = 0
     planned_cost_usd: float = 0.0
+    # Batch mode (--batch): answers bought in provider batch jobs, what they cost, and what live calls would have.
+    batch_calls: int = 0
+    batch_cost_usd: float = 0.0
+    batch_saved_usd: float = 0.0
+    planned_batch_cost_usd: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,6 +135,7 @@ class Gateway:
         mode: Mode = "live",
         retry: RetryPolicy | None = None,
         transports: Mapping[str, Transport] | None = None,
+        batch: BatchQueue | None = None,
     ) -> None:
         self.cache = cache
         self.budget = budget or Budget()
@@ -139,6 +147,11 @@ class Gateway:
         # Names this gateway's leases in a shared cache folder (see _buy_leased).
         self._holder = f"{os.getpid()}-{uuid.uuid4().hex}"
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
+        # --batch: misses are queued for provider batch jobs instead of sent (see flush_batch).
+        self.batch = batch
+        # Answers this run bought in batch jobs: later rounds see them as bought now (cost, not cached), as a live
+        # run's tables would.
+        self._batch_bought: dict[str, LLMResult] = {}
 
     # --- lifetime ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -184,6 +197,9 @@ class Gateway:
     async def call(self, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
         state = self._state(provider)
         key = self.request_key(provider, request)
+        bought = self._batch_bought.get(key)
+        if bought is not None:
+            return bought
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             return self._hit(state, hit)
@@ -192,6 +208,8 @@ class Gateway:
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
+        if self.batch is not None and state.spec.transport == LITELLM_TRANSPORT:
+            return await self._queue(state, request, key)
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
         result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, request, key))
         if shared:
@@ -215,7 +233,65 @@ class Gateway:
         value, _ = await _once(self._computing, key, compute_and_store)
         return value
 
+    async def flush_batch(self) -> bool:
+        """Batch mode: submit what was queued, wait for the jobs and store their answers in the cache. False
+        when nothing was queued (the last round's results are final). Raises BatchSubmitted under --no-wait."""
+        batch = self.batch
+        if batch is None or not batch.pending:
+            return False
+        queued = dict(batch.pending)
+        for answer in await batch.flush():
+            pending = queued.get(answer.key)
+            if pending is None:
+                continue  # another run's request that shared a job with ours: stored, not ours to count
+            stats = self._state(pending.spec).stats
+            if answer.completion is None:
+                self.budget.release(pending.reserved)
+                stats.errors += 1
+                continue
+            self.budget.settle(pending.reserved, answer.cost_usd)
+            completion = answer.completion
+            self._batch_bought[answer.key] = LLMResult(
+                status="ok",
+                text=completion.text,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                cost_usd=answer.cost_usd,
+                original_cost_usd=answer.cost_usd,
+                attempts=1,
+            )
+            stats.batch_calls += 1
+            stats.prompt_tokens += answer.completion.prompt_tokens
+            stats.completion_tokens += answer.completion.completion_tokens
+            stats.cost_usd += answer.cost_usd
+            stats.batch_cost_usd += answer.cost_usd
+            stats.batch_saved_usd += answer.live_cost_usd - answer.cost_usd
+        return True
+
     # --- internals -----------------------------------------------------------------------------------
+    async def _queue(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
+        """Batch mode: a miss joins the next batch job (reserved at batch prices); a line that failed in this
+        run's batch is an api_error with the provider's reason, bought again only by a later run."""
+        batch = self.batch
+        assert batch is not None
+        reason = batch.failures.get(key)
+        if reason is not None:
+            return LLMResult(status="api_error", error=f"batch: {reason}")
+        spec = state.spec
+        call = ChatCall(spec, [dict(m) for m in request.messages], self._params(spec, request), spec.api_key())
+        pending = Pending(spec, key, call, request.purpose)
+        if key not in batch.pending:
+            _, _, worst_case = self._estimate(spec, request)
+            pending.reserved = worst_case * BATCH_PRICE_FACTOR
+            if not await self.budget.reserve(pending.reserved):
+                state.stats.skipped_budget += 1
+                return LLMResult(
+                    status="skipped_budget",
+                    error=f"would cross --max-cost (worst case ${pending.reserved:.4f} at batch price)",
+                )
+            batch.enqueue(pending)
+        return LLMResult(status="skipped_cache", error="queued for a provider batch job")
+
     def _hit(self, state: _ProviderState, hit: Mapping[str, Any]) -> LLMResult:
         state.stats.cache_hits += 1
         state.stats.saved_usd += float(hit.get("cost_usd", 0.0))
@@ -291,6 +367,8 @@ class Gateway:
         state.stats.planned_prompt_tokens += prompt
         state.stats.planned_completion_tokens += completion
         state.stats.planned_cost_usd += cost
+        if self.batch is not None:
+            state.stats.planned_batch_cost_usd += cost * BATCH_PRICE_FACTOR
         return LLMResult(status="dry_run", error="not sent (--dry-run)")
 
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
@@ -364,15 +442,7 @@ class Gateway:
         stats.cost_usd += cost
         if self.cache is not None:
             self.cache.set(
-                key,
-                {
-                    "text": text,
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "cost_usd": cost,
-                    "model": spec.model,
-                    "purpose": request.purpose,
-                },
+                key, answer_value(text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose)
             )
         return LLMResult(
             status="ok",

@@ -85,6 +85,18 @@ async def judge_dataset(
     return await run_jobs(jobs, concurrency=concurrency, show_progress=show_progress)
 
 
+async def _judge_in_rounds(
+    dataset: Dataset, judges: Sequence[Judge], *, concurrency: int, show_progress: bool, gateway: Gateway | None
+) -> list[Judgment]:
+    """Judge everything; under --batch the misses of each round are bought in batch jobs and the round is run
+    again (a planner's aspects must come back before the judge calls that show them can be asked), until a
+    round queues nothing: its judgments are the run's, as a live run would have made them."""
+    while True:
+        judgments = await judge_dataset(dataset, judges, concurrency=concurrency, show_progress=show_progress)
+        if gateway is None or not await gateway.flush_batch():
+            return judgments
+
+
 def execute(
     dataset: Dataset,
     judges: Sequence[Judge],
@@ -97,7 +109,7 @@ def execute(
     for judge in judges:
         judge.prepare(dataset.pairs)
     judgments = asyncio.run(
-        judge_dataset(dataset, judges, concurrency=config.concurrency, show_progress=config.show_progress)
+        _judge_in_rounds(dataset, judges, concurrency=config.concurrency, show_progress=config.show_progress, gateway=gateway)
     )
     frame = judgments_frame(judgments)
     summary = summarize(frame, seed=config.seed)
