@@ -216,7 +216,6 @@ class ProviderServer:
 
     def _app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024 * 1024)
-        self.batches.add_routes(app)
 
         def route(family: str) -> Callable[[web.Request], Any]:
             async def handler(request: web.Request) -> web.StreamResponse:
@@ -229,6 +228,7 @@ class ProviderServer:
         app.router.add_post("/v1/messages", route("anthropic"))
         for prefix in ("", "/v1beta", "/v1"):
             app.router.add_post(prefix + "/models/{model}:generateContent", route("gemini"))
+        self.batches.add_routes(app)
         return app
 
     def start(self) -> ProviderServer:
