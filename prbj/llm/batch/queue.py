@@ -122,7 +122,7 @@ class BatchQueue:
         mine += await self._submit(fresh)
         if not self.wait:
             raise BatchSubmitted(self._no_wait_message(mine))
-        await self._poll(mine)
+        await self.poll(mine)
         answers: list[Answer] = []
         for record in mine:
             answers += self.collect(record, await self.client(record.family).results(record), queued)
@@ -174,7 +174,7 @@ class BatchQueue:
                 records.append(record)
         return records
 
-    async def _poll(self, records: list[JobRecord]) -> None:
+    async def poll(self, records: list[JobRecord]) -> None:
         console = Console(stderr=True)
         columns = (
             TextColumn("{task.description}"),
