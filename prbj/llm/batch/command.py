@@ -48,7 +48,10 @@ def run_batch_status(cache_dir: Path | None, run: str | None) -> int:
             r.run_id, r.job_id, r.provider, r.provider_job_id or "-", state, str(r.done), str(r.failed),
             str(len(r.entries)), elapsed(r),
         )
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:
+        console.width = 200  # piped or captured: whole ids, not wrapped cells
+    console.print(table)
     return 0
 
 
