@@ -31,6 +31,7 @@ from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
+from prbj.llm.prompt_cache import cache_adjustment
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import BackoffWait, RetryPolicy, is_rate_limit, is_retryable, is_timeout, status_of
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
@@ -55,6 +56,9 @@ class LLMRequest:
     # Distinguishes repeated samples of the same prompt (Best-of-N); 0 for single calls.
     sample_index: int = 0
     purpose: str = "judge"
+    # Characters at the start of the last user message that other calls share (a pair's profile and question):
+    # where an Anthropic cache breakpoint goes. Not part of the key: it changes the price, never the answer.
+    shared_prefix_chars: int = 0
 
     @staticmethod
     def chat(system: str | None, user: str, **kwargs: Any) -> LLMRequest:
@@ -108,6 +112,9 @@ class ProviderStats:
     batch_cost_usd: float = 0.0
     batch_saved_usd: float = 0.0
     planned_batch_cost_usd: float = 0.0
+    # Provider prompt caching: input tokens read from the provider's cache, and what that saved net of writes.
+    cached_input_tokens: int = 0
+    provider_cache_saved_usd: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -266,6 +273,8 @@ class Gateway:
             stats.cost_usd += answer.cost_usd
             stats.batch_cost_usd += answer.cost_usd
             stats.batch_saved_usd += answer.live_cost_usd - answer.cost_usd
+            stats.cached_input_tokens += answer.completion.cached_tokens
+            stats.provider_cache_saved_usd += answer.provider_cache_saved_usd
         return True
 
     # --- internals -----------------------------------------------------------------------------------
@@ -278,7 +287,13 @@ class Gateway:
         if reason is not None:
             return LLMResult(status="api_error", error=f"batch: {reason}")
         spec = state.spec
-        call = ChatCall(spec, [dict(m) for m in request.messages], self._params(spec, request), spec.api_key())
+        call = ChatCall(
+            spec,
+            [dict(m) for m in request.messages],
+            self._params(spec, request),
+            spec.api_key(),
+            shared_prefix_chars=request.shared_prefix_chars,
+        )
         pending = Pending(spec, key, call, request.purpose)
         if key not in batch.pending:
             _, _, worst_case = self._estimate(spec, request)
@@ -433,7 +448,10 @@ class Gateway:
             completion.prompt_tokens,
             completion.completion_tokens,
         )
-        cost = spec.cost(prompt_tokens, completion_tokens)
+        provider_cache = cache_adjustment(spec, completion.cached_tokens, completion.cache_write_tokens)
+        cost = spec.cost(prompt_tokens, completion_tokens) + provider_cache
+        stats.cached_input_tokens += completion.cached_tokens
+        stats.provider_cache_saved_usd -= provider_cache
         self.budget.settle(reserved, cost)
         state.tokens.correct(prompt_estimate + completion_bound, prompt_tokens + completion_tokens)
         stats.calls_ok += 1
@@ -479,7 +497,13 @@ class Gateway:
                 f"internal: provider {spec.name!r} needs the transport {spec.transport!r}, which is not "
                 f"registered on this gateway"
             )
-        call = ChatCall(spec, [dict(m) for m in request.messages], self._params(spec, request), api_key)
+        call = ChatCall(
+            spec,
+            [dict(m) for m in request.messages],
+            self._params(spec, request),
+            api_key,
+            shared_prefix_chars=request.shared_prefix_chars,
+        )
         async with state.concurrency:
             if state.pacer is not None:
                 async with state.pacer:

@@ -98,7 +98,16 @@ def _outcome(cid: str, result: Any) -> Outcome:
         text = "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
         usage = message.usage
         prompt = (usage.input_tokens or 0) + (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
-        return Outcome(cid, completion=Completion(text=text, prompt_tokens=prompt, completion_tokens=usage.output_tokens or 0))
+        return Outcome(
+            cid,
+            completion=Completion(
+                text=text,
+                prompt_tokens=prompt,
+                completion_tokens=usage.output_tokens or 0,
+                cached_tokens=usage.cache_read_input_tokens or 0,
+                cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            ),
+        )
     if kind == "errored":
         error = getattr(result.error, "error", None)
         return Outcome(cid, error=f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', 'no reason given')}")

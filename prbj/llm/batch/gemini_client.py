@@ -161,4 +161,8 @@ def _outcome(key: str, response: dict[str, Any]) -> Outcome:
     )
     if not candidates:
         return Outcome(key, error=f"no candidates: {json.dumps(response)[:200]}")
-    return Outcome(key, completion=Completion(text=text, prompt_tokens=prompt, completion_tokens=completion))
+    cached = int(usage.get("cachedContentTokenCount") or usage.get("cached_content_token_count") or 0)
+    return Outcome(
+        key,
+        completion=Completion(text=text, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached),
+    )

@@ -48,6 +48,9 @@ class JobRecord:
     live_input_price: float
     live_output_price: float
     entries: list[Entry]
+    # USD per token read from / written to the provider's prompt cache, at live rates.
+    cache_read_price: float = 0.0
+    cache_write_price: float = 0.0
     state: str = SUBMITTING
     provider_job_id: str | None = None
     provider_state: str = ""

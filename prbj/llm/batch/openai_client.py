@@ -150,6 +150,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
             text=text,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
+            cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
         ),
     )
 

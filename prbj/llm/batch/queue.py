@@ -25,6 +25,7 @@ from prbj.llm.batch import BatchSubmitted
 from prbj.llm.batch.ledger import COLLECTED, SUBMITTED, SUBMITTING, Entry, JobRecord, Ledger, custom_id
 from prbj.llm.batch.wire import ENDED, BatchClient, BatchLine, family_of, split
 from prbj.llm.cache import ResponseCache
+from prbj.llm.prompt_cache import cache_rates
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.transport import ChatCall, Completion
 
@@ -52,6 +53,7 @@ class Answer:
     cost_usd: float
     live_cost_usd: float
     error: str | None = None
+    provider_cache_saved_usd: float = 0.0
 
 
 def batch_prices(spec: ProviderSpec) -> tuple[float, float]:
@@ -164,6 +166,8 @@ class BatchQueue:
                     output_price=output_price,
                     live_input_price=spec.input_price or 0.0 if spec.paid else 0.0,
                     live_output_price=spec.output_price or 0.0 if spec.paid else 0.0,
+                    cache_read_price=cache_rates(spec)[0],
+                    cache_write_price=cache_rates(spec)[1],
                     entries=[Entry(keys[line.custom_id], purposes[keys[line.custom_id]]) for line in chunk],
                 )
                 # Durable before the create call leaves: a crash from here on leaves a record to resolve.
@@ -231,11 +235,7 @@ class BatchQueue:
                 self.failures[entry.key] = outcome.error or "no answer"
                 answers.append(Answer(entry.key, None, 0.0, 0.0, outcome.error))
                 continue
-            cost = completion.prompt_tokens * record.input_price + completion.completion_tokens * record.output_price
-            live = (
-                completion.prompt_tokens * record.live_input_price
-                + completion.completion_tokens * record.live_output_price
-            )
+            cost, live, cache_saved = _costs(record, completion)
             if self.cache is not None:
                 self.cache.set(
                     entry.key,
@@ -249,7 +249,7 @@ class BatchQueue:
                     ),
                 )
             record.failures.pop(entry.key, None)
-            answers.append(Answer(entry.key, completion, cost, live))
+            answers.append(Answer(entry.key, completion, cost, live, provider_cache_saved_usd=cache_saved))
         record.state = COLLECTED
         self.ledger.save(record)
         return answers
@@ -263,6 +263,19 @@ class BatchQueue:
             f"rerun this command (answers come from the cache). `prbj batch status --cache-dir {cache}` shows "
             f"progress."
         )
+
+
+def _costs(record: JobRecord, completion: Completion) -> tuple[float, float, float]:
+    """(batch cost, live cost, saved by the provider's prompt cache) of one answer. Cache reads and writes are
+    discounted like the rest of a batch job."""
+    cached, written = completion.cached_tokens, completion.cache_write_tokens
+    uncached = completion.prompt_tokens - cached - written
+    ratio = record.input_price / record.live_input_price if record.live_input_price else 0.0
+    cache_cost = cached * record.cache_read_price + written * record.cache_write_price
+    live = uncached * record.live_input_price + cache_cost + completion.completion_tokens * record.live_output_price
+    batch = uncached * record.input_price + cache_cost * ratio + completion.completion_tokens * record.output_price
+    saved = ((cached + written) * record.live_input_price - cache_cost) * ratio
+    return batch, live, saved
 
 
 def elapsed(record: JobRecord) -> str:
