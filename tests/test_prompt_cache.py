@@ -83,3 +83,23 @@ def test_a_short_prefix_gets_no_breakpoint(server) -> None:
     assert isinstance(server.requests[0].body["messages"][-1]["content"], (str, list))
     content = server.requests[0].body["messages"][-1]["content"]
     assert not any(isinstance(b, dict) and b.get("cache_control") for b in (content if isinstance(content, list) else []))
+
+
+@pytest.mark.parametrize("name", ["pairwise_user", "pointwise_user"])
+def test_judge_templates_put_what_pairs_share_first(name) -> None:
+    """System, then the user's profile or aspects ({context}), then the question, then the answers: the two
+    orders of a pair and the pointwise calls share everything before the first answer."""
+    from prbj.prompts import builtin
+
+    text = builtin(name).text
+    positions = [text.index(p) for p in ("{context}", "{question}")]
+    answers = [text.index(p) for p in ("{Response_A}", "{Response_B}", "{response}") if p in text]
+    assert positions == sorted(positions) and max(positions) < min(answers)
+
+
+def test_the_shared_prefix_ends_where_the_first_answer_starts() -> None:
+    from prbj.llm.prompt_cache import shared_prefix_chars
+
+    text = "profile\nquestion\n## Answer A\nfirst\n## Answer B\nsecond"
+    assert text[: shared_prefix_chars(text, ("second", "first"))] == "profile\nquestion\n## Answer A\n"
+    assert shared_prefix_chars(text, ("absent",)) == 0

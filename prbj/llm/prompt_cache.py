@@ -8,6 +8,7 @@ knows each model's rates; where it does not, the providers' published ratios are
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from prbj.llm.litellm_setup import litellm
@@ -78,3 +79,11 @@ def with_cache_breakpoint(messages: list[dict[str, Any]], prefix_chars: int) -> 
         {"type": "text", "text": text[prefix_chars:]},
     ]
     return [*messages[:last], {**messages[last], "content": blocks}, *messages[last + 1 :]]
+
+
+def shared_prefix_chars(text: str, varying: Sequence[str]) -> int:
+    """Characters of `text` before the first of the `varying` parts (the answers of a pair): the prefix every
+    call of the pair shares when templates put what pairs share first. 0 when no part is found."""
+    found = [text.find(part) for part in varying if part]
+    found = [index for index in found if index > 0]
+    return min(found) if found else 0
