@@ -70,7 +70,9 @@ class BatchService:
     def _next(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids)}"
 
-    async def _create(self, family: str, prefix: str, lines: list[tuple[str, Any]], meta: dict[str, Any]) -> Job:
+    async def _create(
+        self, family: str, prefix: str, lines: list[tuple[str, Any]], meta: dict[str, Any]
+    ) -> Job:
         job = Job(family, self._next(prefix), lines, meta)
         self.jobs[job.id] = job
         self.submitted += [(family, cid) for cid, _ in lines]
@@ -152,9 +154,12 @@ class BatchService:
         return web.json_response(self._openai_batch(job))
 
     def _openai_status(self, job: Job) -> str:
-        return {"running": "in_progress", "ended": "completed", "cancelled": "cancelled", "expired": "expired"}[
-            job.state
-        ]
+        return {
+            "running": "in_progress",
+            "ended": "completed",
+            "cancelled": "cancelled",
+            "expired": "expired",
+        }[job.state]
 
     def _openai_batch(self, job: Job) -> dict[str, Any]:
         done, failed, total = self._counts(job)
@@ -184,11 +189,28 @@ class BatchService:
                     response = {"status_code": 200, "request_id": "req", "body": r["body"]}
                     ok.append({"id": "r", "custom_id": r["custom_id"], "response": response, "error": None})
                 elif r["kind"] == "error":
-                    response = {"status_code": 400, "request_id": "req", "body": {"error": {"message": r["reason"], "type": "invalid_request_error", "code": "invalid_request"}}}
+                    response = {
+                        "status_code": 400,
+                        "request_id": "req",
+                        "body": {
+                            "error": {
+                                "message": r["reason"],
+                                "type": "invalid_request_error",
+                                "code": "invalid_request",
+                            }
+                        },
+                    }
                     bad.append({"id": "r", "custom_id": r["custom_id"], "response": response, "error": None})
                 else:
                     code = "batch_expired" if r["kind"] == "expired" else "batch_cancelled"
-                    bad.append({"id": "r", "custom_id": r["custom_id"], "response": None, "error": {"code": code, "message": f"This request was {r['kind']}."}})
+                    bad.append(
+                        {
+                            "id": "r",
+                            "custom_id": r["custom_id"],
+                            "response": None,
+                            "error": {"code": code, "message": f"This request was {r['kind']}."},
+                        }
+                    )
             ids = []
             for rows in (ok, bad):
                 if rows:
@@ -222,17 +244,21 @@ class BatchService:
             return web.json_response({"error": {"message": "no such file"}}, status=404)
         return web.Response(body=data, content_type="application/octet-stream")
 
-
     # --- Anthropic -----------------------------------------------------------------------------------
     async def anthropic_create(self, request: web.Request) -> web.Response:
         body = await request.json()
-        lines = [(r["custom_id"], ("/v1/messages", r["params"].get("model", ""), r["params"])) for r in body["requests"]]
+        lines = [
+            (r["custom_id"], ("/v1/messages", r["params"].get("model", ""), r["params"]))
+            for r in body["requests"]
+        ]
         job = await self._create("anthropic", "msgbatch_", lines, {})
         return web.json_response(self._anthropic_batch(job))
 
     def _anthropic_batch(self, job: Job) -> dict[str, Any]:
-        done, failed, total = self._counts(job)
-        by_kind = {k: sum(1 for r in job.results or [] if r["kind"] == k) for k in ("error", "cancelled", "expired")}
+        done, _, total = self._counts(job)
+        by_kind = {
+            k: sum(1 for r in job.results or [] if r["kind"] == k) for k in ("error", "cancelled", "expired")
+        }
         ended = job.results is not None
         return {
             "id": job.id,
@@ -260,14 +286,22 @@ class BatchService:
     async def anthropic_retrieve(self, request: web.Request) -> web.Response:
         job = self._anthropic_job(request)
         if job is None:
-            return web.json_response({"type": "error", "error": {"type": "not_found_error", "message": "no such batch"}}, status=404)
+            return web.json_response(
+                {"type": "error", "error": {"type": "not_found_error", "message": "no such batch"}},
+                status=404,
+            )
         self._advance(job)
         return web.json_response(self._anthropic_batch(job))
 
     async def anthropic_list(self, request: web.Request) -> web.Response:
         data = [self._anthropic_batch(j) for j in reversed(self.jobs.values()) if j.family == "anthropic"]
         return web.json_response(
-            {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None, "last_id": data[-1]["id"] if data else None}
+            {
+                "data": data,
+                "has_more": False,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+            }
         )
 
     async def anthropic_cancel(self, request: web.Request) -> web.Response:
@@ -279,24 +313,34 @@ class BatchService:
     async def anthropic_results(self, request: web.Request) -> web.Response:
         job = self._anthropic_job(request)
         if job is None or job.results is None:
-            return web.json_response({"type": "error", "error": {"type": "not_found_error", "message": "not ended"}}, status=404)
+            return web.json_response(
+                {"type": "error", "error": {"type": "not_found_error", "message": "not ended"}}, status=404
+            )
         rows = []
         for r in job.results:
             if r["kind"] == "ok":
                 result = {"type": "succeeded", "message": r["body"]}
             elif r["kind"] == "error":
-                result = {"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error", "message": r["reason"]}}}
+                result = {
+                    "type": "errored",
+                    "error": {
+                        "type": "error",
+                        "error": {"type": "invalid_request_error", "message": r["reason"]},
+                    },
+                }
             else:
                 result = {"type": "canceled" if r["kind"] == "cancelled" else "expired"}
             rows.append(json.dumps({"custom_id": r["custom_id"], "result": result}))
         return web.Response(body=("\n".join(rows) + "\n").encode(), content_type="application/binary")
 
-
     # --- Gemini --------------------------------------------------------------------------------------
     async def gemini_upload_start(self, request: web.Request) -> web.Response:
         file_id = self._next("files/upload")
         self.files[file_id] = b""
-        headers = {"X-Goog-Upload-URL": f"{self.server.url}/upload/v1beta/files?upload_id={file_id.split('/')[1]}", "X-Goog-Upload-Status": "active"}
+        headers = {
+            "X-Goog-Upload-URL": f"{self.server.url}/upload/v1beta/files?upload_id={file_id.split('/')[1]}",
+            "X-Goog-Upload-Status": "active",
+        }
         if request.query.get("upload_id"):
             return await self.gemini_upload_data(request)
         return web.json_response({}, headers=headers)
@@ -306,7 +350,12 @@ class BatchService:
         self.files[name] = self.files.get(name, b"") + await request.read()
         if "finalize" not in request.headers.get("X-Goog-Upload-Command", ""):
             return web.json_response({}, headers={"X-Goog-Upload-Status": "active"})
-        file = {"name": name, "mimeType": "application/jsonl", "sizeBytes": str(len(self.files[name])), "state": "ACTIVE"}
+        file = {
+            "name": name,
+            "mimeType": "application/jsonl",
+            "sizeBytes": str(len(self.files[name])),
+            "state": "ACTIVE",
+        }
         return web.json_response({"file": file}, headers={"X-Goog-Upload-Status": "final"})
 
     async def gemini_create(self, request: web.Request) -> web.Response:
@@ -326,11 +375,25 @@ class BatchService:
                 key = str((item.get("metadata") or {}).get("key", index))
                 lines.append((key, (path, model, item["request"])))
             config = {"inline": True}
-        job = await self._create("gemini", "batches/", lines, {"displayName": body.get("displayName") or body.get("display_name"), "model": model, **config})
+        job = await self._create(
+            "gemini",
+            "batches/",
+            lines,
+            {"displayName": body.get("displayName") or body.get("display_name"), "model": model, **config},
+        )
         return web.json_response(self._gemini_operation(job))
 
     def _gemini_state(self, job: Job) -> str:
-        return {"running": "BATCH_STATE_RUNNING", "ended": "BATCH_STATE_SUCCEEDED", "cancelled": "BATCH_STATE_CANCELLED", "expired": "BATCH_STATE_EXPIRED"}[job.state] if job.polls or job.state != "running" else "BATCH_STATE_PENDING"
+        return (
+            {
+                "running": "BATCH_STATE_RUNNING",
+                "ended": "BATCH_STATE_SUCCEEDED",
+                "cancelled": "BATCH_STATE_CANCELLED",
+                "expired": "BATCH_STATE_EXPIRED",
+            }[job.state]
+            if job.polls or job.state != "running"
+            else "BATCH_STATE_PENDING"
+        )
 
     def _gemini_operation(self, job: Job) -> dict[str, Any]:
         done, failed, total = self._counts(job)
@@ -340,7 +403,11 @@ class BatchService:
             "displayName": job.meta.get("displayName"),
             "state": self._gemini_state(job),
             "createTime": iso(job.created),
-            "batchStats": {"requestCount": str(total), "successfulRequestCount": str(done), "failedRequestCount": str(failed)},
+            "batchStats": {
+                "requestCount": str(total),
+                "successfulRequestCount": str(done),
+                "failedRequestCount": str(failed),
+            },
         }
         operation: dict[str, Any] = {"name": job.id, "metadata": metadata}
         if job.results is not None:
@@ -350,17 +417,31 @@ class BatchService:
                     items.append({"response": r["body"], "metadata": {"key": r["custom_id"]}})
                 else:
                     reason = r.get("reason") or f"request {r['kind']}"
-                    items.append({"error": {"code": 400 if r["kind"] == "error" else 4, "message": reason}, "metadata": {"key": r["custom_id"]}})
+                    items.append(
+                        {
+                            "error": {"code": 400 if r["kind"] == "error" else 4, "message": reason},
+                            "metadata": {"key": r["custom_id"]},
+                        }
+                    )
             if job.meta.get("inline"):
                 output = {"inlinedResponses": {"inlinedResponses": items}}
             else:
                 name = job.meta.get("output") or self._next("files/batch-output-")
                 job.meta["output"] = name
-                self.files[name] = "".join(json.dumps({"key": i["metadata"]["key"], **{k: v for k, v in i.items() if k != "metadata"}}) + "\n" for i in items).encode()
+                self.files[name] = "".join(
+                    json.dumps(
+                        {"key": i["metadata"]["key"], **{k: v for k, v in i.items() if k != "metadata"}}
+                    )
+                    + "\n"
+                    for i in items
+                ).encode()
                 output = {"responsesFile": name}
             metadata["output"] = output
             operation["done"] = True
-            operation["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput", **output}
+            operation["response"] = {
+                "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput",
+                **output,
+            }
         return operation
 
     def _gemini_job(self, request: web.Request) -> Job | None:
@@ -369,12 +450,20 @@ class BatchService:
     async def gemini_get(self, request: web.Request) -> web.Response:
         job = self._gemini_job(request)
         if job is None:
-            return web.json_response({"error": {"code": 404, "message": "no such batch", "status": "NOT_FOUND"}}, status=404)
+            return web.json_response(
+                {"error": {"code": 404, "message": "no such batch", "status": "NOT_FOUND"}}, status=404
+            )
         self._advance(job)
         return web.json_response(self._gemini_operation(job))
 
     async def gemini_list(self, request: web.Request) -> web.Response:
-        return web.json_response({"operations": [self._gemini_operation(j) for j in reversed(self.jobs.values()) if j.family == "gemini"]})
+        return web.json_response(
+            {
+                "operations": [
+                    self._gemini_operation(j) for j in reversed(self.jobs.values()) if j.family == "gemini"
+                ]
+            }
+        )
 
     async def gemini_cancel(self, request: web.Request) -> web.Response:
         job = self._gemini_job(request)
@@ -388,7 +477,9 @@ class BatchService:
 
     async def unknown(self, request: web.Request) -> web.Response:
         self.unknown_paths.append(f"{request.method} {request.path_qs}")
-        return web.json_response({"error": {"message": f"loopback: no route {request.method} {request.path}"}}, status=404)
+        return web.json_response(
+            {"error": {"message": f"loopback: no route {request.method} {request.path}"}}, status=404
+        )
 
     # --- routes --------------------------------------------------------------------------------------
     def add_routes(self, app: web.Application) -> None:

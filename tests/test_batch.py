@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from loopback import ProviderServer
 
+from prbj.data import load_dataset
 from prbj.llm.batch.ledger import Entry, JobRecord, Ledger
 from prbj.llm.batch.wire import BatchLine, Limits, split
-from prbj.data import load_dataset
 
 SAMPLE = load_dataset()
 CHOSEN = {pair.chosen for pair in SAMPLE.pairs}
@@ -123,7 +123,9 @@ def test_sigkill_then_restart_never_buys_a_request_twice(server, tmp_path, momen
     if moment == "submission":
         wait_for(lambda: server.batches.jobs)
     else:
-        wait_for(lambda: any(job.polls == 0 and job.state == "running" for job in server.batches.jobs.values()))
+        wait_for(
+            lambda: any(job.polls == 0 and job.state == "running" for job in server.batches.jobs.values())
+        )
         time.sleep(0.5)  # some polls
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
@@ -142,7 +144,11 @@ def test_sigkill_then_restart_never_buys_a_request_twice(server, tmp_path, momen
 
 @pytest.mark.processes
 def test_failed_and_expired_lines_become_api_errors_and_only_they_are_bought_again(server, tmp_path) -> None:
-    server.batches.fail = lambda request: "content policy" if "Answer A" in request.last_user and SAMPLE.pairs[0].chosen in request.last_user else None
+    server.batches.fail = lambda request: (
+        "content policy"
+        if "Answer A" in request.last_user and SAMPLE.pairs[0].chosen in request.last_user
+        else None
+    )
     server.batches.expire_after = 4
     first = run(prbj(server, tmp_path, "--limit", "3", "--batch"))
     assert first.returncode == 0, first.stderr
@@ -175,7 +181,10 @@ def test_no_wait_submits_and_exits_then_collect_and_rerun(server, tmp_path) -> N
     assert not (tmp_path / "out-run").exists() or not any((tmp_path / "out-run").iterdir())
     cache = str(tmp_path / "cache-run")
     status = subprocess.run(
-        [sys.executable, "-m", "prbj", "batch", "status", "--cache-dir", cache], capture_output=True, text=True, env=env()
+        [sys.executable, "-m", "prbj", "batch", "status", "--cache-dir", cache],
+        capture_output=True,
+        text=True,
+        env=env(),
     )
     assert status.returncode == 0, status.stderr
     assert "batch_" in status.stdout

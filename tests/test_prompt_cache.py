@@ -58,7 +58,7 @@ def test_cached_input_tokens_are_read_priced_and_reported(server, family) -> Non
     assert stats.cached_input_tokens > 0
     if shared_words is not None:
         assert stats.cached_input_tokens == shared_words
-    read, write = cache_rates(spec(server, family))
+    read, _ = cache_rates(spec(server, family))
     assert read < 1e-6
     # Net of Anthropic's write premium on the first call, the second call's read still saves money.
     assert stats.provider_cache_saved_usd > 0
@@ -82,7 +82,9 @@ def test_a_short_prefix_gets_no_breakpoint(server) -> None:
     assert asyncio.run(gateway.call(spec(server, "anthropic"), request)).ok
     assert isinstance(server.requests[0].body["messages"][-1]["content"], (str, list))
     content = server.requests[0].body["messages"][-1]["content"]
-    assert not any(isinstance(b, dict) and b.get("cache_control") for b in (content if isinstance(content, list) else []))
+    assert not any(
+        isinstance(b, dict) and b.get("cache_control") for b in (content if isinstance(content, list) else [])
+    )
 
 
 @pytest.mark.parametrize("name", ["pairwise_user", "pointwise_user"])

@@ -15,7 +15,9 @@ _cache_dir_option = click.option(
     default=None,
     help="Response cache folder whose ledger to read [default: $PRBJ_CACHE_DIR or ./cache].",
 )
-_run_option = click.option("--run", metavar="RUN", default=None, help="Only the jobs of this run (see status).")
+_run_option = click.option(
+    "--run", metavar="RUN", default=None, help="Only the jobs of this run (see status)."
+)
 
 
 @click.group("batch")

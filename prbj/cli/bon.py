@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from prbj.cli.options import (
+    batch_options,
     concurrency_option,
     context_option,
     dataset_options,
@@ -92,6 +93,7 @@ def bon() -> None:
     limit="At most this many questions per subset.",
 )
 @gateway_options
+@batch_options
 @out_option("Folder in which the run directory bon-<id>/ is written.")
 @concurrency_option("Samples requested at once.")
 @progress_option
@@ -163,6 +165,7 @@ _bon_dataset_option = click.option(
 @_bon_dataset_option
 @seed_option("Seed of the random RM.")
 @gateway_options
+@batch_options
 @concurrency_option("Scoring jobs at once.")
 @progress_option
 @friendly_errors
@@ -202,6 +205,7 @@ def bon_score(**options: Any) -> None:
 @_bon_dataset_option
 @seed_option("Seed of the bootstrap intervals.")
 @gateway_options
+@batch_options
 @concurrency_option("Picks graded at once.")
 @progress_option
 @friendly_errors

@@ -240,6 +240,16 @@ class Gateway:
         value, _ = await _once(self._computing, key, compute_and_store)
         return value
 
+    async def in_rounds(self, work: Callable[[], Awaitable[T]]) -> T:
+        """`work()`'s result. Under --batch the misses of each round are bought in batch jobs and `work` runs
+        again (a step that needs an earlier answer, like a planner's aspects or a built answer's check, is asked
+        only once that answer is in), until a round queues nothing: that round's result is the run's, as a live
+        run would have made it. Without --batch, one round."""
+        while True:
+            result = await work()
+            if not await self.flush_batch():
+                return result
+
     async def flush_batch(self) -> bool:
         """Batch mode: submit what was queued, wait for the jobs and store their answers in the cache. False
         when nothing was queued (the last round's results are final). Raises BatchSubmitted under --no-wait."""

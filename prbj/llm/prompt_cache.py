@@ -34,7 +34,11 @@ def cache_rates(spec: ProviderSpec) -> tuple[float, float]:
         return 0.0, 0.0
     info: dict[str, Any] = {}
     try:
-        info = litellm().model_cost.get(spec.model.split("/", 1)[-1]) or litellm().model_cost.get(spec.model) or {}
+        info = (
+            litellm().model_cost.get(spec.model.split("/", 1)[-1])
+            or litellm().model_cost.get(spec.model)
+            or {}
+        )
     except Exception:  # an unknown model: the published ratios below
         info = {}
     kind = family(spec.model)

@@ -91,10 +91,12 @@ async def _judge_in_rounds(
     """Judge everything; under --batch the misses of each round are bought in batch jobs and the round is run
     again (a planner's aspects must come back before the judge calls that show them can be asked), until a
     round queues nothing: its judgments are the run's, as a live run would have made them."""
-    while True:
-        judgments = await judge_dataset(dataset, judges, concurrency=concurrency, show_progress=show_progress)
-        if gateway is None or not await gateway.flush_batch():
-            return judgments
+    work = partial(judge_dataset, dataset, judges, concurrency=concurrency, show_progress=show_progress)
+    if gateway is None:
+        return await work()
+    if gateway.batch is not None:
+        gateway.batch.show_progress = show_progress
+    return await gateway.in_rounds(work)
 
 
 def execute(
@@ -109,7 +111,9 @@ def execute(
     for judge in judges:
         judge.prepare(dataset.pairs)
     judgments = asyncio.run(
-        _judge_in_rounds(dataset, judges, concurrency=config.concurrency, show_progress=config.show_progress, gateway=gateway)
+        _judge_in_rounds(
+            dataset, judges, concurrency=config.concurrency, show_progress=config.show_progress, gateway=gateway
+        )
     )
     frame = judgments_frame(judgments)
     summary = summarize(frame, seed=config.seed)

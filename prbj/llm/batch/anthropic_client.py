@@ -10,7 +10,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from prbj.llm.batch.ledger import JobRecord, custom_id
-from prbj.llm.batch.wire import ENDED, RUNNING, BatchLine, Limits, Outcome, Progress, Save, bare_model, json_bytes, provider_params
+from prbj.llm.batch.wire import (
+    ENDED,
+    RUNNING,
+    BatchLine,
+    Limits,
+    Outcome,
+    Progress,
+    Save,
+    bare_model,
+    json_bytes,
+    provider_params,
+)
 from prbj.llm.transport import Completion
 
 # Anthropic's documented ceiling per batch: 100,000 requests or 256 MB, whichever comes first.
@@ -35,7 +46,9 @@ class AnthropicBatchClient:
         return anthropic.AsyncAnthropic(api_key=api_key or "EMPTY", base_url=base, max_retries=0)
 
     async def submit(self, record: JobRecord, lines: Sequence[BatchLine], save: Save) -> str:
-        batch = await self._client(record).messages.batches.create(requests=[_request(line) for line in lines])
+        batch = await self._client(record).messages.batches.create(
+            requests=[_request(line) for line in lines]
+        )
         return str(batch.id)
 
     async def find(self, record: JobRecord) -> str | None:
@@ -62,7 +75,9 @@ class AnthropicBatchClient:
         failed = counts.errored + counts.canceled + counts.expired
         total = counts.processing + counts.succeeded + failed
         phase = ENDED if batch.processing_status == "ended" else RUNNING
-        return Progress(phase, str(batch.processing_status), counts.succeeded, failed, total or len(record.entries))
+        return Progress(
+            phase, str(batch.processing_status), counts.succeeded, failed, total or len(record.entries)
+        )
 
     async def results(self, record: JobRecord) -> list[Outcome]:
         outcomes: list[Outcome] = []
@@ -70,7 +85,9 @@ class AnthropicBatchClient:
         async for row in stream:
             outcomes.append(_outcome(row.custom_id, row.result))
         seen = {o.custom_id for o in outcomes}
-        outcomes += [Outcome(custom_id(k), error="no result line") for k in record.keys if custom_id(k) not in seen]
+        outcomes += [
+            Outcome(custom_id(k), error="no result line") for k in record.keys if custom_id(k) not in seen
+        ]
         return outcomes
 
     async def cancel(self, record: JobRecord) -> None:
@@ -81,12 +98,16 @@ def _request(line: BatchLine) -> dict[str, Any]:
     from prbj.llm.litellm_setup import litellm
 
     model = bare_model(line.call.provider.model)
-    params = litellm().AnthropicConfig().transform_request(
-        model=model,
-        messages=[dict(m) for m in line.call.messages],
-        optional_params=provider_params(line.call, "anthropic"),
-        litellm_params={},
-        headers={},
+    params = (
+        litellm()
+        .AnthropicConfig()
+        .transform_request(
+            model=model,
+            messages=[dict(m) for m in line.call.messages],
+            optional_params=provider_params(line.call, "anthropic"),
+            litellm_params={},
+            headers={},
+        )
     )
     return {"custom_id": line.custom_id, "params": params}
 
@@ -97,7 +118,11 @@ def _outcome(cid: str, result: Any) -> Outcome:
         message = result.message
         text = "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
         usage = message.usage
-        prompt = (usage.input_tokens or 0) + (usage.cache_read_input_tokens or 0) + (usage.cache_creation_input_tokens or 0)
+        prompt = (
+            (usage.input_tokens or 0)
+            + (usage.cache_read_input_tokens or 0)
+            + (usage.cache_creation_input_tokens or 0)
+        )
         return Outcome(
             cid,
             completion=Completion(
@@ -110,5 +135,7 @@ def _outcome(cid: str, result: Any) -> Outcome:
         )
     if kind == "errored":
         error = getattr(result.error, "error", None)
-        return Outcome(cid, error=f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', 'no reason given')}")
+        return Outcome(
+            cid, error=f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', 'no reason given')}"
+        )
     return Outcome(cid, error=f"batch request {kind}")

@@ -43,10 +43,19 @@ def run_batch_status(cache_dir: Path | None, run: str | None) -> int:
     for name in ("run", "job", "provider", "provider job", "state", "done", "failed", "total", "age"):
         table.add_column(name, justify="right" if name in ("done", "failed", "total") else "left")
     for r in records:
-        state = r.state if not r.provider_state or r.state == SUBMITTING else f"{r.state} ({r.provider_state})"
+        state = (
+            r.state if not r.provider_state or r.state == SUBMITTING else f"{r.state} ({r.provider_state})"
+        )
         table.add_row(
-            r.run_id, r.job_id, r.provider, r.provider_job_id or "-", state, str(r.done), str(r.failed),
-            str(len(r.entries)), elapsed(r),
+            r.run_id,
+            r.job_id,
+            r.provider,
+            r.provider_job_id or "-",
+            state,
+            str(r.done),
+            str(r.failed),
+            str(len(r.entries)),
+            elapsed(r),
         )
     console = Console()
     if not console.is_terminal:
@@ -100,7 +109,9 @@ def run_batch_collect(cache_dir: Path | None, run: str | None, wait: bool, show_
             return answered, failed, sum(1 for r in records if r.open)
 
         answered, failed, still_open = asyncio.run(collect())
-    console.print(f"stored {answered} answers in {folder}; {failed} requests failed (a rerun buys them again).")
+    console.print(
+        f"stored {answered} answers in {folder}; {failed} requests failed (a rerun buys them again)."
+    )
     if still_open:
         console.print(
             f"{still_open} job(s) still open: collect again later, or rerun the command that submitted them "

@@ -10,16 +10,33 @@ import io
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from prbj.llm.batch.ledger import JobRecord, custom_id
-from prbj.llm.batch.wire import ENDED, RUNNING, BatchLine, Limits, Outcome, Progress, Save, bare_model, json_bytes, provider_params
+from prbj.llm.batch.wire import (
+    ENDED,
+    RUNNING,
+    BatchLine,
+    Limits,
+    Outcome,
+    Progress,
+    Save,
+    bare_model,
+    json_bytes,
+    provider_params,
+)
 from prbj.llm.transport import Completion
 
 # Inline requests must stay under 20 MB in all; an input file may hold up to 2 GB.
 INLINE_MAX_BYTES = 20 * 1000 * 1000
 GEMINI_LIMITS = Limits(max_requests=100_000, max_bytes=2 * 1000 * 1000 * 1000)
-_ENDED = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED", "JOB_STATE_PARTIALLY_SUCCEEDED"}
+_ENDED = {
+    "JOB_STATE_SUCCEEDED",
+    "JOB_STATE_FAILED",
+    "JOB_STATE_CANCELLED",
+    "JOB_STATE_EXPIRED",
+    "JOB_STATE_PARTIALLY_SUCCEEDED",
+}
 
 
 class GeminiBatchClient:
@@ -32,11 +49,14 @@ class GeminiBatchClient:
 
     def _client(self, record: JobRecord) -> Any:
         from google import genai
+        from google.genai import types
 
         api_key = os.environ.get(record.api_key_env) if record.api_key_env else None
-        options: dict[str, Any] = {"retry_options": {"attempts": 1}, "api_version": "v1beta"}
-        if record.api_base:
-            options["base_url"] = record.api_base.rstrip("/").removesuffix("/v1beta") + "/"
+        base = record.api_base.rstrip("/").removesuffix("/v1beta") + "/" if record.api_base else None
+        # One attempt: a create retried blindly could create a second job; the ledger decides instead.
+        options = types.HttpOptions(
+            base_url=base, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
+        )
         return genai.Client(api_key=api_key or "EMPTY", http_options=options).aio
 
     async def submit(self, record: JobRecord, lines: Sequence[BatchLine], save: Save) -> str:
@@ -48,7 +68,9 @@ class GeminiBatchClient:
         if size <= self.inline_max_bytes:
             src = [_inline(line, types) for line in lines]
         else:
-            payload = "".join(json.dumps(_file_line(line), ensure_ascii=False) + "\n" for line in lines).encode()
+            payload = "".join(
+                json.dumps(_file_line(line), ensure_ascii=False) + "\n" for line in lines
+            ).encode()
             uploaded = await client.files.upload(
                 file=io.BytesIO(payload), config={"mime_type": "jsonl", "display_name": record.job_id}
             )
@@ -79,7 +101,9 @@ class GeminiBatchClient:
         state = str(getattr(job.state, "value", job.state))
         ended = state in _ENDED
         total = len(record.entries)
-        return Progress(ENDED if ended else RUNNING, state, total if state == "JOB_STATE_SUCCEEDED" else 0, 0, total)
+        return Progress(
+            ENDED if ended else RUNNING, state, total if state == "JOB_STATE_SUCCEEDED" else 0, 0, total
+        )
 
     async def results(self, record: JobRecord) -> list[Outcome]:
         client = self._client(record)
@@ -118,7 +142,7 @@ def _body(line: BatchLine) -> dict[str, Any]:
 
     return dict(
         _transform_request_body(
-            messages=[dict(m) for m in line.call.messages],
+            messages=cast(Any, [dict(m) for m in line.call.messages]),
             model=bare_model(line.call.provider.model),
             optional_params=provider_params(line.call, "gemini"),
             custom_llm_provider="gemini",
@@ -164,5 +188,7 @@ def _outcome(key: str, response: dict[str, Any]) -> Outcome:
     cached = int(usage.get("cachedContentTokenCount") or usage.get("cached_content_token_count") or 0)
     return Outcome(
         key,
-        completion=Completion(text=text, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached),
+        completion=Completion(
+            text=text, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached
+        ),
     )

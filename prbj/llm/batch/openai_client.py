@@ -12,7 +12,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from prbj.llm.batch.ledger import JobRecord
-from prbj.llm.batch.wire import ENDED, RUNNING, BatchLine, Limits, Outcome, Progress, Save, bare_model, provider_params
+from prbj.llm.batch.wire import (
+    ENDED,
+    RUNNING,
+    BatchLine,
+    Limits,
+    Outcome,
+    Progress,
+    Save,
+    bare_model,
+    provider_params,
+)
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.transport import Completion
 
@@ -37,7 +47,12 @@ class OpenAIBatchClient:
     def _auth(self, record: JobRecord) -> dict[str, Any]:
         api_key = os.environ.get(record.api_key_env) if record.api_key_env else None
         # No retries inside LiteLLM/the OpenAI client: a create retried blindly could create a second job.
-        return {"custom_llm_provider": "openai", "api_base": record.api_base, "api_key": api_key, "max_retries": 0}
+        return {
+            "custom_llm_provider": "openai",
+            "api_base": record.api_base,
+            "api_key": api_key,
+            "max_retries": 0,
+        }
 
     async def submit(self, record: JobRecord, lines: Sequence[BatchLine], save: Save) -> str:
         payload = "\n".join(_line(line) for line in lines).encode() + b"\n"
@@ -68,9 +83,10 @@ class OpenAIBatchClient:
             data = list(getattr(page, "data", None) or page.get("data", []))
             for batch in data:
                 fields = batch if isinstance(batch, dict) else batch.model_dump()
-                if fields.get("input_file_id") == record.input_file_id or (fields.get("metadata") or {}).get(
-                    TAG
-                ) == record.job_id:
+                if (
+                    fields.get("input_file_id") == record.input_file_id
+                    or (fields.get("metadata") or {}).get(TAG) == record.job_id
+                ):
                     return str(fields["id"])
             has_more = getattr(page, "has_more", None) if not isinstance(page, dict) else page.get("has_more")
             if not has_more or not data:
@@ -104,7 +120,11 @@ class OpenAIBatchClient:
         outcomes: list[Outcome] = []
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                outcomes += [_outcome(json.loads(row)) for row in (await self._content(record, file_id)).splitlines() if row.strip()]
+                outcomes += [
+                    _outcome(json.loads(row))
+                    for row in (await self._content(record, file_id)).splitlines()
+                    if row.strip()
+                ]
         seen = {o.custom_id for o in outcomes}
         reason = f"batch {batch.status}" + (f": {_batch_errors(batch)}" if _batch_errors(batch) else "")
         # Lines the batch never reached (a failed validation, an expiry without an error line) still get a reason.

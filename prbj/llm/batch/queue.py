@@ -87,8 +87,10 @@ class BatchQueue:
         self.wait = wait
         self._clients = dict(clients) if clients is not None else None
         self.show_progress = show_progress
-        self.poll_seconds = poll_seconds if poll_seconds is not None else float(
-            os.environ.get(POLL_ENV) or DEFAULT_POLL_SECONDS
+        self.poll_seconds = (
+            poll_seconds
+            if poll_seconds is not None
+            else float(os.environ.get(POLL_ENV) or DEFAULT_POLL_SECONDS)
         )
         self.pending: dict[str, Pending] = {}
         # Cache key → the provider's reason its line got no answer (this run's batches).
@@ -101,7 +103,9 @@ class BatchQueue:
         if client is None:
             from prbj.errors import ConfigError
 
-            raise ConfigError(f"--batch: no batch API for {family} models (OpenAI, Anthropic and Gemini have one)")
+            raise ConfigError(
+                f"--batch: no batch API for {family} models (OpenAI, Anthropic and Gemini have one)"
+            )
         return client
 
     def enqueue(self, pending: Pending) -> bool:
@@ -190,7 +194,9 @@ class BatchQueue:
         waiting = [r for r in records if r.state == SUBMITTED]
         with Progress(*columns, console=console, disable=not self.show_progress or not waiting) as display:
             tasks = {
-                r.job_id: display.add_task(f"{r.provider} {r.provider_job_id}", total=len(r.entries), state="")
+                r.job_id: display.add_task(
+                    f"{r.provider} {r.provider_job_id}", total=len(r.entries), state=""
+                )
                 for r in waiting
             }
             while waiting:
@@ -272,15 +278,27 @@ def _costs(record: JobRecord, completion: Completion) -> tuple[float, float, flo
     uncached = completion.prompt_tokens - cached - written
     ratio = record.input_price / record.live_input_price if record.live_input_price else 0.0
     cache_cost = cached * record.cache_read_price + written * record.cache_write_price
-    live = uncached * record.live_input_price + cache_cost + completion.completion_tokens * record.live_output_price
-    batch = uncached * record.input_price + cache_cost * ratio + completion.completion_tokens * record.output_price
+    live = (
+        uncached * record.live_input_price
+        + cache_cost
+        + completion.completion_tokens * record.live_output_price
+    )
+    batch = (
+        uncached * record.input_price
+        + cache_cost * ratio
+        + completion.completion_tokens * record.output_price
+    )
     saved = ((cached + written) * record.live_input_price - cache_cost) * ratio
     return batch, live, saved
 
 
 def elapsed(record: JobRecord) -> str:
     seconds = int(time.time() - record.created_at)
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        if seconds >= 3600
+        else f"{seconds // 60}m{seconds % 60:02d}s"
+    )
 
 
 def stderr_is_terminal() -> bool:

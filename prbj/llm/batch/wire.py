@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -79,7 +79,9 @@ class BatchClient(Protocol):
     async def cancel(self, record: JobRecord) -> None: ...
 
 
-def split(lines: Sequence[BatchLine], limits: Limits, size: Callable[[BatchLine], int]) -> Iterator[list[BatchLine]]:
+def split(
+    lines: Sequence[BatchLine], limits: Limits, size: Callable[[BatchLine], int]
+) -> Iterator[list[BatchLine]]:
     """`lines` in order, cut into jobs that each stay within the provider's request and byte limits."""
     chunk: list[BatchLine] = []
     used = 0
@@ -121,7 +123,3 @@ def family_of(model: str) -> str:
 
 def json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False).encode())
-
-
-async def gather_limited(tasks: Sequence[Callable[[], Awaitable[Any]]]) -> list[Any]:
-    return [await task() for task in tasks]
