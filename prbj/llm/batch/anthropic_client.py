@@ -22,7 +22,7 @@ from prbj.llm.batch.wire import (
     json_bytes,
     provider_params,
 )
-from prbj.llm.transport import Completion
+from prbj.llm.transport import Completion, anthropic_cache_breakpoint
 
 # Anthropic's documented ceiling per batch: 100,000 requests or 256 MB, whichever comes first.
 ANTHROPIC_LIMITS = Limits(max_requests=100_000, max_bytes=256 * 1024 * 1024)
@@ -33,6 +33,8 @@ _CLOCK_SKEW = 300.0
 class AnthropicBatchClient:
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or ANTHROPIC_LIMITS
+        # One SDK client per endpoint and key, kept alive: a results stream dies with the client that opened it.
+        self._clients: dict[tuple[str | None, str | None], Any] = {}
 
     def line_bytes(self, line: BatchLine) -> int:
         return json_bytes(_request(line))
@@ -42,8 +44,12 @@ class AnthropicBatchClient:
 
         api_key = os.environ.get(record.api_key_env) if record.api_key_env else None
         base = record.api_base.rstrip("/").removesuffix("/v1") if record.api_base else None
-        # No SDK retries: a create retried blindly could create a second job; the ledger decides instead.
-        return anthropic.AsyncAnthropic(api_key=api_key or "EMPTY", base_url=base, max_retries=0)
+        client = self._clients.get((base, api_key))
+        if client is None:
+            # No SDK retries: a create retried blindly could create a second job; the ledger decides instead.
+            client = anthropic.AsyncAnthropic(api_key=api_key or "EMPTY", base_url=base, max_retries=0)
+            self._clients[(base, api_key)] = client
+        return client
 
     async def submit(self, record: JobRecord, lines: Sequence[BatchLine], save: Save) -> str:
         batch = await self._client(record).messages.batches.create(
@@ -103,7 +109,8 @@ def _request(line: BatchLine) -> dict[str, Any]:
         .AnthropicConfig()
         .transform_request(
             model=model,
-            messages=[dict(m) for m in line.call.messages],
+            # Anthropic caches prompt prefixes inside batches too (best effort): the same breakpoint as live.
+        messages=anthropic_cache_breakpoint(line.call),
             optional_params=provider_params(line.call, "anthropic"),
             litellm_params={},
             headers={},

@@ -43,6 +43,8 @@ class GeminiBatchClient:
     def __init__(self, limits: Limits | None = None, inline_max_bytes: int = INLINE_MAX_BYTES) -> None:
         self.limits = limits or GEMINI_LIMITS
         self.inline_max_bytes = inline_max_bytes
+        # One SDK client per endpoint and key, kept alive while its downloads and pages are read.
+        self._clients: dict[tuple[str | None, str | None], Any] = {}
 
     def line_bytes(self, line: BatchLine) -> int:
         return json_bytes(_file_line(line)) + 1
@@ -57,7 +59,10 @@ class GeminiBatchClient:
         options = types.HttpOptions(
             base_url=base, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
         )
-        return genai.Client(api_key=api_key or "EMPTY", http_options=options).aio
+        client = self._clients.get((base, api_key))
+        if client is None:
+            client = self._clients[(base, api_key)] = genai.Client(api_key=api_key or "EMPTY", http_options=options)
+        return client.aio
 
     async def submit(self, record: JobRecord, lines: Sequence[BatchLine], save: Save) -> str:
         from google.genai import types
