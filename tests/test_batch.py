@@ -219,3 +219,16 @@ def test_ledger_records_survive_a_reload(tmp_path) -> None:
     (loaded,) = ledger.records()
     assert loaded == record and loaded.open
     assert not list(tmp_path.glob("batches/*.tmp-*"))
+
+
+@pytest.mark.processes
+def test_dry_run_shows_live_and_batch_cost_side_by_side(server, tmp_path) -> None:
+    command = prbj(server, tmp_path, "--limit", "3", "--dry-run", "--batch")
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=240, env={**env(), "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert server.count() == 0 and server.batches.submitted == []
+    header = next(line for line in shown.stdout.splitlines() if "est. USD" in line)
+    assert "est. USD batch" in header
+    row = next(line for line in shown.stdout.splitlines() if line.strip().startswith("gpt-5.1"))
+    live_usd, batch_usd = (float(cell) for cell in row.split()[-2:])
+    assert batch_usd == pytest.approx(live_usd / 2, abs=1e-4)
