@@ -98,6 +98,7 @@ def test_batch_answers_equal_a_live_run_at_half_price(server, tmp_path, family) 
     assert summary(tmp_path, "batch") == summary(tmp_path, "live")
     spent = usage(tmp_path, "batch")
     assert spent["batch_calls"] == live_calls
+    assert spent["cache_hits"] == 0 and spent["requests_sent"] == 0
     assert spent["cost_usd"] == pytest.approx(usage(tmp_path, "live")["cost_usd"] * 0.5)
     assert spent["batch_saved_usd"] == pytest.approx(spent["cost_usd"])
     # The batch-bought answers serve a --cache-only rerun: same cache entries a live call writes.
@@ -109,16 +110,19 @@ def test_batch_answers_equal_a_live_run_at_half_price(server, tmp_path, family) 
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("moment", ["submission", "polling"])
-def test_sigkill_then_restart_never_buys_a_request_twice(server, tmp_path, moment) -> None:
-    live = run(prbj(server, tmp_path, "--limit", "4", name="live"))
+@pytest.mark.parametrize(
+    ("moment", "family"),
+    [("submission", "openai"), ("polling", "openai"), ("submission", "anthropic"), ("submission", "gemini")],
+)
+def test_sigkill_then_restart_never_buys_a_request_twice(server, tmp_path, moment, family) -> None:
+    live = run(prbj(server, tmp_path, "--limit", "4", family=family, name="live"))
     assert live.returncode == 0, live.stderr
     server.reset()
     if moment == "submission":
         server.batches.create_delay = 60.0  # the job exists at the provider; its id never reaches prbj
     else:
         server.batches.hold = True
-    command = prbj(server, tmp_path, "--limit", "4", "--batch", name="batch")
+    command = prbj(server, tmp_path, "--limit", "4", "--batch", family=family, name="batch")
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     if moment == "submission":
         wait_for(lambda: server.batches.jobs)

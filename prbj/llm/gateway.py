@@ -246,9 +246,15 @@ class Gateway:
         only once that answer is in), until a round queues nothing: that round's result is the run's, as a live
         run would have made it. Without --batch, one round."""
         while True:
+            before = {name: asdict(state.stats) for name, state in self._providers.items()}
             result = await work()
             if not await self.flush_batch():
                 return result
+            # This round's results are dropped, and so are the hits and skips it counted: the next round counts
+            # them again. What its batch jobs bought stays counted.
+            for name, state in self._providers.items():
+                for counter in _ROUND_COUNTERS:
+                    setattr(state.stats, counter, before.get(name, {}).get(counter, 0))
 
     async def flush_batch(self) -> bool:
         """Batch mode: submit what was queued, wait for the jobs and store their answers in the cache. False
@@ -554,6 +560,10 @@ class Gateway:
             latency_s=time.monotonic() - started,
             attempts=attempts,
         )
+
+
+# What a round of calls counts that a later round counts again (see Gateway.in_rounds).
+_ROUND_COUNTERS = ("cache_hits", "saved_usd", "skipped_budget", "skipped_cache")
 
 
 class _OverBudget(Exception):
