@@ -236,3 +236,35 @@ def test_dry_run_shows_live_and_batch_cost_side_by_side(server, tmp_path) -> Non
     row = next(line for line in shown.stdout.splitlines() if line.strip().startswith("gpt-5.1"))
     live_usd, batch_usd = (float(cell) for cell in row.split()[-2:])
     assert batch_usd == pytest.approx(live_usd / 2, abs=1e-4)
+
+
+def test_bon_sample_score_evaluate_with_batch_equal_live(tmp_path, monkeypatch) -> None:
+    """bon's three steps under --batch (rounds: samples, then LLM RM scores, then gold grades) give the live
+    chain's summary, with every request bought once through a batch job and none live."""
+    from test_bon_cli import LIMIT, Workspace, prbj as bon_prbj, reply
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-bon")
+    monkeypatch.setenv("GEMINI_API_KEY", "gem-test-bon")
+    monkeypatch.setenv("PRBJ_BATCH_POLL_SECONDS", "0.02")
+
+    def chain(ws: Workspace, *batch: str) -> dict:
+        out = ws.root / "runs"
+        bon_prbj("bon", "sample", "--policy", "openai-compatible", "--n", "2", "--limit", str(LIMIT),
+                 "--out", str(out), *ws.cache, *batch)  # fmt: skip
+        run = sorted(out.iterdir())[-1]
+        bon_prbj("bon", "score", str(run), "-p", "gemini-3-flash", *ws.cache, *batch)
+        bon_prbj("bon", "evaluate", str(run), "--gold", "gold", *ws.cache, *batch)
+        document = json.loads((run / "summary.json").read_text())
+        kept = {k: v for k, v in document.items() if "id" not in k and "time" not in k and "created" not in k}
+        return kept
+
+    with ProviderServer(reply=reply) as server:
+        (tmp_path / "live").mkdir()
+        (tmp_path / "batch").mkdir()
+        live = chain(Workspace(server, tmp_path / "live"))
+        live_requests = server.count()
+        server.reset()
+        batched = chain(Workspace(server, tmp_path / "batch"), "--batch")
+        assert server.count() == 0
+        assert len(server.batches.submitted) == live_requests and server.batches.twice() == []
+    assert batched == live and len(json.dumps(live)) > 200, live
