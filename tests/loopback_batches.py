@@ -108,7 +108,9 @@ class BatchService:
                 job.results.append({"custom_id": cid, "kind": "error", "reason": f"script failed: {err!r}"})
                 continue
             cache = self.server.prompt_cache(family, request)
-            job.results.append({"custom_id": cid, "kind": "ok", "body": _answer(family, request, text, cache)})
+            job.results.append(
+                {"custom_id": cid, "kind": "ok", "body": _answer(family, request, text, cache)}
+            )
 
     def _counts(self, job: Job) -> tuple[int, int, int]:
         if job.results is None:

@@ -228,7 +228,9 @@ def test_ledger_records_survive_a_reload(tmp_path) -> None:
 @pytest.mark.processes
 def test_dry_run_shows_live_and_batch_cost_side_by_side(server, tmp_path) -> None:
     command = prbj(server, tmp_path, "--limit", "3", "--dry-run", "--batch")
-    shown = subprocess.run(command, capture_output=True, text=True, timeout=240, env={**env(), "COLUMNS": "200"})
+    shown = subprocess.run(
+        command, capture_output=True, text=True, timeout=240, env={**env(), "COLUMNS": "200"}
+    )
     assert shown.returncode == 0, shown.stderr
     assert server.count() == 0 and server.batches.submitted == []
     header = next(line for line in shown.stdout.splitlines() if "est. USD" in line)
@@ -241,7 +243,8 @@ def test_dry_run_shows_live_and_batch_cost_side_by_side(server, tmp_path) -> Non
 def test_bon_sample_score_evaluate_with_batch_equal_live(tmp_path, monkeypatch) -> None:
     """bon's three steps under --batch (rounds: samples, then LLM RM scores, then gold grades) give the live
     chain's summary, with every request bought once through a batch job and none live."""
-    from test_bon_cli import LIMIT, Workspace, prbj as bon_prbj, reply
+    from test_bon_cli import LIMIT, Workspace, reply
+    from test_bon_cli import prbj as bon_prbj
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-bon")
     monkeypatch.setenv("GEMINI_API_KEY", "gem-test-bon")
