@@ -271,3 +271,23 @@ def test_bon_sample_score_evaluate_with_batch_equal_live(tmp_path, monkeypatch) 
         assert server.count() == 0
         assert len(server.batches.submitted) == live_requests and server.batches.twice() == []
     assert batched == live and len(json.dumps(live)) > 200, live
+
+
+@pytest.mark.processes
+def test_cancel_then_collect_turns_lines_into_failures_a_rerun_buys_again(server, tmp_path) -> None:
+    server.batches.hold = True
+    submitted = run(prbj(server, tmp_path, "--limit", "2", "--batch", "--no-wait"))
+    assert submitted.returncode == 0, submitted.stderr
+    lines = len(server.batches.submitted)
+    cache = ["--cache-dir", str(tmp_path / "cache-run")]
+    base = [sys.executable, "-m", "prbj", "batch"]
+    cancelled = subprocess.run([*base, "cancel", *cache], capture_output=True, text=True, env=env())
+    assert cancelled.returncode == 0, cancelled.stderr
+    collected = subprocess.run([*base, "collect", *cache], capture_output=True, text=True, env=env())
+    assert collected.returncode == 0, collected.stderr
+    assert f"stored 0 answers in {tmp_path / 'cache-run'}; {lines} requests failed" in collected.stdout
+    server.batches.hold = False
+    rerun = run(prbj(server, tmp_path, "--limit", "2", "--batch"))
+    assert rerun.returncode == 0, rerun.stderr
+    assert len(server.batches.submitted) == 2 * lines
+    assert "100.0" in rerun.stdout

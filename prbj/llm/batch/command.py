@@ -76,7 +76,8 @@ def run_batch_cancel(cache_dir: Path | None, run: str | None) -> int:
     asyncio.run(cancel())
     Console().print(
         f"cancel requested for {len(records)} job(s); answers already made are still billed and stored: "
-        "`prbj batch collect` stores them, and the rest become api_error judgments a rerun buys again."
+        "`prbj batch collect` stores them, and the rest become api_error judgments a rerun buys again.",
+        soft_wrap=True,
     )
     return 0
 
@@ -110,11 +111,13 @@ def run_batch_collect(cache_dir: Path | None, run: str | None, wait: bool, show_
 
         answered, failed, still_open = asyncio.run(collect())
     console.print(
-        f"stored {answered} answers in {folder}; {failed} requests failed (a rerun buys them again)."
+        f"stored {answered} answers in {folder}; {failed} requests failed (a rerun buys them again).",
+        soft_wrap=True,
     )
     if still_open:
         console.print(
             f"{still_open} job(s) still open: collect again later, or rerun the command that submitted them "
-            "(a job whose submission was cut off is resolved there)."
+            "(a job whose submission was cut off is resolved there).",
+            soft_wrap=True,
         )
     return 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -300,6 +299,3 @@ def elapsed(record: JobRecord) -> str:
         else f"{seconds // 60}m{seconds % 60:02d}s"
     )
 
-
-def stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()
