@@ -291,3 +291,17 @@ def test_cancel_then_collect_turns_lines_into_failures_a_rerun_buys_again(server
     assert rerun.returncode == 0, rerun.stderr
     assert len(server.batches.submitted) == 2 * lines
     assert "100.0" in rerun.stdout
+
+
+def test_batch_prices_are_the_profiles_when_stated_else_half(tmp_path) -> None:
+    from prbj.llm.batch.queue import batch_prices
+    from prbj.llm.providers import load_profile
+
+    stated = tmp_path / "stated.toml"
+    stated.write_text(
+        'model = "openai/x"\napi_key_env = "K"\n[price]\ninput = 2\noutput = 8\nbatch_input = 0.8\nbatch_output = 3\n'
+    )
+    half = tmp_path / "half.toml"
+    half.write_text('model = "openai/x"\napi_key_env = "K"\n[price]\ninput = 2\noutput = 8\n')
+    assert batch_prices(load_profile("stated", stated)) == pytest.approx((0.8e-6, 3e-6))
+    assert batch_prices(load_profile("half", half)) == pytest.approx((1e-6, 4e-6))

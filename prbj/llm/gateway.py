@@ -26,7 +26,7 @@ from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_a
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.answer import answer_value
-from prbj.llm.batch.queue import BATCH_PRICE_FACTOR, BatchQueue, Pending
+from prbj.llm.batch.queue import BatchQueue, Pending, batch_cost
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
@@ -312,8 +312,8 @@ class Gateway:
         )
         pending = Pending(spec, key, call, request.purpose)
         if key not in batch.pending:
-            _, _, worst_case = self._estimate(spec, request)
-            pending.reserved = worst_case * BATCH_PRICE_FACTOR
+            prompt, completion, _ = self._estimate(spec, request)
+            pending.reserved = batch_cost(spec, prompt, completion)
             if not await self.budget.reserve(pending.reserved):
                 state.stats.skipped_budget += 1
                 return LLMResult(
@@ -399,7 +399,7 @@ class Gateway:
         state.stats.planned_completion_tokens += completion
         state.stats.planned_cost_usd += cost
         if self.batch is not None:
-            state.stats.planned_batch_cost_usd += cost * BATCH_PRICE_FACTOR
+            state.stats.planned_batch_cost_usd += batch_cost(state.spec, prompt, completion)
         return LLMResult(status="dry_run", error="not sent (--dry-run)")
 
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:

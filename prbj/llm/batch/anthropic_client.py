@@ -110,7 +110,7 @@ def _request(line: BatchLine) -> dict[str, Any]:
         .transform_request(
             model=model,
             # Anthropic caches prompt prefixes inside batches too (best effort): the same breakpoint as live.
-        messages=anthropic_cache_breakpoint(line.call),
+            messages=anthropic_cache_breakpoint(line.call),
             optional_params=provider_params(line.call, "anthropic"),
             litellm_params={},
             headers={},

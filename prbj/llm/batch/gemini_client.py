@@ -61,7 +61,9 @@ class GeminiBatchClient:
         )
         client = self._clients.get((base, api_key))
         if client is None:
-            client = self._clients[(base, api_key)] = genai.Client(api_key=api_key or "EMPTY", http_options=options)
+            client = self._clients[(base, api_key)] = genai.Client(
+                api_key=api_key or "EMPTY", http_options=options
+            )
         return client.aio
 
     async def submit(self, record: JobRecord, lines: Sequence[BatchLine], save: Save) -> str:

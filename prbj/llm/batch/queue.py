@@ -56,8 +56,20 @@ class Answer:
 
 
 def batch_prices(spec: ProviderSpec) -> tuple[float, float]:
-    """USD per input and output token in a batch job."""
-    return (spec.input_price or 0.0) * BATCH_PRICE_FACTOR, (spec.output_price or 0.0) * BATCH_PRICE_FACTOR
+    """USD per input and output token in a batch job: the profile's batch prices, else half its live ones."""
+    if not spec.paid:
+        return 0.0, 0.0
+    input_price = spec.batch_input_price
+    output_price = spec.batch_output_price
+    return (
+        input_price if input_price is not None else (spec.input_price or 0.0) * BATCH_PRICE_FACTOR,
+        output_price if output_price is not None else (spec.output_price or 0.0) * BATCH_PRICE_FACTOR,
+    )
+
+
+def batch_cost(spec: ProviderSpec, prompt_tokens: int, completion_tokens: int) -> float:
+    input_price, output_price = batch_prices(spec)
+    return prompt_tokens * input_price + completion_tokens * output_price
 
 
 def default_clients() -> dict[str, BatchClient]:
@@ -156,7 +168,7 @@ class BatchQueue:
             purposes = {p.key: p.purpose for p in group}
             lines = [BatchLine(custom_id(p.key), p.call) for p in group]
             keys = {custom_id(p.key): p.key for p in group}
-            input_price, output_price = batch_prices(spec) if spec.paid else (0.0, 0.0)
+            input_price, output_price = batch_prices(spec)
             for chunk in split(lines, client.limits, client.line_bytes):
                 record = JobRecord.new(
                     self.run_id,
@@ -298,4 +310,3 @@ def elapsed(record: JobRecord) -> str:
         if seconds >= 3600
         else f"{seconds // 60}m{seconds % 60:02d}s"
     )
-
