@@ -13,9 +13,15 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no cross-process lock, so one --batch run per cache folder at a time there
+    fcntl = None  # type: ignore[assignment]
 
 LEDGER_DIR = "batches"
 # Local states; a provider's own state names ride along in `provider_state`.
@@ -114,6 +120,21 @@ class Ledger:
 
     def open_records(self) -> list[JobRecord]:
         return [r for r in self.records() if r.open]
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive across processes sharing the folder: what is in flight is read and new jobs are submitted
+        under it, so two runs never submit the same request side by side."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if fcntl is None:
+            yield
+            return
+        with open(self.folder / ".lock", "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def get(self, job_id: str) -> JobRecord | None:
         path = self.folder / f"{job_id}.json"

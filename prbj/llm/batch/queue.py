@@ -129,14 +129,16 @@ class BatchQueue:
     # --- one flush: resolve, submit, wait, collect ---------------------------------------------------
     async def flush(self) -> list[Answer]:
         queued, self.pending = self.pending, {}
-        open_records = self.ledger.open_records()
-        in_flight = {key for record in open_records for key in record.keys}
-        mine = [r for r in open_records if set(r.keys) & queued.keys()]
-        for record in mine:
-            if record.state == SUBMITTING:
-                await self._resolve(record, queued)
-        fresh = [p for key, p in queued.items() if key not in in_flight]
-        mine += await self._submit(fresh)
+        with self.ledger.locked():
+            open_records = self.ledger.open_records()
+            in_flight = {key for record in open_records for key in record.keys}
+            mine = [r for r in open_records if set(r.keys) & queued.keys()]
+            for record in mine:
+                if record.state == SUBMITTING:
+                    await self._resolve(record, queued)
+            # Answered since this round asked (another process collected them): nothing to buy.
+            fresh = [p for key, p in queued.items() if key not in in_flight and not self._cached(key)]
+            mine += await self._submit(fresh)
         if not self.wait:
             raise BatchSubmitted(self._no_wait_message(mine))
         await self.poll(mine)
@@ -144,6 +146,9 @@ class BatchQueue:
         for record in mine:
             answers += self.collect(record, await self.client(record.family).results(record), queued)
         return answers
+
+    def _cached(self, key: str) -> bool:
+        return self.cache is not None and self.cache.get(key) is not None
 
     async def _resolve(self, record: JobRecord, queued: Mapping[str, Pending]) -> None:
         """A record left `submitting` by a process that died: adopt the job if it was created, else create it."""
