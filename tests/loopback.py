@@ -86,14 +86,34 @@ def _parse(family: str, path: str, model: str, body: dict[str, Any], headers: di
     return ChatRequest(family, path, model, system, messages, headers, body, time.monotonic())
 
 
+def _anthropic_cached_prefix(body: dict[str, Any]) -> str | None:
+    """The text up to and including the last block marked cache_control (system, then messages), or None."""
+    parts: list[str] = []
+    marked: int | None = None
+    system = body.get("system")
+    blocks = [*(system if isinstance(system, list) else [])]
+    for message in body.get("messages", []):
+        content = message.get("content")
+        blocks += content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+    for block in blocks:
+        parts.append(block.get("text", ""))
+        if block.get("cache_control"):
+            marked = len(parts)
+    return None if marked is None else "\n".join(parts[:marked])
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text.split()))
 
 
-def _answer(family: str, request: ChatRequest, text: str) -> dict[str, Any]:
+def _answer(family: str, request: ChatRequest, text: str, cache: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """The provider's reply; `cache` = (tokens read from, written to) its prompt cache, reported in each
+    provider's own usage fields (OpenAI prompt_tokens_details, Anthropic cache_*_input_tokens, Gemini
+    cachedContentTokenCount) only when non-zero."""
     prompt_tokens, completion_tokens = _tokens(request.prompt), _tokens(text)
+    read, written = cache
     if family == "openai":
-        return {
+        answer = {
             "id": "chatcmpl-loopback",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -107,7 +127,13 @@ def _answer(family: str, request: ChatRequest, text: str) -> dict[str, Any]:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if read:
+            answer["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
+        return answer
     if family == "anthropic":
+        usage: dict[str, Any] = {"input_tokens": prompt_tokens - read - written, "output_tokens": completion_tokens}
+        if read or written:
+            usage |= {"cache_read_input_tokens": read, "cache_creation_input_tokens": written}
         return {
             "id": "msg_loopback",
             "type": "message",
@@ -116,17 +142,20 @@ def _answer(family: str, request: ChatRequest, text: str) -> dict[str, Any]:
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": prompt_tokens, "output_tokens": completion_tokens},
+            "usage": usage,
         }
+    metadata: dict[str, Any] = {
+        "promptTokenCount": prompt_tokens,
+        "candidatesTokenCount": completion_tokens,
+        "totalTokenCount": prompt_tokens + completion_tokens,
+    }
+    if read:
+        metadata["cachedContentTokenCount"] = read
     return {
         "candidates": [
             {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
         ],
-        "usageMetadata": {
-            "promptTokenCount": prompt_tokens,
-            "candidatesTokenCount": completion_tokens,
-            "totalTokenCount": prompt_tokens + completion_tokens,
-        },
+        "usageMetadata": metadata,
         "modelVersion": request.model,
     }
 
@@ -139,6 +168,17 @@ class ProviderServer:
     _faults: deque[Fault] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _port: int = 0
+    # Prompt caching: OpenAI and Gemini cache any prompt prefix of at least this many tokens (words here) seen
+    # before; Anthropic caches the content up to a `cache_control` breakpoint of at least this size.
+    prefix_cache_min: int = 1024
+    _prefixes: set[str] = field(default_factory=set)
+    # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
+    batches: Any = None
+
+    def __post_init__(self) -> None:
+        from loopback_batches import BatchService
+
+        self.batches = BatchService(self)
 
     # --- scripting -------------------------------------------------------------------------------
     def inject(self, *faults: Fault | str) -> None:
@@ -150,6 +190,8 @@ class ProviderServer:
         with self._lock:
             self.requests.clear()
             self._faults.clear()
+            self._prefixes.clear()
+        self.batches.reset()
 
     @property
     def url(self) -> str:
@@ -179,7 +221,27 @@ class ProviderServer:
             text = self.reply(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
-        return web.json_response(_answer(family, parsed, text))
+        return web.json_response(_answer(family, parsed, text, self.prompt_cache(family, parsed)))
+
+    def prompt_cache(self, family: str, request: ChatRequest) -> tuple[int, int]:
+        """(tokens read, tokens written) of the provider's prompt cache for `request`, remembering its prefix."""
+        if family == "anthropic":
+            prefix = _anthropic_cached_prefix(request.body)
+            if prefix is None or _tokens(prefix) < self.prefix_cache_min:
+                return 0, 0
+            with self._lock:
+                seen = prefix in self._prefixes
+                self._prefixes.add(prefix)
+            return (_tokens(prefix), 0) if seen else (0, _tokens(prefix))
+        words = request.prompt.split()
+        text = " ".join(words)
+        with self._lock:
+            best = max(
+                (len(p.split()) for p in self._prefixes if text == p or text.startswith(p + " ")), default=0
+            )
+            for cut in range(self.prefix_cache_min, len(words) + 1, 128):
+                self._prefixes.add(" ".join(words[:cut]))
+        return (best if best >= self.prefix_cache_min else 0), 0
 
     async def _fault(self, fault: Fault, request: ChatRequest) -> web.StreamResponse:
         if fault.kind == "echo-key":
@@ -207,7 +269,7 @@ class ProviderServer:
         raise ValueError(f"unknown fault {fault.kind!r}")
 
     def _app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=256 * 1024 * 1024)
 
         def route(family: str) -> Callable[[web.Request], Any]:
             async def handler(request: web.Request) -> web.StreamResponse:
@@ -220,6 +282,7 @@ class ProviderServer:
         app.router.add_post("/v1/messages", route("anthropic"))
         for prefix in ("", "/v1beta", "/v1"):
             app.router.add_post(prefix + "/models/{model}:generateContent", route("gemini"))
+        self.batches.add_routes(app)
         return app
 
     def start(self) -> ProviderServer:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,15 @@ def run_sample_command(
         started = now()
         try:
             frame = asyncio.run(
-                sample_answers(
-                    sampler, gateway, questions.pairs, concurrency=concurrency, show_progress=progress
+                gateway.in_rounds(
+                    partial(
+                        sample_answers,
+                        sampler,
+                        gateway,
+                        questions.pairs,
+                        concurrency=concurrency,
+                        show_progress=progress,
+                    )
                 )
             )
         finally:
@@ -179,7 +187,9 @@ def run_score_command(
         started = now()
         try:
             scores = asyncio.run(
-                score_samples(rms, questions, samples, concurrency=concurrency, show_progress=progress)
+                gateway.in_rounds(
+                    partial(score_samples, rms, questions, samples, concurrency=concurrency, show_progress=progress)
+                )
             )
         finally:
             usage = _finish(gateway, console)
@@ -255,7 +265,11 @@ def run_evaluate_command(
         started = now()
         try:
             graded = asyncio.run(
-                grade_picks(judge, questions, samples, picks, concurrency=concurrency, show_progress=progress)
+                gateway.in_rounds(
+                    partial(
+                        grade_picks, judge, questions, samples, picks, concurrency=concurrency, show_progress=progress
+                    )
+                )
             )
         finally:
             usage = _finish(gateway, console)

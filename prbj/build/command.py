@@ -119,7 +119,7 @@ def run_build_command(
         )
         started = datetime.now(UTC)
         builder = Builder(gateway, roles, settings)
-        outcomes = asyncio.run(_build_all(builder, lamp.records, concurrency, progress))
+        outcomes = asyncio.run(gateway.in_rounds(partial(_build_all, builder, lamp.records, concurrency, progress)))
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()]
     if shared.dry_run:

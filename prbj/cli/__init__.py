@@ -11,6 +11,7 @@ import click
 
 from prbj import __version__
 from prbj.cli.admin import cache_group, providers_command
+from prbj.cli.batch import batch_group
 from prbj.cli.bon import bon
 from prbj.cli.build import build
 from prbj.cli.downstream import correlate, downstream
@@ -42,6 +43,7 @@ for command in (
     judge,
     providers_command,
     cache_group,
+    batch_group,
     report,
     check,
     power,

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from prbj.cli.options import (
+    batch_options,
     concurrency_option,
     context_option,
     dataset_options,
@@ -94,6 +95,7 @@ def bon() -> None:
     limit="At most this many questions per subset.",
 )
 @gateway_options
+@batch_options
 @out_option("Folder in which the run directory bon-<id>/ is written.")
 @concurrency_option("Samples requested at once.")
 @progress_option
@@ -167,6 +169,7 @@ _bon_dataset_option = click.option(
 @seed_option("Seed of the random RM.")
 @protocol_options
 @gateway_options
+@batch_options
 @concurrency_option("Scoring jobs at once.")
 @progress_option
 @ray_options
@@ -208,6 +211,7 @@ def bon_score(**options: Any) -> None:
 @seed_option("Seed of the bootstrap intervals.")
 @protocol_options
 @gateway_options
+@batch_options
 @concurrency_option("Picks graded at once.")
 @progress_option
 @friendly_errors

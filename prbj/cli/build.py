@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from prbj.cli.options import (
+    batch_options,
     concurrency_option,
     gateway_options,
     limit_option,
@@ -106,6 +107,7 @@ def _role_provider_option(role: str, what: str) -> Callable[[F], F]:
     help="Warn when the chosen answer is longer in more than 60% of kept pairs (regenerates nothing).",
 )
 @gateway_options
+@batch_options
 @concurrency_option("Records built at once.", default=8)
 @progress_option
 @friendly_errors

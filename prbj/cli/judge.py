@@ -9,6 +9,7 @@ import click
 
 from prbj.cli.beyond_options import beyond_options
 from prbj.cli.options import (
+    batch_options,
     concurrency_option,
     context_option,
     dataset_options,
@@ -79,6 +80,7 @@ from prbj.cli.support import friendly_errors
     help="Exit 1 when the share of parse, API and skipped judgments exceeds FRACTION (e.g. 0.02).",
 )
 @gateway_options
+@batch_options
 @out_option("Folder in which the run directory <run-id>/ is written.")
 @concurrency_option("Pairs judged at once.")
 @progress_option

@@ -327,3 +327,21 @@ ray_options = stacked(
 )
 """--ray, --gpus-per-model, --cpus-per-model, --replicas; the command hands them to
 prbj.local.ray_executor.RayOptions."""
+
+
+batch_options = stacked(
+    click.option(
+        "--batch",
+        is_flag=True,
+        help="Buy the calls the cache cannot answer through the provider's batch API (OpenAI, Anthropic, Gemini): "
+        "half price, answers within 24 h; they land in the same cache entries as live answers.",
+    ),
+    click.option(
+        "--wait/--no-wait",
+        default=True,
+        show_default=True,
+        help="With --batch: poll the jobs until they end, or submit them and exit 0 (collect later with "
+        "`prbj batch collect`, then rerun).",
+    ),
+)
+"""--batch, --wait/--no-wait: the command receives them as keyword arguments for GatewayOptions."""

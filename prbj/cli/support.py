@@ -38,6 +38,9 @@ def friendly_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except PrbjError as err:
+            if err.exit_code == 0:  # a planned stop (--batch --no-wait): its message is the outcome, not an error
+                stderr_console().print(escape(str(err)), soft_wrap=True)
+                sys.exit(0)
             # Escaped: messages name things like "[price]" that Rich would take for markup and drop.
             stderr_console().print(f"[bold red]error:[/bold red] {escape(str(err))}", soft_wrap=True)
             sys.exit(err.exit_code)

@@ -29,6 +29,7 @@ from prbj.judges.base import (
 from prbj.judges.official import Protocol, official_positions, parse_official_verdict
 from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
+from prbj.llm.prompt_cache import shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
 from prbj.prompts import Template, builtin, combined_sha
 
@@ -210,11 +211,19 @@ class LLMJudgeBase:
         """The sample indexes a call may use: 0, and with --retry-failed a few fresh ones after a failure."""
         return range(1 + (MAX_RETRY_SAMPLES if self.retry_failed else 0))
 
-    async def _ask(self, prompt: tuple[str, str], usage: Usage, sample: int = 0) -> LLMResult:
+    async def _ask(
+        self, prompt: tuple[str, str], usage: Usage, sample: int = 0, varying: Sequence[str] = ()
+    ) -> LLMResult:
+        """`varying`: the texts that differ between the calls of a pair (the answers); what comes before the
+        first of them is shared, and marked for the provider's prompt cache."""
         system, user = prompt
         # --samples K asks sample k at index k × stride; --retry-failed re-asks a failed one at the next indexes.
         request = LLMRequest.chat(
-            system, user, template_hash=self._template_hash(), sample_index=self.sample_index + sample
+            system,
+            user,
+            template_hash=self._template_hash(),
+            sample_index=self.sample_index + sample,
+            shared_prefix_chars=shared_prefix_chars(user, varying),
         )
         result = await self.gateway.call(self.provider, request)
         usage.add(result, prompt_hash=prompt_hash(system, user))
@@ -350,7 +359,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 "rubrics": block.rubrics,
             }
         )
-        result = await self._ask(prompt, usage, sample)
+        result = await self._ask(prompt, usage, sample, varying=(answer_a, answer_b))
         if not result.ok:
             return _status(result), None, result.error
         letter = self._read_verdict(result.text, [answer_a, answer_b])
@@ -441,7 +450,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
                 "rubrics": block.rubrics,
             }
         )
-        result = await self._ask(prompt, usage, sample)
+        result = await self._ask(prompt, usage, sample, varying=(answer,))
         if not result.ok:
             raise ScoreFailure(_status(result), result.error or "call failed")
         value = parse_score(result.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])

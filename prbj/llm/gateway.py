@@ -24,11 +24,14 @@ from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_a
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
+from prbj.llm.answer import answer_value
+from prbj.llm.batch.queue import BatchQueue, Pending, batch_cost
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
+from prbj.llm.prompt_cache import cache_adjustment
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import (
     BackoffWait,
@@ -69,6 +72,9 @@ class LLMRequest:
     # Distinguishes repeated samples of the same prompt (Best-of-N); 0 for single calls.
     sample_index: int = 0
     purpose: str = "judge"
+    # Characters at the start of the last user message that other calls share (a pair's profile and question):
+    # where an Anthropic cache breakpoint goes. Not part of the key: it changes the price, never the answer.
+    shared_prefix_chars: int = 0
 
     @staticmethod
     def chat(system: str | None, user: str, **kwargs: Any) -> LLMRequest:
@@ -117,6 +123,14 @@ class ProviderStats:
     planned_prompt_tokens: int = 0
     planned_completion_tokens: int = 0
     planned_cost_usd: float = 0.0
+    # Batch mode (--batch): answers bought in provider batch jobs, what they cost, and what live calls would have.
+    batch_calls: int = 0
+    batch_cost_usd: float = 0.0
+    batch_saved_usd: float = 0.0
+    planned_batch_cost_usd: float = 0.0
+    # Provider prompt caching: input tokens read from the provider's cache, and what that saved net of writes.
+    cached_input_tokens: int = 0
+    provider_cache_saved_usd: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -145,6 +159,7 @@ class Gateway:
         mode: Mode = "live",
         retry: RetryPolicy | None = None,
         transports: Mapping[str, Transport] | None = None,
+        batch: BatchQueue | None = None,
     ) -> None:
         self.cache = cache
         self.budget = budget or Budget()
@@ -156,6 +171,11 @@ class Gateway:
         # Names this gateway's leases in a shared cache folder (see _buy_leased).
         self._holder = new_lease_holder()
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
+        # --batch: misses are queued for provider batch jobs instead of sent (see flush_batch).
+        self.batch = batch
+        # Answers this run bought in batch jobs: later rounds see them as bought now (cost, not cached), as a live
+        # run's tables would.
+        self._batch_bought: dict[str, LLMResult] = {}
 
     # --- lifetime ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -201,6 +221,9 @@ class Gateway:
     async def call(self, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
         state = self._state(provider)
         key = self.request_key(provider, request)
+        bought = self._batch_bought.get(key)
+        if bought is not None:
+            return bought
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             return self._hit(state, hit)
@@ -209,6 +232,8 @@ class Gateway:
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
+        if self.batch is not None and state.spec.transport == LITELLM_TRANSPORT:
+            return await self._queue(state, request, key)
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
         result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, request, key))
         if shared:
@@ -232,7 +257,89 @@ class Gateway:
         value, _ = await _once(self._computing, key, compute_and_store)
         return value
 
+    async def in_rounds(self, work: Callable[[], Awaitable[T]]) -> T:
+        """`work()`'s result. Under --batch the misses of each round are bought in batch jobs and `work` runs
+        again (a step that needs an earlier answer, like a planner's aspects or a built answer's check, is asked
+        only once that answer is in), until a round queues nothing: that round's result is the run's, as a live
+        run would have made it. Without --batch, one round."""
+        while True:
+            before = {name: asdict(state.stats) for name, state in self._providers.items()}
+            result = await work()
+            if not await self.flush_batch():
+                return result
+            # This round's results are dropped, and so are the hits and skips it counted: the next round counts
+            # them again. What its batch jobs bought stays counted.
+            for name, state in self._providers.items():
+                for counter in _ROUND_COUNTERS:
+                    setattr(state.stats, counter, before.get(name, {}).get(counter, 0))
+
+    async def flush_batch(self) -> bool:
+        """Batch mode: submit what was queued, wait for the jobs and store their answers in the cache. False
+        when nothing was queued (the last round's results are final). Raises BatchSubmitted under --no-wait."""
+        batch = self.batch
+        if batch is None or not batch.pending:
+            return False
+        queued = dict(batch.pending)
+        for answer in await batch.flush():
+            pending = queued.get(answer.key)
+            if pending is None:
+                continue  # another run's request that shared a job with ours: stored, not ours to count
+            stats = self._state(pending.spec).stats
+            if answer.completion is None:
+                self.budget.release(pending.reserved)
+                stats.errors += 1
+                continue
+            self.budget.settle(pending.reserved, answer.cost_usd)
+            completion = answer.completion
+            self._batch_bought[answer.key] = LLMResult(
+                status="ok",
+                text=completion.text,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                cost_usd=answer.cost_usd,
+                original_cost_usd=answer.cost_usd,
+                attempts=1,
+            )
+            stats.batch_calls += 1
+            stats.prompt_tokens += answer.completion.prompt_tokens
+            stats.completion_tokens += answer.completion.completion_tokens
+            stats.cost_usd += answer.cost_usd
+            stats.batch_cost_usd += answer.cost_usd
+            stats.batch_saved_usd += answer.live_cost_usd - answer.cost_usd
+            stats.cached_input_tokens += answer.completion.cached_tokens
+            stats.provider_cache_saved_usd += answer.provider_cache_saved_usd
+        return True
+
     # --- internals -----------------------------------------------------------------------------------
+    async def _queue(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
+        """Batch mode: a miss joins the next batch job (reserved at batch prices); a line that failed in this
+        run's batch is an api_error with the provider's reason, bought again only by a later run."""
+        batch = self.batch
+        assert batch is not None
+        reason = batch.failures.get(key)
+        if reason is not None:
+            return LLMResult(status="api_error", error=f"batch: {reason}")
+        spec = state.spec
+        call = ChatCall(
+            spec,
+            [dict(m) for m in request.messages],
+            self._params(spec, request),
+            spec.api_key(),
+            shared_prefix_chars=request.shared_prefix_chars,
+        )
+        pending = Pending(spec, key, call, request.purpose)
+        if key not in batch.pending:
+            prompt, completion, _ = self._estimate(spec, request)
+            pending.reserved = batch_cost(spec, prompt, completion)
+            if not await self.budget.reserve(pending.reserved):
+                state.stats.skipped_budget += 1
+                return LLMResult(
+                    status="skipped_budget",
+                    error=f"would cross --max-cost (worst case ${pending.reserved:.4f} at batch price)",
+                )
+            batch.enqueue(pending)
+        return LLMResult(status="skipped_cache", error="queued for a provider batch job")
+
     def _hit(self, state: _ProviderState, hit: Mapping[str, Any]) -> LLMResult:
         state.stats.cache_hits += 1
         state.stats.saved_usd += float(hit.get("cost_usd", 0.0))
@@ -320,6 +427,8 @@ class Gateway:
         state.stats.planned_prompt_tokens += prompt
         state.stats.planned_completion_tokens += completion
         state.stats.planned_cost_usd += cost
+        if self.batch is not None:
+            state.stats.planned_batch_cost_usd += batch_cost(state.spec, prompt, completion)
         return LLMResult(status="dry_run", error="not sent (--dry-run)")
 
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
@@ -388,7 +497,10 @@ class Gateway:
             completion.prompt_tokens,
             completion.completion_tokens,
         )
-        cost = spec.cost(prompt_tokens, completion_tokens)
+        provider_cache = cache_adjustment(spec, completion.cached_tokens, completion.cache_write_tokens)
+        cost = spec.cost(prompt_tokens, completion_tokens) + provider_cache
+        stats.cached_input_tokens += completion.cached_tokens
+        stats.provider_cache_saved_usd -= provider_cache
         self.budget.settle(reserved, cost)
         state.tokens.correct(prompt_estimate + completion_bound, prompt_tokens + completion_tokens)
         stats.calls_ok += 1
@@ -397,15 +509,7 @@ class Gateway:
         stats.cost_usd += cost
         if self.cache is not None:
             self.cache.store_soon(
-                key,
-                {
-                    "text": text,
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "cost_usd": cost,
-                    "model": spec.model,
-                    "purpose": request.purpose,
-                },
+                key, answer_value(text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose)
             )
         return LLMResult(
             status="ok",
@@ -442,7 +546,13 @@ class Gateway:
                 f"internal: provider {spec.name!r} needs the transport {spec.transport!r}, which is not "
                 f"registered on this gateway"
             )
-        call = ChatCall(spec, [dict(m) for m in request.messages], self._params(spec, request), api_key)
+        call = ChatCall(
+            spec,
+            [dict(m) for m in request.messages],
+            self._params(spec, request),
+            api_key,
+            shared_prefix_chars=request.shared_prefix_chars,
+        )
         breaker = state.breaker
         async with state.concurrency, breaker.admit():
             if state.pacer is not None:
@@ -489,6 +599,10 @@ class Gateway:
             latency_s=time.monotonic() - started,
             attempts=attempts,
         )
+
+
+# What a round of calls counts that a later round counts again (see Gateway.in_rounds).
+_ROUND_COUNTERS = ("cache_hits", "saved_usd", "skipped_budget", "skipped_cache")
 
 
 class _OverBudget(Exception):

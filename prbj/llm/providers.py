@@ -66,6 +66,9 @@ class ProviderSpec:
     input_price: float | None = None
     output_price: float | None = None
     price_source: str = "profile"
+    # USD per token in a provider batch job ([price] batch_input / batch_output); None: half the live price.
+    batch_input_price: float | None = None
+    batch_output_price: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     timeout: float = 120.0
     source: str = ""
@@ -297,6 +300,8 @@ def load_profile(
         max_concurrency=concurrency,
         input_price=_price(price, "input", path),
         output_price=_price(price, "output", path),
+        batch_input_price=_price(price, "batch_input", path),
+        batch_output_price=_price(price, "batch_output", path),
         params=params,
         timeout=float(_positive(raw, "timeout", path) or 120.0),
         source=_described_source(path),

@@ -6,10 +6,12 @@ a ProviderSpec ready to call (it needs in-process models, which sit above this l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from prbj.errors import ConfigError
+from prbj.llm.batch.queue import BatchQueue
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway, Mode
@@ -29,6 +31,9 @@ class GatewayOptions:
     tpm: float | None = None
     max_concurrency: int | None = None
     timeout: float | None = None
+    # --batch: buy misses through provider batch jobs; --no-wait: submit them and stop (collect later).
+    batch: bool = False
+    wait: bool = True
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> GatewayOptions:
@@ -62,4 +67,13 @@ class GatewayOptions:
             from dotenv import load_dotenv
 
             load_dotenv(self.env_file, override=False)
-        return Gateway(ResponseCache(self.cache_dir), Budget(self.max_cost), mode=self.mode)
+        if self.batch and self.cache_only:
+            raise ConfigError("--batch and --cache-only exclude each other")
+        cache = ResponseCache(self.cache_dir)
+        return Gateway(cache, Budget(self.max_cost), mode=self.mode, batch=self._batch_queue(cache))
+
+    def _batch_queue(self, cache: ResponseCache) -> BatchQueue | None:
+        if not self.batch:
+            return None
+        run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
+        return BatchQueue(cache, cache.directory, run_id=run_id, wait=self.wait)

@@ -29,6 +29,8 @@ class ChatCall:
     messages: list[dict[str, str]]
     params: Mapping[str, Any]
     api_key: str | None
+    # Characters of the last user message that other calls share (Anthropic cache breakpoint); 0: none.
+    shared_prefix_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class Completion:
     text: str
     prompt_tokens: int
     completion_tokens: int
+    # Of the prompt tokens: read from, and written to, the provider's prompt cache (billed at other rates).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class Transport(Protocol):
@@ -51,7 +56,7 @@ class LiteLLMTransport:
         spec = call.provider
         response = await litellm().acompletion(
             model=spec.model,
-            messages=call.messages,
+            messages=anthropic_cache_breakpoint(call),
             api_base=spec.api_base,
             api_key=call.api_key if call.api_key is not None or not spec.api_base else KEYLESS_PLACEHOLDER,
             timeout=spec.timeout,
@@ -62,8 +67,37 @@ class LiteLLMTransport:
         )
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
+        cached, written = prompt_cache_counts(usage)
         return Completion(
             text=choice.message.content or "",
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            cached_tokens=cached,
+            cache_write_tokens=written,
         )
+
+
+def prompt_cache_counts(usage: Any) -> tuple[int, int]:
+    """(tokens read from, written to) the provider's prompt cache, from LiteLLM's usage: it reports OpenAI's
+    cached_tokens, Gemini's cachedContentTokenCount and Anthropic's cache_read_input_tokens as
+    prompt_tokens_details.cached_tokens, and Anthropic's cache_creation_input_tokens as is."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0)
+    written = int(
+        getattr(usage, "cache_creation_input_tokens", 0) or getattr(details, "cache_write_tokens", 0) or 0
+    )
+    return cached, written
+
+
+def anthropic_cache_breakpoint(call: ChatCall) -> list[dict[str, Any]]:
+    """The messages to send: for Anthropic models whose shared prefix reaches the model's minimum cacheable
+    length, with a cache_control breakpoint after that prefix (other providers cache prefixes on their own)."""
+    from prbj.llm.prompt_cache import family, min_prefix_tokens, with_cache_breakpoint
+
+    if call.shared_prefix_chars <= 0 or family(call.provider.model) != "anthropic":
+        return list(call.messages)
+    system = sum(len(m["content"]) for m in call.messages if m.get("role") == "system")
+    # ~4 characters a token: a prefix below the minimum would be refused silently and bill the write premium.
+    if (system + call.shared_prefix_chars) / 4 < min_prefix_tokens(call.provider.model):
+        return list(call.messages)
+    return with_cache_breakpoint([dict(m) for m in call.messages], call.shared_prefix_chars)

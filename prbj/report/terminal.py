@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -163,7 +163,8 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
     )
     table.add_column("provider", style="bold", no_wrap=True)
     if dry_run:
-        for name in ("calls needed", "cached", "est. tok in", "est. tok out", "est. USD"):
+        extras = _extra_columns(usage, dry_run=True)
+        for name in ("calls needed", "cached", "est. tok in", "est. tok out", "est. USD", *extras):
             table.add_column(name, justify="right", no_wrap=True)
         for row in usage:
             table.add_row(
@@ -173,9 +174,11 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
                 f"{row['planned_prompt_tokens']:,}",
                 f"{row['planned_completion_tokens']:,}",
                 f"{row['planned_cost_usd']:.4f}",
+                *(cell(row) for cell in extras.values()),
             )
         return table
-    for name in ("sent", "retry", "cached", "failed", "skipped", "tok in", "tok out", "$ spent", "$ saved"):
+    extras = _extra_columns(usage, dry_run=False)
+    for name in ("sent", "retry", "cached", "failed", "skipped", "tok in", "tok out", "$ spent", "$ saved", *extras):
         table.add_column(name, justify="right", no_wrap=True)
     for row in usage:
         table.add_row(
@@ -189,5 +192,22 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
             f"{row['completion_tokens']:,}",
             f"{row['cost_usd']:.4f}",
             f"{row['saved_usd']:.4f}",
+            *(cell(row) for cell in extras.values()),
         )
     return table
+
+
+def _extra_columns(usage: Sequence[dict[str, Any]], *, dry_run: bool) -> dict[str, Callable[[dict[str, Any]], str]]:
+    """Columns shown only when some provider used them: batch jobs (--batch) and the provider's prompt cache."""
+    columns: dict[str, Callable[[dict[str, Any]], str]] = {}
+    if dry_run:
+        if any(row.get("planned_batch_cost_usd") for row in usage):
+            columns["est. USD batch"] = lambda row: f"{row.get('planned_batch_cost_usd', 0.0):.4f}"
+        return columns
+    if any(row.get("batch_calls") for row in usage):
+        columns["batch"] = lambda row: str(row.get("batch_calls", 0))
+        columns["$ saved by batch"] = lambda row: f"{row.get('batch_saved_usd', 0.0):.4f}"
+    if any(row.get("cached_input_tokens") for row in usage):
+        columns["cached input tokens"] = lambda row: f"{row.get('cached_input_tokens', 0):,}"
+        columns["$ saved by provider cache"] = lambda row: f"{row.get('provider_cache_saved_usd', 0.0):.4f}"
+    return columns

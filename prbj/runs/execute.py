@@ -145,6 +145,34 @@ def _task(pair: Any, judge: Judge, swapped: dict[str, Any]) -> PairTask:
     return PairTask(pair, judge.context)
 
 
+async def _judge_in_rounds(
+    dataset: Dataset,
+    judges: Sequence[Judge],
+    *,
+    concurrency: int,
+    show_progress: bool,
+    seed: int,
+    gateway: Gateway | None,
+) -> list[Judgment]:
+    """Judge everything; under --batch the misses of each round are bought in batch jobs and the round is run
+    again (a planner's aspects must come back before the judge calls that show them can be asked), until a
+    round queues nothing: its judgments are the run's, as a live run would have made them."""
+    work = partial(
+        judge_dataset,
+        dataset,
+        judges,
+        concurrency=concurrency,
+        show_progress=show_progress,
+        seed=seed,
+        gateway=gateway,
+    )
+    if gateway is None:
+        return await work()
+    if gateway.batch is not None:
+        gateway.batch.show_progress = show_progress
+    return await gateway.in_rounds(work)
+
+
 def execute(
     dataset: Dataset,
     judges: Sequence[Judge],
@@ -157,7 +185,7 @@ def execute(
     for judge in judges:
         judge.prepare(dataset.pairs)
     judgments = asyncio.run(
-        judge_dataset(
+        _judge_in_rounds(
             dataset,
             judges,
             concurrency=config.concurrency,

@@ -1,0 +1,107 @@
+"""Provider prompt caching through the gateway against the loopback: Anthropic gets a cache_control breakpoint
+after the shared prefix (only when it is long enough), and the cached-token usage of all three providers is
+read through LiteLLM, priced at the cache rates and reported."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from loopback import ProviderServer
+
+from prbj.llm.gateway import Gateway, LLMRequest
+from prbj.llm.prompt_cache import cache_rates
+from prbj.llm.providers import ProviderSpec
+
+MODELS = {
+    "openai": "openai/gpt-5.1-2025-11-13",
+    "anthropic": "anthropic/claude-sonnet-4-5-20250929",
+    "gemini": "gemini/gemini-2.5-flash",
+}
+SHARED = "profile: " + " ".join(f"post{i} about hiking and tea" for i in range(1200))
+
+
+@pytest.fixture(scope="module")
+def server():
+    with ProviderServer(reply=lambda request: "Result: A") as running:
+        yield running
+
+
+def spec(server, family: str) -> ProviderSpec:
+    return ProviderSpec(
+        name=family, model=MODELS[family], api_key_env=None, api_base=server.url, api_key_required=False,
+        input_price=1e-6, output_price=4e-6,
+    )  # fmt: skip
+
+
+def ask_twice(server, family: str) -> Gateway:
+    gateway = Gateway()
+    provider = spec(server, family)
+
+    async def both() -> None:
+        for order in ("A first", "B first"):
+            user = f"{SHARED}\n## Question\nWhich?\n## Answers\n{order}"
+            request = LLMRequest.chat("You are a judge.", user, shared_prefix_chars=len(SHARED) + 1)
+            result = await gateway.call(provider, request)
+            assert result.ok, result.error
+
+    asyncio.run(both())
+    return gateway
+
+
+@pytest.mark.parametrize("family", ["openai", "anthropic", "gemini"])
+def test_cached_input_tokens_are_read_priced_and_reported(server, family) -> None:
+    server.reset()
+    server.prefix_cache_min = 1000
+    (stats,) = ask_twice(server, family).stats()
+    shared_words = len(("You are a judge.\n" + SHARED).split()) if family == "anthropic" else None
+    assert stats.cached_input_tokens > 0
+    if shared_words is not None:
+        assert stats.cached_input_tokens == shared_words
+    read, _ = cache_rates(spec(server, family))
+    assert read < 1e-6
+    # Net of Anthropic's write premium on the first call, the second call's read still saves money.
+    assert stats.provider_cache_saved_usd > 0
+    full_price = (stats.prompt_tokens * 1e-6) + stats.completion_tokens * 4e-6
+    assert stats.cost_usd == pytest.approx(full_price - stats.provider_cache_saved_usd)
+
+
+def test_anthropic_breakpoint_marks_the_shared_prefix_and_keeps_the_text(server) -> None:
+    server.reset()
+    ask_twice(server, "anthropic")
+    first = server.requests[0].body["messages"][-1]["content"]
+    assert first[0]["cache_control"] == {"type": "ephemeral"}
+    assert first[0]["text"] + first[1]["text"] == f"{SHARED}\n## Question\nWhich?\n## Answers\nA first"
+    assert "cache_control" not in first[1]
+
+
+def test_a_short_prefix_gets_no_breakpoint(server) -> None:
+    server.reset()
+    gateway = Gateway()
+    request = LLMRequest.chat("judge", "short shared part\nanswers", shared_prefix_chars=18)
+    assert asyncio.run(gateway.call(spec(server, "anthropic"), request)).ok
+    assert isinstance(server.requests[0].body["messages"][-1]["content"], (str, list))
+    content = server.requests[0].body["messages"][-1]["content"]
+    assert not any(
+        isinstance(b, dict) and b.get("cache_control") for b in (content if isinstance(content, list) else [])
+    )
+
+
+@pytest.mark.parametrize("name", ["pairwise_user", "pointwise_user"])
+def test_judge_templates_put_what_pairs_share_first(name) -> None:
+    """System, then the user's profile or aspects ({context}), then the question, then the answers: the two
+    orders of a pair and the pointwise calls share everything before the first answer."""
+    from prbj.prompts import builtin
+
+    text = builtin(name).text
+    positions = [text.index(p) for p in ("{context}", "{question}")]
+    answers = [text.index(p) for p in ("{Response_A}", "{Response_B}", "{response}") if p in text]
+    assert positions == sorted(positions) and max(positions) < min(answers)
+
+
+def test_the_shared_prefix_ends_where_the_first_answer_starts() -> None:
+    from prbj.llm.prompt_cache import shared_prefix_chars
+
+    text = "profile\nquestion\n## Answer A\nfirst\n## Answer B\nsecond"
+    assert text[: shared_prefix_chars(text, ("second", "first"))] == "profile\nquestion\n## Answer A\n"
+    assert shared_prefix_chars(text, ("absent",)) == 0
