@@ -22,7 +22,6 @@ import polars as pl
 from prbj.analysis.stats import bootstrap_ci
 from prbj.data.schema import Pair
 
-SLICE_KINDS: tuple[str, ...] = ("profile-posts", "profile-tokens", "length-diff", "subset", "aspects")
 FEATURE_COLUMNS = {
     "profile-posts": "profile_posts",
     "profile-tokens": "profile_tokens",

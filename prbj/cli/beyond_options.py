@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from prbj.analysis.slices import SLICE_KINDS
+from prbj.analysis.slice_kinds import SLICE_KINDS
 from prbj.cli.options import stacked
 
 slice_option = click.option(
