@@ -11,7 +11,7 @@ import polars as pl
 
 from prbj.analysis.beyond import beyond_figures
 from prbj.analysis.jury import JurySpec, JuryStats, add_juries, parse_jury
-from prbj.analysis.slices import SLICE_KINDS
+from prbj.analysis.slice_kinds import SLICE_KINDS
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
 from prbj.judges.sampling import with_samples
