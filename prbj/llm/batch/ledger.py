@@ -21,7 +21,7 @@ from typing import Any
 try:
     import fcntl
 except ImportError:  # Windows: no cross-process lock, so one --batch run per cache folder at a time there
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the module or None: checked before every lock
 
 LEDGER_DIR = "batches"
 # Local states; a provider's own state names ride along in `provider_state`.
