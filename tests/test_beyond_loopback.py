@@ -176,3 +176,27 @@ def test_jury_verdict_equals_the_majority_by_hand(harness: Harness, server: Prov
     before = server.count()
     bad = harness.judge(dataset, "--context", "none", "--jury", "duo=gemini-3-flash,gpt-5.1")
     assert bad.exit_code == 2 and server.count() == before
+
+
+def test_temperature_reaches_the_provider_and_keys_the_cache(harness: Harness, server: ProviderServer) -> None:
+    server.reply = lambda request: f"Result: {chosen_letter(request)}"
+    dataset = harness.dataset(own_profiles(4))
+    first = harness.judge(dataset, "--context", "profile", "--samples", "2", "--temperature", "0.7")
+    assert first.exit_code == 0, first.output
+    assert server.count() == 8
+    assert {_temperature(r) for r in server.requests} == {0.7}
+    # Answers at the profile's own temperature are other answers: asked anew, without a temperature override.
+    server.reset()
+    default = harness.judge(dataset, "--context", "profile")
+    assert default.exit_code == 0, default.output
+    assert server.count() == 4
+    assert all(_temperature(r) != 0.7 for r in server.requests)
+    # The same temperature again is all cache.
+    server.reset()
+    again = harness.judge(dataset, "--context", "profile", "--samples", "2", "--temperature", "0.7")
+    assert again.exit_code == 0 and server.count() == 0
+
+
+def _temperature(request: ChatRequest) -> object:
+    # Gemini carries it in generationConfig; the OpenAI and Anthropic formats at the top of the body.
+    return request.body.get("generationConfig", {}).get("temperature", request.body.get("temperature"))

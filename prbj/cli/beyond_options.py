@@ -23,8 +23,16 @@ beyond_options = stacked(
         default=1,
         show_default=True,
         metavar="K",
-        help="Ask each LLM judgment K times (at the profile's temperature) and report agreement and "
-        "majority-vote accuracy; accuracy stays that of the first sample.",
+        help="Ask each LLM judgment K times (at the profile's temperature, or --temperature) and report "
+        "agreement and majority-vote accuracy; accuracy stays that of the first sample.",
+    ),
+    click.option(
+        "--temperature",
+        type=click.FloatRange(min=0, max=2),
+        default=None,
+        metavar="T",
+        help="Sampling temperature of the LLM judges' calls for this run [default: the profile's]; part of the "
+        "cache key, so answers at another temperature are asked anew.",
     ),
     click.option(
         "--jury",
@@ -41,4 +49,4 @@ beyond_options = stacked(
         "Holm correction, minimum detectable difference (summary.json 'comparisons').",
     ),
 )
-"""--samples, --jury, --slice, --compare."""
+"""--samples, --temperature, --jury, --slice, --compare."""
