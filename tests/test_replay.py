@@ -89,10 +89,11 @@ def test_an_all_hits_rerun_never_imports_litellm(server, tmp_path) -> None:
 
 
 def test_remembered_facts_are_untrusted_data(server, tmp_path) -> None:
-    """A malformed or foreign file is ignored (prices looked up again), never trusted."""
+    """A malformed or foreign file is ignored (prices looked up again), never trusted. A dry run resolves the
+    provider's price (`prbj providers` reads LiteLLM's price file itself and never consults the facts)."""
     facts = tmp_path / "model-map.json"
     facts.write_text(json.dumps({"litellm": "0.0.0-other", "prices": {"openai/gpt-5.1-2025-11-13": [0, 0]}}))
-    done = prbj(tmp_path, "providers")
+    done = judge(server, tmp_path, "--dry-run")
     assert done.returncode == 0, done.stderr
     assert "litellm imported: True" in done.stderr
     version = json.loads(facts.read_text())["litellm"]
@@ -104,7 +105,7 @@ def test_remembered_facts_are_untrusted_data(server, tmp_path) -> None:
         '{"litellm": "%s", "prices": {"openai/gpt-5.1-2025-11-13": [-1, "x"]}}',
     ):
         facts.write_text(garbage % version if "%s" in garbage else garbage)
-        done = prbj(tmp_path, "providers")
+        done = judge(server, tmp_path, "--dry-run")
         assert done.returncode == 0, done.stderr
         assert "litellm imported: True" in done.stderr
         assert json.loads(facts.read_text())["prices"]["openai/gpt-5.1-2025-11-13"] == [1.25e-06, 1e-05]
