@@ -169,6 +169,11 @@ def main() -> None:
 
     ours = [score for j in judgments for score in (j.score_chosen, j.score_rejected)]
     worst = max(abs(a - b) for a, b in zip(ours, reference, strict=True))
+    # A pair's verdict is what the benchmark scores; a rounding difference must never flip one.
+    flipped = sum(
+        (a > b) != (c > d) or (a == b) != (c == d)
+        for a, b, c, d in zip(ours[::2], ours[1::2], reference[::2], reference[1::2], strict=True)
+    )
     truncated = sum(bool(j.truncated) for j in judgments)
     print(
         f"tokens: {tokens} (mean {tokens / len(conversations):.0f} per answer; {truncated} pairs truncated)"
@@ -189,7 +194,9 @@ def main() -> None:
         f"(shared prefixes: {judge.model.prefix_sharing})"
     )
     print(f"ratio plain / prbj: {plain_s / prbj_s:.2f}x wall clock, {plain_cpu / prbj_cpu:.2f}x CPU time")
-    print(f"largest score difference prbj vs plain: {worst:.2e}")
+    print(
+        f"largest score difference prbj vs plain: {worst:.2e}; verdicts that differ: {flipped}"
+    )
     print(
         f"rerun served from the cache: {cached_s:.3f} s, {rerun.model.forward_passes} forward passes, "
         f"weights loaded: {rerun.model.loaded}"

@@ -382,3 +382,39 @@ def test_malformed_profile_fields_are_named(tmp_path, content, field) -> None:
     (tmp_path / "bad.toml").write_text(content)
     with pytest.raises(ConfigError, match=rf"bad.toml: field '{field}'"):
         resolve_provider("bad", tmp_path)
+
+
+async def test_prompt_tokens_are_counted_only_when_a_cap_or_tpm_uses_them(
+    server, tmp_path, monkeypatch
+) -> None:
+    import prbj.llm.gateway as gateway_module
+
+    counted: list[str] = []
+    real_count = gateway_module.count_prompt_tokens
+
+    def spy(model: str, messages: list[dict[str, str]]) -> int:
+        counted.append(model)
+        return real_count(model, messages)
+
+    monkeypatch.setattr(gateway_module, "count_prompt_tokens", spy)
+    spec = _priced(server, tpm=None)  # the bundled profile has a TPM limit
+    await gateway(tmp_path / "free").call(spec, ask("no cap, no tpm"))
+    assert counted == []
+    await gateway(tmp_path / "capped", budget=Budget(max_cost=10.0)).call(spec, ask("capped"))
+    assert len(counted) == 1
+    await gateway(tmp_path / "tpm").call(replace(spec, tpm=1_000_000), ask("tpm window"))
+    assert len(counted) == 2
+
+
+async def test_an_uncapped_timeout_is_still_charged_its_full_worst_case(server, tmp_path) -> None:
+    server.inject(Fault("hang", seconds=3))
+    # $1 per 1000 tokens in and out: the worst case includes the prompt, counted when the attempt times out.
+    spec = provider("gpt-5.1", server, input_price=0.001, output_price=0.001, params={"max_tokens": 100})
+    gw = gateway(tmp_path)
+    request = ask("slow then fine, no cap")
+    result = await gw.call(replace(spec, timeout=0.4), request)
+    assert result.ok and result.attempts == 2
+    worst_case = gw._estimate(spec, request)[2]
+    assert worst_case > 0.1  # the prompt is part of it
+    assert gw.budget.spent == pytest.approx(worst_case + result.cost_usd)
+    assert gw.stats()[0].cost_usd == pytest.approx(worst_case + result.cost_usd)

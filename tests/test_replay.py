@@ -89,7 +89,8 @@ def test_an_all_hits_rerun_never_imports_litellm(server, tmp_path) -> None:
 
 
 def test_remembered_facts_are_untrusted_data(server, tmp_path) -> None:
-    """A malformed or foreign file is ignored (prices looked up again), never trusted."""
+    """A malformed or foreign file is ignored (prices looked up again), never trusted. A dry run resolves the
+    provider's price (`prbj providers` reads LiteLLM's price file itself and never consults the facts)."""
     facts = tmp_path / "model-map.json"
     facts.write_text(json.dumps({"litellm": "0.0.0-other", "prices": {"openai/gpt-5.1-2025-11-13": [0, 0]}}))
     # A dry run resolves the judge's price (`prbj providers` reads LiteLLM's price file without importing it).

@@ -417,10 +417,10 @@ class ResponseCache:
 
     def _raise_failed_writes(self) -> None:
         for future in self._unchecked:
-            if future.done() and future.exception() is not None:
+            error = future.exception() if future.done() else None
+            if error is not None:
                 self._unchecked = []
-                # done() with an exception() checked just above: it is a BaseException, not None.
-                raise future.exception()  # type: ignore[misc]
+                raise error
 
     def _thread(self) -> ThreadPoolExecutor:
         if self._worker is None:

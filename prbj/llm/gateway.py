@@ -407,10 +407,12 @@ class Gateway:
         # The output bound reserved by the budget is the bound sent: without it a reply could run unbounded.
         return {"max_tokens": DEFAULT_MAX_TOKENS, **provider.params, **request.params}
 
+    def _completion_bound(self, provider: ProviderSpec, request: LLMRequest) -> int:
+        return int(self._params(provider, request).get("max_tokens") or DEFAULT_MAX_TOKENS)
+
     def _estimate(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
-        params = self._params(provider, request)
         prompt = count_prompt_tokens(provider.model, [dict(m) for m in request.messages])
-        completion = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
+        completion = self._completion_bound(provider, request)
         return prompt, completion, provider.cost(prompt, completion)
 
     async def _estimate_off_loop(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
@@ -433,7 +435,15 @@ class Gateway:
 
     async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
         spec, stats = state.spec, state.stats
-        prompt_estimate, completion_bound, worst_case = await self._estimate_off_loop(spec, request)
+        # Counting the prompt's tokens costs about a millisecond per call; only a spending cap or a TPM window
+        # uses the count. Without either, the reservation is the output bound alone (nothing checks it) and a
+        # timed-out attempt counts its full worst case when it happens (_account_failed_attempt).
+        counted = self.budget.max_cost is not None or bool(state.tokens.tpm)
+        if counted:
+            prompt_estimate, completion_bound, worst_case = await self._estimate_off_loop(spec, request)
+        else:
+            prompt_estimate, completion_bound = 0, self._completion_bound(spec, request)
+            worst_case = spec.cost(0, completion_bound)
         if not await self.budget.reserve(worst_case):
             stats.skipped_budget += 1
             return LLMResult(
@@ -464,7 +474,7 @@ class Gateway:
                             state, request, api_key, prompt_estimate + completion_bound
                         )
                     except Exception as err:
-                        self._account_failed_attempt(state, err, reserved)
+                        self._account_failed_attempt(state, err, reserved, None if counted else request)
                         reserved = 0.0
                         raise
                     except asyncio.CancelledError:
@@ -575,12 +585,21 @@ class Gateway:
             breaker.record_success()
             return completion
 
-    def _account_failed_attempt(self, state: _ProviderState, error: BaseException, reserved: float) -> None:
+    def _account_failed_attempt(
+        self,
+        state: _ProviderState,
+        error: BaseException,
+        reserved: float,
+        uncounted: LLMRequest | None = None,
+    ) -> None:
         """A timed-out request may still have been processed and billed: its worst case counts as spent.
-        Other failures (429, 5xx, refused connections) were not billed: the reservation is given back."""
+        Other failures (429, 5xx, refused connections) were not billed: the reservation is given back.
+        `uncounted` is the request when its prompt was not counted up front (no cap, no TPM window): its worst
+        case is counted now, so a timeout is accounted exactly as before."""
         if is_timeout(error):
-            self.budget.settle(reserved, reserved)
-            state.stats.cost_usd += reserved
+            billed = reserved if uncounted is None else self._estimate(state.spec, uncounted)[2]
+            self.budget.settle(reserved, billed)
+            state.stats.cost_usd += billed
         else:
             self.budget.release(reserved)
 
