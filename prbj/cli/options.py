@@ -191,7 +191,7 @@ scalar_options = stacked(
         type=click.IntRange(min=1),
         default=None,
         help="Padded tokens per forward pass of hf: reward models (bounds memory; scores change only by float "
-        "rounding, ~6e-8 in fp32). "
+        "rounding: ~1e-6 of the score's size in fp32). "
         "Default: 16384 on a GPU, 4096 on a CPU. On a GPU raise --concurrency too, so that more answers wait "
         "to be batched.",
     ),
