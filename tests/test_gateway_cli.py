@@ -110,6 +110,7 @@ def test_missing_key_is_one_line_naming_the_variable(server, tmp_path) -> None:
     assert server.count() == 0
 
 
+@pytest.mark.processes
 def test_dry_run_and_cache_only_send_nothing(server, tmp_path) -> None:
     run(prbj(server, tmp_path, "--limit", "1"))  # buys 3 answers
     server.reset()

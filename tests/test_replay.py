@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from loopback import ProviderServer
 
+# Every test here starts real prbj processes (seconds each): CI runs them in the `processes` step.
+pytestmark = pytest.mark.processes
+
 # Runs the real CLI and says on stderr, at exit, whether LiteLLM was imported in this process.
 WRAPPER = (
     "import atexit, sys\n"

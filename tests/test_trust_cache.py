@@ -79,6 +79,7 @@ def test_values_are_stored_as_json(tmp_path: Path) -> None:
     assert row[0] == diskcache.core.MODE_RAW and bytes(row[1]).startswith(b'{"value":{"text":"\xc3\xa9"')
 
 
+@pytest.mark.processes
 def test_cli_refuses_a_planted_pickle_with_one_line(server, tmp_path: Path) -> None:
     cache, proof = tmp_path / "cache", tmp_path / "pwned"
     assert _judge(server, cache, tmp_path / "out").exit_code == 0
@@ -102,6 +103,7 @@ def test_cli_refuses_a_cache_from_an_older_prbj(server, tmp_path: Path) -> None:
     assert server.count() == 0
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_cli_names_a_corrupt_cache_folder(server, tmp_path: Path, damage: str) -> None:
     cache = tmp_path / "cache"
@@ -126,6 +128,7 @@ def test_a_cache_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
     assert str(tmp_path / "file" / "cache") in str(caught.value) and "cannot use it" in str(caught.value)
 
 
+@pytest.mark.processes
 def test_a_read_only_cache_serves_its_hits_and_says_once_it_stores_nothing(server, tmp_path: Path) -> None:
     # Root ignores file modes, so the second run drops to an unprivileged user when the tests run as root.
     shared = Path(tempfile.mkdtemp(prefix="prbj-ro-"))

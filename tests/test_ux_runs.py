@@ -69,6 +69,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return {"a": only_run(a), "b": only_run(b), "stderr_a": done_a.stderr}
 
 
+@pytest.mark.processes
 def test_a_run_without_a_terminal_prints_progress_lines(runs) -> None:
     lines = [line for line in str(runs["stderr_a"]).splitlines() if line.startswith("judging: ")]
     assert len(lines) >= 2, runs["stderr_a"]
