@@ -13,24 +13,18 @@ from pathlib import Path
 
 import pytest
 from loopback import ProviderServer
+from test_gateway_cli import right_answer
 
 from prbj.data import load_dataset
 from prbj.llm.batch.ledger import Entry, JobRecord, Ledger
 from prbj.llm.batch.wire import BatchLine, Limits, split
 
 SAMPLE = load_dataset()
-CHOSEN = {pair.chosen for pair in SAMPLE.pairs}
 PROFILES = {
     "openai": ("gpt-5.1", "OPENAI_API_KEY"),
     "anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
     "gemini": ("gemini-3-flash", "GEMINI_API_KEY"),
 }
-
-
-def right_answer(request) -> str:
-    text = request.last_user
-    shown_a = text.split("## Answer A\n", 1)[1].split("\n\n## Answer B", 1)[0]
-    return "Thinking it over.\nResult: " + ("A" if shown_a in CHOSEN else "B")
 
 
 @pytest.fixture(scope="module")

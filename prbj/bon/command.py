@@ -52,7 +52,8 @@ from prbj.judges.setup import JudgeOptions, resolve_provider
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
-from prbj.report.terminal import SHORT_SUBSET, print_failure_causes, usage_table
+from prbj.report.fmt import SHORT_SUBSET
+from prbj.report.terminal import print_failure_causes, usage_table
 from prbj.runs.rundir import package_versions
 
 

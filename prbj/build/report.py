@@ -9,7 +9,7 @@ from rich.table import Table
 
 from prbj.build.checks import DIMENSIONS
 from prbj.data.status import STATUS_MEANING, UNANSWERED_STATUSES
-from prbj.report.terminal import SHORT_SUBSET
+from prbj.report.fmt import SHORT_SUBSET
 
 REASON_TEXT: dict[str, str] = {
     "planner_no_aspects": "the planner gave no aspects",

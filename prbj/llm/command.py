@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from prbj.llm.cache import ResponseCache
+from prbj.llm.litellm_setup import price_from_map
 from prbj.llm.providers import TAKE_LITELLM_PRICE, ProviderSpec, bundled_providers_dir, list_providers
 
 _SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -51,16 +52,13 @@ def _listed_price(provider: ProviderSpec, price_map: dict[str, Any]) -> str:
     if provider.input_price is not None and provider.output_price is not None:
         return f"{provider.input_price * 1e6:g} / {provider.output_price * 1e6:g}"
     if provider.price_source == TAKE_LITELLM_PRICE:
-        model = provider.model
-        for candidate in (model, model.split("/", 1)[-1]):
-            entry = price_map.get(candidate) or {}
-            into, out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-            if into is not None and out is not None:
-                # A profile may pin one side and take the other from LiteLLM.
-                into = provider.input_price if provider.input_price is not None else into
-                out = provider.output_price if provider.output_price is not None else out
-                return f"{float(into) * 1e6:g} / {float(out) * 1e6:g} (LiteLLM price map)"
-        return "litellm (not in the installed price map: refused when used)"
+        found = price_from_map(price_map, provider.model)
+        if found is None:
+            return "litellm (not in the installed price map: refused when used)"
+        # A profile may pin one side and take the other from LiteLLM.
+        into = provider.input_price if provider.input_price is not None else found[0]
+        out = provider.output_price if provider.output_price is not None else found[1]
+        return f"{into * 1e6:g} / {out * 1e6:g} (LiteLLM price map)"
     return "[red]unknown"
 
 

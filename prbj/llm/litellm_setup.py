@@ -128,12 +128,14 @@ def litellm_price(model: str) -> tuple[float, float] | None:
     remembered = _remembered_prices()
     if model in remembered:
         return remembered[model]
-    price = _price_from_map(litellm().model_cost, model)
+    price = price_from_map(litellm().model_cost, model)
     _remember_price(model, price)
     return price
 
 
-def _price_from_map(table: dict[str, Any], model: str) -> tuple[float, float] | None:
+def price_from_map(table: dict[str, Any], model: str) -> tuple[float, float] | None:
+    """(input, output) USD per token for `model` in a LiteLLM-shaped price map: the exact id, then the id
+    without its provider prefix."""
     candidates = [model]
     if "/" in model:
         candidates.append(model.split("/", 1)[1])

@@ -20,9 +20,6 @@ from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES
 from prbj.report import fmt
 from prbj.report.fit import FittingTable
 
-# Re-exported for the commands that head terminal columns with it (bon, build); defined with the other formats.
-SHORT_SUBSET = fmt.SHORT_SUBSET
-
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
     subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
