@@ -2,14 +2,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict
+from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from conftest import SUBSET_NAMES, make_record, write_jsonl
-from prbj.data import load_dataset
+from prbj.data import Dataset, load_dataset
 from prbj.errors import DataError
 
 
@@ -49,28 +50,44 @@ def test_json_array_file(tmp_path: Path) -> None:
     assert len(load_dataset(str(path)).pairs) == 2
 
 
-def test_fingerprint_keeps_its_recorded_definition() -> None:
-    """Run files and CI baselines record the fingerprint: it stays the sha256 of each pair's asdict JSON in id
-    order (computed without asdict's deep copies, and once per dataset)."""
-    sample = load_dataset()
+def test_the_fingerprint_hashes_the_bytes_read_once() -> None:
+    """Run files, baselines and leaderboard groups record the fingerprint: the sha256 of the source files'
+    bytes (each length-prefixed, in load order), computed while reading them, never by walking the pairs."""
+    folder = resources.files("prbj.data") / "sample"
     digest = hashlib.sha256()
-    for pair in sorted(sample.pairs, key=lambda p: p.id):
-        digest.update(json.dumps(asdict(pair), sort_keys=True, ensure_ascii=False).encode())
-    assert sample.fingerprint() == digest.hexdigest()[:16] == "e672406f2368fc07"
+    for file in sorted((f for f in folder.iterdir() if f.name.endswith(".jsonl")), key=lambda f: f.name):
+        data = file.read_bytes()
+        digest.update(f"{len(data)}:".encode() + data)
+    sample = load_dataset()
+    assert sample.fingerprint() == digest.hexdigest()[:16]
     assert sample.fingerprint() is sample.fingerprint()  # remembered, not recomputed
 
 
-def test_fingerprint_ignores_order_and_format(tmp_path: Path) -> None:
+def test_the_fingerprint_names_the_bytes_and_the_selection(tmp_path: Path) -> None:
     records = [make_record(i) for i in range(1, 4)]
     a = load_dataset(str(write_jsonl(tmp_path / "a.jsonl", records)))
-    b = load_dataset(str(write_jsonl(tmp_path / "b.jsonl", records[::-1])))
-    pl.DataFrame(records).write_parquet(tmp_path / "c.parquet")
-    c = load_dataset(str(tmp_path / "c.parquet"))
-    assert a.fingerprint() == b.fingerprint() == c.fingerprint()
-    changed = load_dataset(
-        str(write_jsonl(tmp_path / "d.jsonl", [*records[:2], make_record(3, chosen="x y")]))
-    )
-    assert changed.fingerprint() != a.fingerprint()
+    (tmp_path / "elsewhere").mkdir()
+    same = load_dataset(str(write_jsonl(tmp_path / "elsewhere" / "b.jsonl", records)))
+    assert a.fingerprint() == same.fingerprint()  # where the file lies does not matter, its bytes do
+    reordered = load_dataset(str(write_jsonl(tmp_path / "c.jsonl", records[::-1])))
+    changed = load_dataset(str(write_jsonl(tmp_path / "d.jsonl", [*records[:2], make_record(3, chosen="x y")])))
+    pl.DataFrame(records).write_parquet(tmp_path / "e.parquet")
+    parquet = load_dataset(str(tmp_path / "e.parquet"))
+    assert parquet.fingerprint() == load_dataset(str(tmp_path / "e.parquet")).fingerprint()
+    assert len({a.fingerprint(), reordered.fingerprint(), changed.fingerprint(), parquet.fingerprint()}) == 4
+    # A selection names its source and what it kept; selecting everything is the dataset itself.
+    first = a.select(limit=1)
+    assert first.fingerprint() == a.select(limit=1).fingerprint() != a.fingerprint()
+    assert first.fingerprint() != same.select(limit=2).fingerprint()
+    assert a.select(limit=10) is a
+
+
+def test_pairs_made_in_memory_hash_their_fields() -> None:
+    pairs = load_dataset().pairs
+    made = Dataset("hand-made", pairs)
+    assert made.fingerprint() == Dataset("other name", pairs[::-1]).fingerprint()
+    moved = replace(pairs[0], profile=pairs[0].profile[1:] + pairs[0].profile[:1])
+    assert Dataset("hand-made", (moved, *pairs[1:])).fingerprint() != made.fingerprint()
 
 
 def test_select_subset_by_prefix_and_limit(small_dataset: Path) -> None:

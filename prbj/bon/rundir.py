@@ -63,7 +63,7 @@ def unique_questions(dataset: Dataset) -> Dataset:
         if pair.id not in seen:
             seen.add(pair.id)
             kept.append(pair)
-    return Dataset(dataset.source, tuple(kept))
+    return dataset.keep(kept)
 
 
 def load_questions(spec: str, subsets: Sequence[str], limit: int | None) -> Dataset:

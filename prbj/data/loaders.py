@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,23 +24,34 @@ OFFICIAL_HF_DATASET = "QiyaoMa/Personalized-RewardBench"
 class Dataset:
     source: str
     pairs: tuple[Pair, ...]
+    # sha256 of the bytes the pairs were read from (every file, in load order), or of the parent dataset's
+    # fingerprint and the ids kept by a selection; None for pairs made in memory.
+    content_hash: str | None = None
 
     @property
     def subsets(self) -> list[str]:
         return sorted({p.category for p in self.pairs})
 
     def fingerprint(self) -> str:
-        """A content hash of the pairs, independent of file format and record order; computed once per
-        Dataset (it is frozen). The value is recorded in run files and CI baselines, so its definition stays:
-        the sha256 of each pair's sorted-key JSON, in id order."""
+        """What run files, baselines and leaderboard groups record as "the same data": the hash of the bytes
+        the pairs were read from (a re-export to another format or order is another dataset), so it costs one
+        pass of sha256 over the files and no per-pair work. Pairs made in memory hash their fields instead."""
         known: str | None = self.__dict__.get("_fingerprint")
         if known is None:
-            digest = hashlib.sha256()
-            encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
-            for pair in sorted(self.pairs, key=lambda p: p.id):
-                digest.update(encode(_plain(pair)).encode())
-            known = self.__dict__["_fingerprint"] = digest.hexdigest()[:16]
+            known = self.content_hash or _fields_hash(self.pairs)
+            known = self.__dict__["_fingerprint"] = known[:16]
         return known
+
+    def keep(self, pairs: Sequence[Pair]) -> Dataset:
+        """This dataset narrowed to `pairs` (a selection of its own pairs, in their order); its fingerprint
+        names both the source and what was kept."""
+        kept = tuple(pairs)
+        if kept == self.pairs:
+            return self
+        digest = hashlib.sha256(self.fingerprint().encode())
+        for pair in kept:
+            digest.update(b"\n" + pair.id.encode())
+        return Dataset(self.source, kept, digest.hexdigest())
 
     def select(self, subsets: Sequence[str] = (), limit: int | None = None) -> Dataset:
         """Keep the named subsets (all when none are named), then the first `limit` pairs of each subset."""
@@ -56,29 +67,23 @@ class Dataset:
                     taken[pair.category] = taken.get(pair.category, 0) + 1
                     kept.append(pair)
             pairs = kept
-        return Dataset(self.source, tuple(pairs))
+        return self.keep(pairs)
 
 
-def _plain(pair: Pair) -> dict[str, Any]:
-    """What dataclasses.asdict gives for a pair (its fields; tuples of posts or aspects as lists of their
-    fields), without asdict's deep copies and generic recursion: a tenth of the time on a full-size dataset."""
-    document: dict[str, Any] = {}
-    for name in _field_names(Pair):
-        value = getattr(pair, name)
-        if isinstance(value, tuple):
-            value = [{n: getattr(item, n) for n in _field_names(type(item))} for item in value]
-        document[name] = value
-    return document
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _field_names(kind: type) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(kind)
-    if names is None:
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
-    return names
+def _fields_hash(pairs: Sequence[Pair]) -> str:
+    """sha256 over every field of every pair in id order, each string length-prefixed (so no two different
+    datasets give the same byte stream)."""
+    digest = hashlib.sha256()
+    for pair in sorted(pairs, key=lambda p: p.id):
+        parts = [pair.id, pair.category, pair.question, pair.narrative, pair.chosen, pair.rejected]
+        parts.append(str(len(pair.profile)))
+        for post in pair.profile:
+            parts += (post.id, post.category, post.text)
+        parts.append(str(len(pair.rubric_aspects)))
+        for aspect in pair.rubric_aspects:
+            parts += (aspect.aspect, aspect.evidence, aspect.reason)
+        digest.update("".join([f"{len(part)}:{part}" for part in parts]).encode())
+    return digest.hexdigest()
 
 
 def match_subset(name: str, available: Sequence[str], *, within: str = "this dataset") -> str:
@@ -103,19 +108,25 @@ def load_dataset(spec: str | None = None) -> Dataset:
     path = Path(spec)
     if not path.exists():
         raise DataError(f"--dataset {spec}: no such file or folder")
-    if path.is_dir():
-        files = dataset_files(path)
-        return Dataset(str(path), tuple(validate_records(records_from_files(files))))
-    return Dataset(str(path), tuple(validate_records(records_from_files([path]))))
+    return _read(str(path), dataset_files(path) if path.is_dir() else [path])
+
+
+def _read(source: str, files: Sequence[Path]) -> Dataset:
+    digest = hashlib.sha256()
+    pairs = tuple(validate_records(records_from_files(files, digest)))
+    return Dataset(source, pairs, digest.hexdigest())
 
 
 def _load_sample() -> Dataset:
     folder = resources.files("prbj.data") / "sample"
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".jsonl")), key=lambda f: f.name)
     records: list[tuple[Location, Any]] = []
+    digest = hashlib.sha256()
     for file in files:
-        records.extend(jsonl_records(f"sample/{file.name}", file.read_bytes()))
-    return Dataset(SAMPLE, tuple(validate_records(records)))
+        data = file.read_bytes()
+        _hash_file(digest, data)
+        records.extend(jsonl_records(f"sample/{file.name}", data))
+    return Dataset(SAMPLE, tuple(validate_records(records)), digest.hexdigest())
 
 
 def dataset_files(folder: Path) -> list[Path]:
@@ -132,16 +143,26 @@ def dataset_files(folder: Path) -> list[Path]:
     return files
 
 
-def records_from_files(files: Sequence[Path]) -> Iterator[tuple[Location, Any]]:
+def records_from_files(files: Sequence[Path], digest: Any = None) -> Iterator[tuple[Location, Any]]:
+    """The records of `files`, in order; each file's bytes are added to `digest` (a hashlib object) if given."""
     for path in files:
-        if path.suffix == ".parquet":
-            yield from _parquet_records(path)
-        elif path.suffix == ".json":
-            yield from _json_records(path)
-        elif path.suffix == ".jsonl":
-            yield from jsonl_records(str(path), path.read_bytes())
-        else:
+        if path.suffix not in {".parquet", ".json", ".jsonl"}:
             raise DataError(f"{path}: unsupported file type {path.suffix!r} (use .jsonl, .json or .parquet)")
+        data = path.read_bytes()
+        if digest is not None:
+            _hash_file(digest, data)
+        if path.suffix == ".parquet":
+            yield from _parquet_records(path, data)
+        elif path.suffix == ".json":
+            yield from _json_records(path, data)
+        else:
+            yield from jsonl_records(str(path), data)
+
+
+def _hash_file(digest: Any, data: bytes) -> None:
+    # Length first, so that moving bytes from one file to the next changes the hash.
+    digest.update(f"{len(data)}:".encode())
+    digest.update(data)
 
 
 def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
@@ -161,11 +182,11 @@ def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
         yield Location(source, number), record
 
 
-def _json_records(path: Path) -> Iterator[tuple[Location, Any]]:
+def _json_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        line = data[: err.start].count(b"\n") + 1
         raise DataError(f"{path}:{line}: not valid UTF-8") from None
     try:
         data = json.loads(text)
@@ -177,11 +198,13 @@ def _json_records(path: Path) -> Iterator[tuple[Location, Any]]:
         yield Location(str(path), index, "record"), record
 
 
-def _parquet_records(path: Path) -> Iterator[tuple[Location, Any]]:
+def _parquet_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
+    import io
+
     import polars as pl
 
     try:
-        frame = pl.read_parquet(path)
+        frame = pl.read_parquet(io.BytesIO(data))
     except Exception as err:  # polars raises several types for unreadable files
         raise DataError(f"{path}: not a readable Parquet file ({type(err).__name__}: {err})") from None
     for index, record in enumerate(frame.iter_rows(named=True), start=1):
@@ -205,4 +228,4 @@ def _load_hf(repo_id: str) -> Dataset:
             f"with --dataset <folder>."
         ) from None
     files = [p for p in dataset_files(Path(folder)) if p.suffix != ".json" or p.name != "dataset_infos.json"]
-    return Dataset(f"hf:{repo_id}", tuple(validate_records(records_from_files(files))))
+    return _read(f"hf:{repo_id}", files)

@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -38,8 +39,9 @@ class Template:
     name: str
     text: str
 
-    @property
+    @cached_property
     def sha(self) -> str:
+        # Remembered: every call's cache key names its templates, so a run asks for it once per call.
         return hashlib.sha256(self.text.encode()).hexdigest()[:12]
 
     @property
