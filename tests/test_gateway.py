@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import statistics
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -188,8 +189,9 @@ async def test_rpm_pacing_is_respected_at_the_server(server, tmp_path) -> None:
     times = sorted(r.received_at for r in server.requests)
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert len(times) == 12
-    # Spaced, not bursty (scheduling jitter on a loaded machine shifts single sends by a few ms)...
-    assert min(gaps) >= 0.04
+    # Spaced, not bursty. Arrival times are stamped by the loopback server's thread, which shares the GIL with
+    # the client: on a loaded machine one late stamp makes one short gap, so the typical gap is what is checked.
+    assert statistics.median(gaps) >= 0.07
     # ...and never faster than the rate: at most 11 requests in any one-second window.
     assert all(sum(1 for t in times if start <= t < start + 1.0) <= 11 for start in times)
     assert times[-1] - times[0] >= 1.0
