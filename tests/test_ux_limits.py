@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -62,20 +61,17 @@ def test_extends_an_unknown_profile_says_which_are_near(tmp_path: Path) -> None:
         resolve_profile("mine", tmp_path)
 
 
-def test_providers_lists_sources_fast_without_importing_litellm(tmp_path: Path) -> None:
+def test_providers_lists_sources_without_importing_litellm(tmp_path: Path) -> None:
+    # Its speed (under a second) is measured by bench/bench_replay.py; what keeps it fast is checked here.
     (tmp_path / "fast-flash.toml").write_text('extends = "gemini-3-flash"\nrpm = 4000\n')
     code = (
-        "import sys, time; from click.testing import CliRunner; from prbj.cli import main; t = time.monotonic();"
+        "import sys; from click.testing import CliRunner; from prbj.cli import main;"
         f" r = CliRunner().invoke(main, ['providers', '--providers-dir', {str(tmp_path)!r}]);"
-        " print(r.output); print('litellm imported:', 'litellm' in sys.modules);"
-        " print('seconds:', time.monotonic() - t); sys.exit(r.exit_code)"
+        " print(r.output); print('litellm imported:', 'litellm' in sys.modules); sys.exit(r.exit_code)"
     )
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "litellm imported: False" in done.stdout
-    seconds = float(done.stdout.rsplit("seconds:", 1)[1])
-    assert seconds < 1.0, (seconds, time.monotonic() - started)
     assert "bundled (gemini-3-flash.toml)" in done.stdout
     assert f"{tmp_path / 'fast-flash.toml'} (extends gemini-3-flash)" in done.stdout
     assert "4000 rpm" in done.stdout and "(LiteLLM price map)" in done.stdout
