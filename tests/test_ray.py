@@ -7,8 +7,7 @@ an actor killed mid-run must leave every pair judged."""
 from __future__ import annotations
 
 import json
-import threading
-import time
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from tiny_rm import build_reward_model
 
 from conftest import SUBSET_NAMES, make_record, write_jsonl
 from prbj.cli import main
+from prbj.local.ray_executor import ActorPool
 
 pytestmark = pytest.mark.slow
 
@@ -124,23 +124,25 @@ def test_ray_gives_the_local_results_and_a_cached_rerun_sends_nothing(
 
 
 def test_an_actor_killed_mid_run_is_restarted_and_every_pair_judged(
-    cluster: Any, tmp_path: Path, dataset: Path, models: dict[str, Path]
+    cluster: Any, tmp_path: Path, dataset: Path, models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, local = _judge(tmp_path, "local", dataset, models, "--no-progress")
     killed: list[str] = []
+    send = ActorPool._send
 
-    def kill_first_actor() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not killed:
-            for entry in ray.util.list_named_actors(all_namespaces=True):
-                if entry["name"].startswith("prbj-"):
-                    ray.kill(ray.get_actor(entry["name"], namespace=entry["namespace"]), no_restart=False)
-                    killed.append(entry["name"])
-                    return
-            time.sleep(0.01)
+    def send_then_kill(pool: ActorPool, chunk: Any) -> Any:
+        """The first chunk reaches a live actor, which is then killed: it dies holding that chunk. (Killed
+        while still loading its model, it would only be restarted before any chunk reached it.)"""
+        if killed:
+            return send(pool, chunk)
+        actor = pool.actors[chunk.actor]
+        ray.get(actor.__ray_ready__.remote())
+        sent = send(pool, chunk)
+        ray.kill(actor, no_restart=False)
+        killed.append(pool.label)
+        return sent
 
-    killer = threading.Thread(target=kill_first_actor)
-    killer.start()
+    monkeypatch.setattr(ActorPool, "_send", send_then_kill)
     output, on_ray = _judge(
         tmp_path,
         "ray-k",
@@ -153,11 +155,13 @@ def test_an_actor_killed_mid_run_is_restarted_and_every_pair_judged(
         "--cpus-per-model",
         "0.25",
     )
-    killer.join()
-    assert killed, "no actor appeared to kill"
+    assert killed, "no actor was killed"
     _assert_same_results(local, on_ray)
     assert set(_frame(on_ray)["status"]) == {"ok"}
     assert "on 2 actors" in output
+    # The chunks the killed actor held were sent again (the driver's resend path, not Ray's own retries).
+    resent = [int(n) for n in re.findall(r"(\d+) chunks resent", output)]
+    assert resent and max(resent) >= 1, output
 
 
 def test_a_model_that_cannot_load_fails_its_judge_alone(
