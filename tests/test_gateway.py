@@ -273,7 +273,9 @@ async def test_budget_holds_under_concurrency(server, tmp_path) -> None:
 
 async def test_dry_run_sends_nothing_and_counts_the_plan(server, tmp_path) -> None:
     spec = provider("gemini-3-flash", server)
-    await gateway(tmp_path).call(spec, ask("already paid"))
+    # Closed, as a run closes it: its answer is stored on the cache's thread, committed by then.
+    with gateway(tmp_path) as paid:
+        await paid.call(spec, ask("already paid"))
     server.reset()
     gw = gateway(tmp_path, mode="dry_run")
     results = [await gw.call(spec, ask(text)) for text in ("already paid", "new one", "another")]
