@@ -371,7 +371,7 @@ class Gateway:
             # Stored by another process between our lookup and our claim.
             if hit is not None:
                 return self._hit(state, hit)
-            renewal = asyncio.create_task(self._renew_lease(cache, key, seconds))
+            renewal = _LeaseRenewal(cache, key, self._holder, seconds)
             try:
                 return await self._buy(state, request, key)
             finally:
@@ -379,11 +379,6 @@ class Gateway:
         finally:
             # Queued behind the answer's store on the cache's thread: the lease ends once the answer is there.
             cache.release_soon(key, self._holder)
-
-    async def _renew_lease(self, cache: ResponseCache, key: str, seconds: float) -> None:
-        while True:
-            await asyncio.sleep(seconds / 3)
-            await cache.arenew(key, self._holder, seconds)
 
     def _state(self, provider: ProviderSpec) -> _ProviderState:
         state = self._providers.get(provider.name)
@@ -620,6 +615,25 @@ class Gateway:
 
 # What a round of calls counts that a later round counts again (see Gateway.in_rounds).
 _ROUND_COUNTERS = ("cache_hits", "saved_usd", "skipped_budget", "skipped_cache")
+
+
+class _LeaseRenewal:
+    """Renews a lease every third of its length until cancelled. A timer on the event loop, not a task: most
+    calls end long before the first renewal, and a task per call (created, scheduled, cancelled) cost more CPU
+    than the rest of the lease's bookkeeping."""
+
+    def __init__(self, cache: ResponseCache, key: str, holder: str, seconds: float) -> None:
+        self._cache, self._key, self._holder, self._seconds = cache, key, holder, seconds
+        self._loop = asyncio.get_running_loop()
+        self._timer = self._loop.call_later(seconds / 3, self._renew)
+
+    def _renew(self) -> None:
+        self._timer = self._loop.call_later(self._seconds / 3, self._renew)
+        # Queued on the cache's thread like the answer's store; a failure is raised by the next cache call.
+        self._cache.renew_soon(self._key, self._holder, self._seconds)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
 
 
 class _OverBudget(Exception):
