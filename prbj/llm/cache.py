@@ -392,7 +392,9 @@ class ResponseCache:
         with self._failures():
             if not isinstance(self._store, diskcache.Cache):
                 return self._claim_unless_stored(key, holder, seconds)
-        answer: asyncio.Future[tuple[bool, dict[str, Any] | None]] = asyncio.get_running_loop().create_future()
+        answer: asyncio.Future[tuple[bool, dict[str, Any] | None]] = (
+            asyncio.get_running_loop().create_future()
+        )
         self._enqueue(_Queued(self._claim_unless_stored, (key, holder, seconds), answer))
         return await answer
 
@@ -462,7 +464,9 @@ class ResponseCache:
                 if error is not None and item.answer is None:
                     with self._queue_lock:  # raised to the event loop's side later, never lost
                         self._write_error = self._write_error or error
-            _hand_back([(item.answer, value, error) for item, value, error in done if item.answer is not None])
+            _hand_back(
+                [(item.answer, value, error) for item, value, error in done if item.answer is not None]
+            )
 
     def _raise_failed_writes(self) -> None:
         if self._write_error is None:
