@@ -224,6 +224,37 @@ async def test_sustained_429s_lower_concurrency_but_5xx_do_not() -> None:
     assert limiter.limit == 3
 
 
+async def test_concurrency_hands_a_freed_slot_to_the_longest_waiter_and_skips_cancelled_ones() -> None:
+    limiter = AdaptiveConcurrency(1)
+    admitted: list[str] = []
+    await limiter.__aenter__()
+
+    async def wait(name: str) -> None:
+        async with limiter:
+            admitted.append(name)
+            await asyncio.sleep(0)
+
+    first, gone, last = (asyncio.create_task(wait(n)) for n in ("first", "gone", "last"))
+    await asyncio.sleep(0)
+    gone.cancel()
+    await asyncio.sleep(0)
+    await limiter.__aexit__()
+    await asyncio.gather(first, last)
+    assert admitted == ["first", "last"]
+    assert limiter.in_flight == 0
+    # A limit that grows back admits waiters at once, without a release.
+    limiter = AdaptiveConcurrency(2, rate_limits_to_shrink=1, successes_to_grow=1)
+    limiter.record_rate_limited()
+    assert limiter.limit == 1
+    await limiter.__aenter__()
+    waiter = asyncio.create_task(limiter.__aenter__())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    limiter.record_success()
+    await asyncio.wait_for(waiter, 1)
+    assert limiter.in_flight == 2
+
+
 async def test_gateway_shrinks_concurrency_on_sustained_429s(server, tmp_path) -> None:
     server.inject(*[Fault("429", retry_after=0.01)] * 4)
     spec = provider("gpt-5.1", server, max_concurrency=8)
@@ -275,7 +306,9 @@ async def test_budget_holds_under_concurrency(server, tmp_path) -> None:
 
 async def test_dry_run_sends_nothing_and_counts_the_plan(server, tmp_path) -> None:
     spec = provider("gemini-3-flash", server)
-    await gateway(tmp_path).call(spec, ask("already paid"))
+    # Closed, as a run closes it: its answer is stored on the cache's thread, committed by then.
+    with gateway(tmp_path) as paid:
+        await paid.call(spec, ask("already paid"))
     server.reset()
     gw = gateway(tmp_path, mode="dry_run")
     results = [await gw.call(spec, ask(text)) for text in ("already paid", "new one", "another")]

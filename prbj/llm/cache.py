@@ -16,6 +16,7 @@ once, on stderr, that new answers will not be stored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,9 +186,15 @@ class ResponseCache:
         # The one thread that runs the async methods' SQLite work (a write commits in ~5 ms), so an event loop
         # never waits on the disk; one thread keeps them in the order they were asked for.
         self._worker: ThreadPoolExecutor | None = None
-        # Writes handed to the worker without waiting (store_soon, release_soon): their failures are raised by
-        # the next awaited cache call or by close(), never lost.
-        self._unchecked: list[Future[None]] = []
+        # Lease claims and writes (aclaim_unless_stored, store_soon, renew_soon, release_soon) queue here; the
+        # worker commits all that queued meanwhile in one SQLite transaction and hands the claims' answers back
+        # to the event loop in one wake-up (a group commit: a busy run pays one commit and one thread hop per
+        # batch, not three per call). A failed write that nobody awaits is raised by the next cache call or by
+        # close(), never lost.
+        self._queued: list[_Queued] = []
+        self._queue_lock = threading.Lock()
+        self._draining = False
+        self._write_error: BaseException | None = None
 
     @property
     def _store(self) -> diskcache.Cache | _ReadOnlyStore:
@@ -380,8 +387,16 @@ class ResponseCache:
         self, key: str, holder: str, seconds: float
     ) -> tuple[bool, dict[str, Any] | None]:
         """In one trip to the worker thread: the answer stored under `key` if there is one by now, else whether
-        the lease on it was taken (and, once taken, whether the answer arrived just before)."""
-        return await self._off_loop(self._claim_unless_stored, key, holder, seconds)
+        the lease on it was taken (and, once taken, whether the answer arrived just before). Queued with the
+        writes, so it sees every answer stored before it was asked."""
+        with self._failures():
+            if not isinstance(self._store, diskcache.Cache):
+                return self._claim_unless_stored(key, holder, seconds)
+        answer: asyncio.Future[tuple[bool, dict[str, Any] | None]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._enqueue(_Queued(self._claim_unless_stored, (key, holder, seconds), answer))
+        return await answer
 
     def _claim_unless_stored(
         self, key: str, holder: str, seconds: float
@@ -402,6 +417,10 @@ class ResponseCache:
         later claim or lookup of `key` (aclaim_unless_stored, aget) finds it."""
         self._soon(self.set, key, value)
 
+    def renew_soon(self, key: str, holder: str, seconds: float) -> None:
+        """`renew`, on the worker thread, without waiting."""
+        self._soon(self.renew, key, holder, seconds)
+
     def release_soon(self, key: str, holder: str) -> None:
         """`release`, on the worker thread, without waiting (after everything asked for before)."""
         self._soon(self.release, key, holder)
@@ -411,16 +430,51 @@ class ResponseCache:
             if not isinstance(self._store, diskcache.Cache):
                 work(*args)
                 return
+        self._enqueue(_Queued(work, args, None))
+
+    def _enqueue(self, item: _Queued) -> None:
         self._raise_failed_writes()
-        self._unchecked = [f for f in self._unchecked if not f.done()]
-        self._unchecked.append(self._thread().submit(work, *args))
+        with self._queue_lock:
+            self._queued.append(item)
+            if self._draining:
+                return  # the worker's drain under way takes this one too
+            self._draining = True
+        self._thread().submit(self._drain)
+
+    def _drain(self) -> None:
+        """On the worker thread: run what was queued, in order, one transaction per batch, until none is left.
+        Work asked of the thread after a write (a lookup) runs after this, so it sees the write. Answers are
+        handed back only once their batch is committed."""
+        store = self._store
+        assert isinstance(store, diskcache.Cache)
+        while True:
+            with self._queue_lock:
+                batch, self._queued = self._queued, []
+                if not batch:
+                    self._draining = False
+                    return
+            done: list[tuple[_Queued, Any, BaseException | None]]
+            try:
+                with self._failures(), store.transact():
+                    done = [(item, item.work(*item.args), None) for item in batch]
+            except BaseException:
+                # The batch was rolled back: each item again on its own, so one bad write costs only itself.
+                done = [item.run_alone() for item in batch]
+            for item, _, error in done:
+                if error is not None and item.answer is None:
+                    with self._queue_lock:  # raised to the event loop's side later, never lost
+                        self._write_error = self._write_error or error
+            _hand_back(
+                [(item.answer, value, error) for item, value, error in done if item.answer is not None]
+            )
 
     def _raise_failed_writes(self) -> None:
-        for future in self._unchecked:
-            error = future.exception() if future.done() else None
-            if error is not None:
-                self._unchecked = []
-                raise error
+        if self._write_error is None:
+            return
+        with self._queue_lock:
+            error, self._write_error = self._write_error, None
+        if error is not None:
+            raise error
 
     def _thread(self) -> ThreadPoolExecutor:
         if self._worker is None:
@@ -455,6 +509,41 @@ class ResponseCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Queued:
+    """Work for the cache's thread; `answer` is the event loop's future awaiting its result, if anyone waits."""
+
+    work: Callable[..., Any]
+    args: tuple[Any, ...]
+    answer: asyncio.Future[Any] | None
+
+    def run_alone(self) -> tuple[_Queued, Any, BaseException | None]:
+        try:
+            return self, self.work(*self.args), None
+        except BaseException as err:
+            return self, None, err
+
+
+def _hand_back(results: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    """From the cache's thread: set the awaited results on their event loop, in one wake-up per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
+    for result in results:
+        by_loop.setdefault(result[0].get_loop(), []).append(result)
+    for loop, some in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            loop.call_soon_threadsafe(_settle, some)
+
+
+def _settle(results: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, value, error in results:
+        if future.cancelled():
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
 
 
 def _entry(entry: Any) -> dict[str, Any]:

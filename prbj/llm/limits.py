@@ -68,28 +68,50 @@ class TokenWindow:
 class AdaptiveConcurrency:
     """A semaphore whose limit halves after sustained 429s and creeps back up after successes (AIMD).
 
-    Server errors (5xx) do not lower it: they say nothing about our request rate."""
+    Server errors (5xx) do not lower it: they say nothing about our request rate. Waiters are admitted first
+    come, first served, and a slot that frees is handed to exactly one of them: waking every waiter to re-check
+    the limit would cost each release a pass over all of them (hundreds when a run fans out)."""
 
     def __init__(self, maximum: int, *, rate_limits_to_shrink: int = 2, successes_to_grow: int = 20) -> None:
         self.maximum = maximum
         self.limit = maximum
         self.in_flight = 0
-        self._condition = asyncio.Condition()
+        # Each waiter's future is resolved once a slot is counted as theirs (in_flight already raised).
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self._rate_limited_streak = 0
         self._success_streak = 0
         self._shrink_after = rate_limits_to_shrink
         self._grow_after = successes_to_grow
 
     async def __aenter__(self) -> AdaptiveConcurrency:
-        async with self._condition:
-            await self._condition.wait_for(lambda: self.in_flight < self.limit)
+        if not self._waiters and self.in_flight < self.limit:
             self.in_flight += 1
+            return self
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # the slot was handed over just as this waiter was cancelled: pass it on
+            elif waiter in self._waiters:  # not yet passed over by _admit, which skips cancelled waiters
+                self._waiters.remove(waiter)
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        async with self._condition:
-            self.in_flight -= 1
-            self._condition.notify_all()
+        self._release()
+
+    def _release(self) -> None:
+        self.in_flight -= 1
+        self._admit()
+
+    def _admit(self) -> None:
+        while self._waiters and self.in_flight < self.limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
 
     def record_rate_limited(self) -> None:
         self._success_streak = 0
@@ -104,3 +126,4 @@ class AdaptiveConcurrency:
         if self._success_streak >= self._grow_after and self.limit < self.maximum:
             self.limit += 1
             self._success_streak = 0
+            self._admit()

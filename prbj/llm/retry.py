@@ -1,4 +1,5 @@
-"""Which provider errors are worth retrying, and how long to wait: the one retry layer in prbj (tenacity).
+"""Which provider errors are worth retrying, how long to wait and when to give up: the one retry layer in prbj
+(its loop is in the gateway's call path).
 
 LiteLLM's and the SDKs' own retries are off, so attempts and waits are counted here and nowhere else.
 """
@@ -12,8 +13,6 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from tenacity import RetryCallState
-
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 
@@ -25,6 +24,11 @@ class RetryPolicy:
     max_wait: float = 60.0
     # A longer Retry-After is capped at this; max_total_seconds still bounds the whole call.
     max_retry_after: float = 120.0
+
+    def gives_up(self, attempts: int, elapsed: float) -> bool:
+        """Whether a call that has made `attempts` attempts, the last ending `elapsed` seconds after the first
+        began, makes no further attempt."""
+        return attempts >= self.max_attempts or elapsed >= self.max_total_seconds
 
 
 def status_of(error: BaseException) -> int | None:
@@ -153,11 +157,11 @@ class BackoffWait:
         self.policy = policy
         self.rng = rng or random.Random()
 
-    def __call__(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
+    def seconds(self, attempt_number: int, error: BaseException | None) -> float:
+        """How long to wait after failed attempt number `attempt_number` (1 for the first) raised `error`."""
         if error is not None:
             asked = retry_after_seconds(error)
             if asked is not None:
                 return min(asked, self.policy.max_retry_after)
-        ceiling = min(self.policy.max_wait, self.policy.initial_wait * 2 ** (state.attempt_number - 1))
+        ceiling = min(self.policy.max_wait, self.policy.initial_wait * 2 ** (attempt_number - 1))
         return self.rng.uniform(0, ceiling)

@@ -9,6 +9,7 @@ cancels what is left at once.
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
@@ -21,6 +22,20 @@ from prbj.runs.progress import JobProgress, Meter
 T = TypeVar("T")
 # How long requests already sent may take to come back after the first Ctrl-C.
 GRACE_SECONDS = 10.0
+
+
+def _freeze_what_is_loaded() -> None:
+    """Exempt every object alive now from the cyclic garbage collector, once per process. What is loaded by the
+    first fan-out (imported modules, LiteLLM's model map, the dataset, the prompts: ~400,000 objects) lives as
+    long as the process, yet each full collection during the calls walked all of it: measured on the live judge
+    path, ~7% of the time calls were in flight. A cycle already garbage by then is kept (a few kilobytes)."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.freeze()
+
+
+_frozen = False
 
 
 async def run_jobs(
@@ -37,6 +52,7 @@ async def run_jobs(
     whatever they already stored (the cache) stays, so a rerun picks up from there."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    _freeze_what_is_loaded()
     results: list[T | None] = [None] * len(jobs)
     gate = asyncio.Semaphore(concurrency)
     console = console or Console(stderr=True)
