@@ -20,6 +20,8 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
+from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt, stop_after_delay
+
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.answer import answer_value
@@ -164,6 +166,8 @@ class Gateway:
         self.mode = mode
         self.retry = retry or RetryPolicy()
         self._backoff = BackoffWait(self.retry)
+        self._retryable = retry_if_exception(is_retryable)
+        self._give_up = stop_after_attempt(self.retry.max_attempts) | stop_after_delay(self.retry.max_total_seconds)
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -448,34 +452,33 @@ class Gateway:
         attempts = 0
         reserved = worst_case
         try:
-            # The retry loop is written out rather than run by a retry library: it costs nothing on the first
-            # attempt, which is all most calls make (a library's per-call set-up was ~5% of the gateway's CPU).
-            while True:
-                attempts += 1
-                if attempts > 1:
-                    stats.retries += 1
-                    # Every attempt is a request the provider may bill: each needs its own reservation.
-                    if not await self.budget.reserve(worst_case):
-                        raise _OverBudget
-                    reserved = worst_case
-                try:
-                    completion = await self._send(state, request, api_key, prompt_estimate + completion_bound)
-                    break
-                except Exception as err:
-                    self._account_failed_attempt(state, err, reserved, None if counted else request)
-                    reserved = 0.0
-                    if not is_retryable(err):
+            # tenacity runs the attempts; its stop, retry and wait strategies are built once per gateway (the wait
+            # holds the one backoff RNG), so a call that succeeds at once pays only the loop itself.
+            async for attempt in AsyncRetrying(
+                retry=self._retryable, stop=self._give_up, wait=self._backoff, reraise=False
+            ):
+                with attempt:
+                    attempts += 1
+                    if attempts > 1:
+                        stats.retries += 1
+                        # Every attempt is a request the provider may bill: each needs its own reservation.
+                        if not await self.budget.reserve(worst_case):
+                            raise _OverBudget
+                        reserved = worst_case
+                    try:
+                        completion = await self._send(
+                            state, request, api_key, prompt_estimate + completion_bound
+                        )
+                    except Exception as err:
+                        self._account_failed_attempt(state, err, reserved, None if counted else request)
+                        reserved = 0.0
                         raise
-                    if self.retry.gives_up(attempts, time.monotonic() - started):
-                        raise _GaveUp(err) from err
-                    failure: BaseException = err
-                except asyncio.CancelledError:
-                    # A call stopped mid-flight may have been billed: its worst case stays counted, and
-                    # calls waiting for room are woken rather than left waiting on a share never settled.
-                    self.budget.settle(reserved, reserved)
-                    reserved = 0.0
-                    raise
-                await asyncio.sleep(self._backoff.seconds(attempts, failure))
+                    except asyncio.CancelledError:
+                        # A call stopped mid-flight may have been billed: its worst case stays counted, and
+                        # calls waiting for room are woken rather than left waiting on a share never settled.
+                        self.budget.settle(reserved, reserved)
+                        reserved = 0.0
+                        raise
         except _OverBudget:
             stats.skipped_budget += 1
             return LLMResult(
@@ -483,8 +486,8 @@ class Gateway:
                 error=f"retry would cross --max-cost (worst case ${worst_case:.4f})",
                 attempts=attempts - 1,
             )
-        except _GaveUp as gave_up:
-            return self._failed(state, gave_up.error, attempts, started, api_key)
+        except RetryError as err:
+            return self._failed(state, err.last_attempt.exception(), attempts, started, api_key)
         except (BreakerOpen, _Interrupted) as err:
             # Not sent (the provider's breaker is open, or Ctrl-C): the message says why, with no attempt count.
             state.stats.errors += 1
@@ -638,14 +641,6 @@ class _LeaseRenewal:
 
 class _OverBudget(Exception):
     """A retry that no longer fits under --max-cost."""
-
-
-class _GaveUp(Exception):
-    """A retryable failure after which the retry policy allows no further attempt."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class _Interrupted(Exception):

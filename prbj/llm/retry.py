@@ -1,5 +1,5 @@
 """Which provider errors are worth retrying, how long to wait and when to give up: the one retry layer in prbj
-(its loop is in the gateway's call path).
+(tenacity runs it in the gateway's call path).
 
 LiteLLM's and the SDKs' own retries are off, so attempts and waits are counted here and nowhere else.
 """
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from tenacity import RetryCallState
+
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 
@@ -24,11 +26,6 @@ class RetryPolicy:
     max_wait: float = 60.0
     # A longer Retry-After is capped at this; max_total_seconds still bounds the whole call.
     max_retry_after: float = 120.0
-
-    def gives_up(self, attempts: int, elapsed: float) -> bool:
-        """Whether a call that has made `attempts` attempts, the last ending `elapsed` seconds after the first
-        began, makes no further attempt."""
-        return attempts >= self.max_attempts or elapsed >= self.max_total_seconds
 
 
 def status_of(error: BaseException) -> int | None:
@@ -156,6 +153,9 @@ class BackoffWait:
     def __init__(self, policy: RetryPolicy, rng: random.Random | None = None) -> None:
         self.policy = policy
         self.rng = rng or random.Random()
+
+    def __call__(self, state: RetryCallState) -> float:
+        return self.seconds(state.attempt_number, state.outcome.exception() if state.outcome else None)
 
     def seconds(self, attempt_number: int, error: BaseException | None) -> float:
         """How long to wait after failed attempt number `attempt_number` (1 for the first) raised `error`."""
