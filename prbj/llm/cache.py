@@ -405,9 +405,6 @@ class ResponseCache:
             return False, self.get(key)
         return True, self.get(key)
 
-    async def arenew(self, key: str, holder: str, seconds: float) -> None:
-        await self._off_loop(self.renew, key, holder, seconds)
-
     async def arelease(self, key: str, holder: str) -> None:
         await self._off_loop(self.release, key, holder)
 
