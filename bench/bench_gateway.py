@@ -67,18 +67,44 @@ async def gateway_loop(gateway: Gateway, spec: ProviderSpec, calls: int, offset:
     return calls / elapsed
 
 
+def bench_spec(server: ProviderServer, concurrency: int) -> ProviderSpec:
+    """The gpt-5.1 profile against the loopback: no quota to pace against, the concurrency asked for, short
+    replies."""
+    return replace(
+        resolve_provider("gpt-5.1", api_base=server.url),
+        rpm=None,
+        tpm=None,
+        max_concurrency=concurrency,
+        params={"max_tokens": 16},
+    )
+
+
+async def warm_up(spec: ProviderSpec) -> None:
+    """LiteLLM's import and first-call set-up, for both loops, out of the timings."""
+    await Gateway(None).call(spec, request(-1))
+    await bare_loop(spec, 1, 1, -2)
+
+
+async def alternating_rounds(
+    spec: ProviderSpec, calls: int, concurrency: int, offset: int, caches: Path, rounds: int = ROUNDS
+) -> tuple[float, float, int]:
+    """Best calls/s of the bare loop and of the gateway over `rounds` alternating rounds (other load on the
+    machine hits both alike), each round with fresh prompts from `offset` on and the gateway on a fresh cache
+    under `caches`; and the next unused offset."""
+    bare_rounds, our_rounds = [], []
+    for round_number in range(rounds):
+        bare_rounds.append(await bare_loop(spec, calls, concurrency, offset))
+        offset += calls
+        async with Gateway(ResponseCache(caches / f"cache-{round_number}")) as gateway:
+            our_rounds.append(await gateway_loop(gateway, spec, calls, offset))
+        offset += calls
+    return max(bare_rounds), max(our_rounds), offset
+
+
 async def main(calls: int, concurrency: int) -> None:
     with ProviderServer(reply=lambda r: "Result: A") as server, tempfile.TemporaryDirectory() as tmp:
-        spec = replace(
-            resolve_provider("gpt-5.1", api_base=server.url),
-            rpm=None,
-            tpm=None,
-            max_concurrency=concurrency,
-            params={"max_tokens": 16},
-        )
-        warm = Gateway(None)
-        await warm.call(spec, request(-1))  # import and first-call setup out of the timings
-        await bare_loop(spec, 1, 1, -2)
+        spec = bench_spec(server, concurrency)
+        await warm_up(spec)
 
         print(f"{calls} calls, concurrency {concurrency}, loopback server on 127.0.0.1")
         print(f"{'latency':>8} {'bare calls/s':>13} {'prbj calls/s':>13} {'prbj/bare':>10}")
@@ -86,16 +112,9 @@ async def main(calls: int, concurrency: int) -> None:
         first_gateway_offset: dict[float, int] = {}
         for latency in (0.0, 0.2):
             server.latency = latency
-            # Alternate the two loops and keep each one's best round: other load on the machine hits both alike.
-            bare_rounds, our_rounds = [], []
-            for round_number in range(ROUNDS):
-                bare_rounds.append(await bare_loop(spec, calls, concurrency, offset))
-                offset += calls
-                gateway = Gateway(ResponseCache(Path(tmp) / f"cache-{latency}-{round_number}"))
-                first_gateway_offset.setdefault(latency, offset)
-                our_rounds.append(await gateway_loop(gateway, spec, calls, offset))
-                offset += calls
-            bare, ours = max(bare_rounds), max(our_rounds)
+            first_gateway_offset[latency] = offset + calls
+            caches = Path(tmp) / f"latency-{latency}"
+            bare, ours, offset = await alternating_rounds(spec, calls, concurrency, offset, caches)
             print(f"{latency * 1000:>6.0f}ms {bare:>13.1f} {ours:>13.1f} {ours / bare:>10.2f}")
 
         server.latency = 0.0
@@ -111,7 +130,7 @@ async def main(calls: int, concurrency: int) -> None:
             f"paced run: target {rpm:.0f} rpm, achieved {achieved:.0f} rpm ({achieved / rpm:.2f} of target)"
         )
 
-        replay_gateway = Gateway(ResponseCache(Path(tmp) / "cache-0.0-0"))
+        replay_gateway = Gateway(ResponseCache(Path(tmp) / "latency-0.0" / "cache-0"))
         replay = await gateway_loop(replay_gateway, spec, calls, first_gateway_offset[0.0])
         sent = replay_gateway.stats()[0].requests_sent
         print(f"cached replay: {replay:.0f} calls/s, {sent} requests sent")

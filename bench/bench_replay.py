@@ -230,33 +230,14 @@ def startup(tmp: Path) -> list[str]:
 
 
 def gateway_overhead(calls: int, concurrency: int) -> list[str]:
-    from dataclasses import replace
-
-    from bench_gateway import ROUNDS, bare_loop, gateway_loop, request
-
-    from prbj.llm.cache import ResponseCache
-    from prbj.llm.gateway import Gateway
-    from prbj.llm.providers import resolve_provider
+    from bench_gateway import ROUNDS, alternating_rounds, bench_spec, warm_up
 
     async def measure() -> tuple[float, float]:
         with ProviderServer(reply=lambda r: "Result: A") as server, tempfile.TemporaryDirectory() as tmp:
-            spec = replace(
-                resolve_provider("gpt-5.1", api_base=server.url),
-                rpm=None,
-                tpm=None,
-                max_concurrency=concurrency,
-                params={"max_tokens": 16},
-            )
-            await Gateway(None).call(spec, request(-1))
-            await bare_loop(spec, 1, 1, -2)
-            bare_rounds, our_rounds, offset = [], [], 0
-            for round_number in range(ROUNDS + 1):
-                bare_rounds.append(await bare_loop(spec, calls, concurrency, offset))
-                offset += calls
-                async with Gateway(ResponseCache(Path(tmp) / f"cache-{round_number}")) as gateway:
-                    our_rounds.append(await gateway_loop(gateway, spec, calls, offset))
-                offset += calls
-            return max(bare_rounds), max(our_rounds)
+            spec = bench_spec(server, concurrency)
+            await warm_up(spec)
+            bare, ours, _ = await alternating_rounds(spec, calls, concurrency, 0, Path(tmp), ROUNDS + 1)
+            return bare, ours
 
     os.environ.setdefault("OPENAI_API_KEY", BENCH_KEY)
     bare, ours = asyncio.run(measure())
