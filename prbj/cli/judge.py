@@ -28,6 +28,7 @@ from prbj.cli.options import (
     seed_option,
 )
 from prbj.cli.support import friendly_errors
+from prbj.data.schema import CONTEXTS
 
 
 @click.command()
@@ -52,7 +53,7 @@ from prbj.cli.support import friendly_errors
     "random judges and bootstrap."
 )
 @context_option(
-    ["none", "profile", "planner", "oracle", "swapped-profile"],
+    CONTEXTS,
     "What LLM judges see besides question and answers (repeatable; each reported apart): none, profile "
     "(top --profile-k past posts ranked by BM25), planner (aspects inferred by --planner), oracle (the gold "
     "rubric: an upper bound, not a fair result), swapped-profile (another user's profile, drawn from --seed: "

@@ -9,7 +9,7 @@ cannot look at the answer key by accident.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from prbj.errors import LeakageError
 
@@ -22,7 +22,7 @@ SUBSETS: tuple[str, ...] = (
 # `swapped-profile` is the profile-reliance control: the judge is shown another user's profile in place of the
 # pair's own (prbj.context.swap draws whose), and never the scoring standard.
 Context = Literal["none", "profile", "planner", "oracle", "swapped-profile"]
-CONTEXTS: tuple[str, ...] = ("none", "profile", "planner", "oracle", "swapped-profile")
+CONTEXTS: tuple[str, ...] = get_args(Context)
 SWAPPED_PROFILE: Context = "swapped-profile"
 
 

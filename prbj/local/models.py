@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,16 +117,8 @@ class LocalModels:
     def _new_scorer(self, folder: Path, ref: str, options: ScalarOptions) -> Scorer:
         from prbj.local.scalar_model import ScalarModel
 
-        model = ScalarModel(
-            folder,
-            ref=ref,
-            dtype=options.dtype,
-            device=options.device,
-            trust_remote_code=options.trust_remote_code,
-            max_length=options.max_length,
-            batch_tokens=options.batch_tokens,
-            scalar_input=options.scalar_input,
-        )
+        # ScalarOptions' fields are ScalarModel's keyword arguments, by name.
+        model = ScalarModel(folder, ref=ref, **asdict(options))
         return Scorer(model)
 
 

@@ -24,7 +24,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -210,14 +210,14 @@ class ActorPool:
                     results = ray.get(ref)
                 except (RayActorError, ActorUnavailableError) as err:
                     if chunk.sends > MAX_RESTARTS:
-                        self._fail(f"its actor died {chunk.sends} times ({_first_line(err)})")
+                        self._fail(f"its actor died {chunk.sends} times ({_last_line(err)})")
                         waiting[ref] = chunk
                         continue
                     self.resends += 1
                     waiting[self._send(chunk)] = chunk
                     continue
                 except RayTaskError as err:
-                    self._fail(_first_line(err.cause if err.cause is not None else err))
+                    self._fail(_last_line(err.cause if err.cause is not None else err))
                     waiting[ref] = chunk
                     continue
                 for index, result in zip(chunk.indices, results, strict=True):
@@ -337,14 +337,13 @@ class RayModels(LocalModels):
         gpus = self._gpus(options.device)
         device = "cuda" if gpus else "cpu"
         dtype = options.dtype if options.dtype != "auto" else ("bf16" if device == "cuda" else "fp32")
+        # ScalarModel's keyword arguments (ScalarOptions' fields), with device, dtype and batch size settled here.
         actor_options: dict[str, Any] = {
+            **asdict(options),
             "ref": ref,
             "dtype": dtype,
             "device": device,
-            "trust_remote_code": options.trust_remote_code,
-            "max_length": options.max_length,
             "batch_tokens": options.batch_tokens or default_batch_tokens(device),
-            "scalar_input": options.scalar_input,
         }
         # The view is opened on the CPU (the driver may have no GPU) and then says where the actors run, so
         # that what run.json records and what the cache keys hold match the actors' forward passes.
@@ -379,7 +378,8 @@ class RayModels(LocalModels):
             pool.close()
 
 
-def _first_line(error: BaseException) -> str:
+def _last_line(error: BaseException) -> str:
+    """The last non-blank line of the error: a Ray error's own message comes after the remote traceback."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     text = lines[-1] if lines else type(error).__name__
     return text if len(text) <= 200 else text[:197] + "..."

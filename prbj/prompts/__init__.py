@@ -17,7 +17,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -52,8 +52,10 @@ class Template:
         return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), self.text)
 
 
+@cache
 def builtin(name: str) -> Template:
-    """A template shipped in prbj/prompts/, by file stem."""
+    """A template shipped in prbj/prompts/, by file stem. Read once per process: the files ship with prbj and
+    never change while it runs, and some are asked for per call (the repair turns)."""
     text = (resources.files("prbj.prompts") / f"{name}.txt").read_text(encoding="utf-8")
     return Template(name, text)
 
