@@ -11,7 +11,6 @@ Every factory is built from what the user asked (JudgeOptions), the run's Gatewa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from prbj.context.planner import Planner
 from prbj.data.names import did_you_mean
@@ -76,26 +75,33 @@ def _llm(
         builder = ContextBuilder(context, profile_k=options.profile_k, planner=planner)
         if user is not None:
             check_template_shows_context(user, context, "--judge-template-user", system=system)
-        # What both kinds of LLM judge take alike; the pairwise one adds how answers are ordered.
-        common: dict[str, Any] = {
-            "context": context,
-            "contexts": builder,
-            "system": system,
-            "user": user,
-            "repair": options.repair,
-            "retry_failed": options.retry_failed,
-        }
         if options.mode == "pointwise":
-            judges.append(PointwiseLLMJudge(provider, gateway, **common))
+            judges.append(
+                PointwiseLLMJudge(
+                    provider,
+                    gateway,
+                    context=context,
+                    contexts=builder,
+                    system=system,
+                    user=user,
+                    repair=options.repair,
+                    retry_failed=options.retry_failed,
+                )
+            )
         else:
             judges.append(
                 PairwiseLLMJudge(
                     provider,
                     gateway,
+                    context=context,
+                    contexts=builder,
                     order=options.order,
                     order_seed=options.seed,
+                    system=system,
+                    user=user,
+                    repair=options.repair,
+                    retry_failed=options.retry_failed,
                     protocol=options.protocol,
-                    **common,
                 )
             )
     return judges
