@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -24,28 +25,13 @@ LEADERBOARD_FOLDER = "leaderboard"
 
 def _wide_console(width: int) -> Console:
     # Not a terminal (CI logs, pipes): Rich would squeeze the tables into 80 columns.
-    return Console() if Console().is_terminal else Console(width=width)
+    console = Console()
+    return console if console.is_terminal else Console(width=width)
 
 
-def write_reports(
-    run_dirs: Sequence[Path],
-    out_dir: Path | None = None,
-    *,
-    console: Console | None = None,
-    title: str | None = None,
-    downstream: Sequence[Path] = (),
-    slices: Sequence[str] = (),
-) -> rundir.ReportFiles:
-    """Render the runs into `out_dir` (the run directory itself when there is one run and no out_dir);
-    print the terminal report to `console` when given."""
-    return write_loaded_reports(
-        [rundir.load_run(Path(d)) for d in run_dirs],
-        out_dir,
-        console=console,
-        title=title,
-        downstream=downstream,
-        slices=slices,
-    )
+def write_reports(run_dirs: Sequence[Path], out_dir: Path | None = None, **options: Any) -> rundir.ReportFiles:
+    """write_loaded_reports for run directories: loads them, then renders them into `out_dir`."""
+    return write_loaded_reports([rundir.load_run(Path(d)) for d in run_dirs], out_dir, **options)
 
 
 def write_loaded_reports(
@@ -57,7 +43,8 @@ def write_loaded_reports(
     downstream: Sequence[Path] = (),
     slices: Sequence[str] = (),
 ) -> rundir.ReportFiles:
-    """write_reports for runs already loaded (and perhaps narrowed by --latest)."""
+    """Render the runs into `out_dir` (the first run's directory when there is none, as for a lone run);
+    print the terminal report to `console` when given."""
     if not runs:
         raise ValueError("write_reports needs at least one run directory")
     target = Path(out_dir) if out_dir is not None else runs[0].run_dir
