@@ -50,13 +50,6 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("LC", justify="right", no_wrap=True)
     table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
-        failed = (
-            row.parse_errors
-            + row.api_errors
-            + row.skipped_budget
-            + row.skipped_cache
-            + (row.planner_errors or 0)
-        )
         upper = " (upper bound)" if row.context == "oracle" else ""
         cells = [
             f"[bold]{row.judge}[/bold] [dim]{row.context}{upper}[/dim]",
@@ -69,7 +62,7 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         cells += [
             fmt.percent(row.tie_rate),
             fmt.percent(row.length_controlled_accuracy),
-            fmt.failed_of(failed, row.n),
+            fmt.failed_of(row.failed, row.n),
         ]
         table.add_row(*cells)
     return table
