@@ -21,6 +21,13 @@ from prbj.report import fmt
 from prbj.report.fit import FittingTable
 
 
+def wide_console(width: int) -> Console:
+    """A console for tables: the terminal's width on a terminal, else `width` columns (CI logs, pipes), where
+    Rich would squeeze the tables into 80."""
+    console = Console()
+    return console if console.is_terminal else Console(width=width)
+
+
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
     subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
     # Oracle rows (the judge saw the scoring rubric) come last: an upper bound, not ranked with fair settings.

@@ -15,18 +15,13 @@ from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
+from prbj.report.terminal import wide_console
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import expand_slices
 
 # Where several runs' shared report goes by default, beside the runs.
 LEADERBOARD_FOLDER = "leaderboard"
-
-
-def _wide_console(width: int) -> Console:
-    # Not a terminal (CI logs, pipes): Rich would squeeze the tables into 80 columns.
-    console = Console()
-    return console if console.is_terminal else Console(width=width)
 
 
 def write_reports(run_dirs: Sequence[Path], out_dir: Path | None = None, **options: Any) -> rundir.ReportFiles:
@@ -74,7 +69,7 @@ def run_report_command(
 ) -> None:
     """One report per dataset (runs on different pairs are never ranked together unless --mix-datasets), of
     the latest run of each judge × context with --latest."""
-    console = _wide_console(140)
+    console = wide_console(140)
     notes = Console(stderr=True, highlight=False)
     paths = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
     loaded = [rundir.load_run(Path(path)) for path in paths]
@@ -126,7 +121,7 @@ def run_check_command(
     output_format: str,
 ) -> int:
     """Check the run against the baseline (or write the baseline); the exit code of the check."""
-    console = _wide_console(120)
+    console = wide_console(120)
     run = rundir.load_run(run_dir)
     if update_baseline:
         baseline = baseline_from_run(run)
