@@ -5,7 +5,7 @@ An entry is one judge in one context. Two entries are compared on the pairs both
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -116,13 +116,10 @@ def compare_judges(
         if a.size:
             raw.append(compare_pair(first, second, a, b, seed=seed, alpha=alpha, power=power))
     adjusted = holm([c.p_value for c in raw])
-    out = []
-    for comparison, p_holm in zip(raw, adjusted, strict=True):
-        values = comparison.as_dict()
-        values["p_holm"] = p_holm
-        values["significant"] = p_holm < alpha
-        out.append(Comparison(**values))
-    return out
+    return [
+        replace(comparison, p_holm=p_holm, significant=p_holm < alpha)
+        for comparison, p_holm in zip(raw, adjusted, strict=True)
+    ]
 
 
 def better_than(comparisons: list[Comparison]) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.compare import entry_label, outcomes, paired_arrays
 from prbj.analysis.paired import paired_difference_ci
 
 REAL = "profile"
@@ -37,32 +38,27 @@ class RelianceRow:
         return asdict(self)
 
 
-def _answered(frame: pl.DataFrame, judge: str, context: str) -> dict[str, bool]:
-    rows = frame.filter(pl.col("judge") == judge, pl.col("context") == context, pl.col("status") == "ok")
-    return dict(zip(rows["pair_id"].to_list(), (bool(v) for v in rows["correct"].to_list()), strict=True))
-
-
 def profile_reliance(frame: pl.DataFrame, *, seed: int) -> list[RelianceRow]:
     """One row per judge that ran with both the real and a swapped profile."""
     if frame.height == 0:
         return []
+    answered = outcomes(frame)
     rows = []
     judges = frame.filter(pl.col("context") == SWAPPED)["judge"].unique(maintain_order=True).to_list()
     for judge in judges:
-        real, swapped = _answered(frame, judge, REAL), _answered(frame, judge, SWAPPED)
-        shared = sorted(real.keys() & swapped.keys())
-        if not shared:
+        real = answered.get(entry_label(judge, REAL), {})
+        swapped = answered.get(entry_label(judge, SWAPPED), {})
+        a, b = paired_arrays(real, swapped)
+        if not a.size:
             rows.append(RelianceRow(judge, 0, None, None, None, None, None, None))
             continue
-        a = np.array([real[k] for k in shared], dtype=np.float64)
-        b = np.array([swapped[k] for k in shared], dtype=np.float64)
         low, high = paired_difference_ci(a, b, seed=seed)
-        blind = _answered(frame, judge, NONE)
-        on_same = [blind[k] for k in shared if k in blind]
+        blind = answered.get(entry_label(judge, NONE), {})
+        on_same = [blind[k] for k in real.keys() & swapped.keys() & blind.keys()]
         rows.append(
             RelianceRow(
                 judge=judge,
-                n=len(shared),
+                n=int(a.size),
                 accuracy_profile=float(a.mean()),
                 accuracy_swapped=float(b.mean()),
                 accuracy_none=float(np.mean(on_same)) if on_same else None,

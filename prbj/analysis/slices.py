@@ -115,15 +115,12 @@ def slice_accuracy(frame: pl.DataFrame, kinds: Sequence[str], *, seed: int) -> l
         tagged = frame.with_columns(values.alias("_value"))
         per_pair = tagged.unique("pair_id", keep="first")["_value"].drop_nulls().to_list()
         if kind == "subset":
-            groups = [(v, pl.col("_value") == v, v) for v in sorted(set(per_pair))]
+            groups = [(v, pl.col("_value") == v) for v in sorted(set(per_pair))]
         else:
-            groups = [
-                (_label(lo, hi), pl.col("_value").is_between(lo, hi), None)
-                for lo, hi in quantile_bins(per_pair)
-            ]
+            groups = [(_label(lo, hi), pl.col("_value").is_between(lo, hi)) for lo, hi in quantile_bins(per_pair)]
         for judge, context in tagged.select("judge", "context").unique(maintain_order=True).iter_rows():
             mine = tagged.filter(pl.col("judge") == judge, pl.col("context") == context)
-            for label, condition, _ in groups:
+            for label, condition in groups:
                 part = mine.filter(condition)
                 ok = part.filter(pl.col("status") == "ok")
                 outcomes = ok["correct"].cast(pl.Float64).to_numpy()

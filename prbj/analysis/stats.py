@@ -65,6 +65,12 @@ class GroupStats:
     # device; exact ties are counted in `ties`, not here.
     tie_risk: int | None = None
 
+    @property
+    def failed(self) -> int:
+        """Judgments that did not end ok: errors, budget or cache skips, and statuses added later alike. (A
+        row read back from an older summary.json may lack counts: those count as 0.)"""
+        return (self.n or 0) - (self.n_ok or 0)
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -47,7 +47,7 @@ class LeaderRow:
 
     @property
     def failed(self) -> int:
-        return _failed(self.overall)
+        return self.overall.failed
 
 
 @dataclass(frozen=True)
@@ -157,11 +157,6 @@ class ReportContent:
         return bool(self.curves or self.correlations)
 
 
-def _failed(row: GroupStats) -> int:
-    # Every judgment that did not end "ok" (errors, budget or cache skips, statuses added later alike).
-    return (row.n or 0) - (row.n_ok or 0)
-
-
 def _mean(series: pl.Series) -> float | None:
     value = series.mean() if series.len() else None
     # polars types mean() as any scalar; on a numeric column it is a number.
@@ -261,14 +256,14 @@ def wrong_pair_ids(frame: pl.DataFrame) -> tuple[list[str], list[str]]:
 
 
 def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> FailureRow | None:
-    if _failed(overall) == 0:
+    if overall.failed == 0:
         return None
     examples: list[str] = []
     if "error" in frame.columns:
         messages = frame.filter(pl.col("status") != "ok")["error"].drop_nulls().to_list()
         examples = [message for message, _ in Counter(messages).most_common(3)]
     parse_errors, api_errors = overall.parse_errors or 0, overall.api_errors or 0
-    skipped = _failed(overall) - parse_errors - api_errors
+    skipped = overall.failed - parse_errors - api_errors
     return FailureRow(entry, overall.n, parse_errors, api_errors, skipped, examples)
 
 

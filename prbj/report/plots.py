@@ -398,13 +398,3 @@ def _scatter(correlation: Correlation, paint: dict[str, str]) -> Figure:
 
 def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-") or "downstream"
-
-
-def all_figures(content: ReportContent) -> list[Figure]:
-    figures = [
-        accuracy_figure(content),
-        position_figure(content),
-        length_figure(content),
-        cost_figure(content),
-    ]
-    return [f for f in figures if f is not None] + curve_figures(content) + scatter_figures(content)

@@ -21,6 +21,13 @@ from prbj.report import fmt
 from prbj.report.fit import FittingTable
 
 
+def wide_console(width: int) -> Console:
+    """A console for tables: the terminal's width on a terminal, else `width` columns (CI logs, pipes), where
+    Rich would squeeze the tables into 80."""
+    console = Console()
+    return console if console.is_terminal else Console(width=width)
+
+
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
     subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
     # Oracle rows (the judge saw the scoring rubric) come last: an upper bound, not ranked with fair settings.
@@ -50,13 +57,6 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("LC", justify="right", no_wrap=True)
     table.add_column("failed", justify="right", no_wrap=True)
     for row in overall:
-        failed = (
-            row.parse_errors
-            + row.api_errors
-            + row.skipped_budget
-            + row.skipped_cache
-            + (row.planner_errors or 0)
-        )
         upper = " (upper bound)" if row.context == "oracle" else ""
         cells = [
             f"[bold]{row.judge}[/bold] [dim]{row.context}{upper}[/dim]",
@@ -69,7 +69,7 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         cells += [
             fmt.percent(row.tie_rate),
             fmt.percent(row.length_controlled_accuracy),
-            fmt.failed_of(failed, row.n),
+            fmt.failed_of(row.failed, row.n),
         ]
         table.add_row(*cells)
     return table

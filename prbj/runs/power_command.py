@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from prbj.analysis.compare import compare_judges, power_rows
 from prbj.analysis.power import ALPHA, POWER
 from prbj.errors import DataError
 from prbj.report import fmt
+from prbj.report.terminal import wide_console
 from prbj.runs import rundir
 
 
@@ -50,7 +50,7 @@ def run_power_command(baseline: Path, *, delta: float, output_format: str = "tab
             fmt.DASH if row["pairs_needed"] is None else str(row["pairs_needed"]),
             fmt.percent(row["min_detectable_difference"]),
         )
-    console = Console() if Console().is_terminal else Console(width=160)
+    console = wide_console(160)
     console.print(table)
     console.print(
         "pairs needed: McNemar's test on paired verdicts, from the observed share of pairs on which the two "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -14,6 +15,7 @@ from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
+from prbj.report.terminal import wide_console
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import expand_slices
@@ -22,30 +24,9 @@ from prbj.runs.beyond import expand_slices
 LEADERBOARD_FOLDER = "leaderboard"
 
 
-def _wide_console(width: int) -> Console:
-    # Not a terminal (CI logs, pipes): Rich would squeeze the tables into 80 columns.
-    return Console() if Console().is_terminal else Console(width=width)
-
-
-def write_reports(
-    run_dirs: Sequence[Path],
-    out_dir: Path | None = None,
-    *,
-    console: Console | None = None,
-    title: str | None = None,
-    downstream: Sequence[Path] = (),
-    slices: Sequence[str] = (),
-) -> rundir.ReportFiles:
-    """Render the runs into `out_dir` (the run directory itself when there is one run and no out_dir);
-    print the terminal report to `console` when given."""
-    return write_loaded_reports(
-        [rundir.load_run(Path(d)) for d in run_dirs],
-        out_dir,
-        console=console,
-        title=title,
-        downstream=downstream,
-        slices=slices,
-    )
+def write_reports(run_dirs: Sequence[Path], out_dir: Path | None = None, **options: Any) -> rundir.ReportFiles:
+    """write_loaded_reports for run directories: loads them, then renders them into `out_dir`."""
+    return write_loaded_reports([rundir.load_run(Path(d)) for d in run_dirs], out_dir, **options)
 
 
 def write_loaded_reports(
@@ -57,7 +38,8 @@ def write_loaded_reports(
     downstream: Sequence[Path] = (),
     slices: Sequence[str] = (),
 ) -> rundir.ReportFiles:
-    """write_reports for runs already loaded (and perhaps narrowed by --latest)."""
+    """Render the runs into `out_dir` (the first run's directory when there is none, as for a lone run);
+    print the terminal report to `console` when given."""
     if not runs:
         raise ValueError("write_reports needs at least one run directory")
     target = Path(out_dir) if out_dir is not None else runs[0].run_dir
@@ -87,7 +69,7 @@ def run_report_command(
 ) -> None:
     """One report per dataset (runs on different pairs are never ranked together unless --mix-datasets), of
     the latest run of each judge × context with --latest."""
-    console = _wide_console(140)
+    console = wide_console(140)
     notes = Console(stderr=True, highlight=False)
     paths = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
     loaded = [rundir.load_run(Path(path)) for path in paths]
@@ -139,7 +121,7 @@ def run_check_command(
     output_format: str,
 ) -> int:
     """Check the run against the baseline (or write the baseline); the exit code of the check."""
-    console = _wide_console(120)
+    console = wide_console(120)
     run = rundir.load_run(run_dir)
     if update_baseline:
         baseline = baseline_from_run(run)

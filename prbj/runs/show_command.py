@@ -19,7 +19,6 @@ from prbj.analysis.run_data import RunData
 from prbj.data.loaders import load_dataset
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
-from prbj.data.status import FAILED_STATUSES
 from prbj.errors import DataError, PrbjError
 from prbj.runs import rundir
 
@@ -37,7 +36,7 @@ class ShowFilter:
 
 
 def outcome_of(row: dict[str, Any]) -> Outcome:
-    if row["status"] in FAILED_STATUSES or row["status"] != "ok":
+    if row["status"] != "ok":
         return "failed"
     return "correct" if row["correct"] else "incorrect"
 
