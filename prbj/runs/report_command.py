@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -24,9 +23,20 @@ from prbj.runs.beyond import expand_slices
 LEADERBOARD_FOLDER = "leaderboard"
 
 
-def write_reports(run_dirs: Sequence[Path], out_dir: Path | None = None, **options: Any) -> rundir.ReportFiles:
+def write_reports(
+    run_dirs: Sequence[Path],
+    out_dir: Path | None = None,
+    *,
+    console: Console | None = None,
+    title: str | None = None,
+    downstream: Sequence[Path] = (),
+    slices: Sequence[str] = (),
+) -> rundir.ReportFiles:
     """write_loaded_reports for run directories: loads them, then renders them into `out_dir`."""
-    return write_loaded_reports([rundir.load_run(Path(d)) for d in run_dirs], out_dir, **options)
+    runs = [rundir.load_run(Path(d)) for d in run_dirs]
+    return write_loaded_reports(
+        runs, out_dir, console=console, title=title, downstream=downstream, slices=slices
+    )
 
 
 def write_loaded_reports(
