@@ -36,10 +36,6 @@ class CircuitBreaker:
     _one_at_a_time: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
-    def is_open(self) -> bool:
-        return self.reason is not None
-
-    @property
     def suspect(self) -> bool:
         return self.hopeless_streak > 0 or self.unreachable_streak > 0
 

@@ -380,9 +380,6 @@ class ResponseCache:
     async def aset(self, key: str, value: dict[str, Any]) -> None:
         await self._off_loop(self.set, key, value)
 
-    async def aclaim(self, key: str, holder: str, seconds: float) -> bool:
-        return await self._off_loop(self.claim, key, holder, seconds)
-
     async def aclaim_unless_stored(
         self, key: str, holder: str, seconds: float
     ) -> tuple[bool, dict[str, Any] | None]:

@@ -41,11 +41,6 @@ def litellm() -> Any:
     return module
 
 
-def litellm_imported() -> bool:
-    """Whether this process has paid for the LiteLLM import (benchmarks and tests ask)."""
-    return litellm.cache_info().currsize > 0
-
-
 def model_map_file() -> Path:
     override = os.environ.get(MODEL_MAP_CACHE_ENV)
     if override:
