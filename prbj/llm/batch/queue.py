@@ -119,12 +119,9 @@ class BatchQueue:
             )
         return client
 
-    def enqueue(self, pending: Pending) -> bool:
-        """Queue `pending`; False when its key is queued already (it needs no second reservation)."""
-        if pending.key in self.pending:
-            return False
-        self.pending[pending.key] = pending
-        return True
+    def enqueue(self, pending: Pending) -> None:
+        """Queue `pending`; a key queued already keeps its first request (and its one reservation)."""
+        self.pending.setdefault(pending.key, pending)
 
     # --- one flush: resolve, submit, wait, collect ---------------------------------------------------
     async def flush(self) -> list[Answer]:
@@ -170,10 +167,10 @@ class BatchQueue:
             spec = group[0].spec
             family = family_of(spec.model)
             client = self.client(family)
-            purposes = {p.key: p.purpose for p in group}
-            lines = [BatchLine(custom_id(p.key), p.call) for p in group]
-            keys = {custom_id(p.key): p.key for p in group}
+            by_id = {custom_id(p.key): p for p in group}
+            lines = [BatchLine(cid, p.call) for cid, p in by_id.items()]
             input_price, output_price = batch_prices(spec)
+            cache_read_price, cache_write_price = cache_rates(spec)
             for chunk in split(lines, client.limits, client.line_bytes):
                 record = JobRecord.new(
                     self.run_id,
@@ -186,9 +183,11 @@ class BatchQueue:
                     output_price=output_price,
                     live_input_price=spec.input_price or 0.0 if spec.paid else 0.0,
                     live_output_price=spec.output_price or 0.0 if spec.paid else 0.0,
-                    cache_read_price=cache_rates(spec)[0],
-                    cache_write_price=cache_rates(spec)[1],
-                    entries=[Entry(keys[line.custom_id], purposes[keys[line.custom_id]]) for line in chunk],
+                    cache_read_price=cache_read_price,
+                    cache_write_price=cache_write_price,
+                    entries=[
+                        Entry(by_id[line.custom_id].key, by_id[line.custom_id].purpose) for line in chunk
+                    ],
                 )
                 # Durable before the create call leaves: a crash from here on leaves a record to resolve.
                 self.ledger.save(record)
