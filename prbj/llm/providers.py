@@ -26,6 +26,9 @@ LOCAL_PREFIX = "hf-local:"
 TAKE_LITELLM_PRICE = "litellm"
 # The transport (prbj.llm.transport) of every provider but in-process ones: a live LiteLLM call.
 LITELLM_TRANSPORT = "litellm"
+# Self-hosted servers (vLLM, llama.cpp) need no key, but the OpenAI, Anthropic and Gemini clients refuse to send
+# a request without one: they get this placeholder, as vLLM's own docs suggest.
+KEYLESS_PLACEHOLDER = "EMPTY"
 _PER_MILLION = 1_000_000
 
 _KNOWN_KEYS = {
@@ -97,7 +100,7 @@ class ProviderSpec:
             )
         if not value and self.family == "openai" and self.api_base:
             # The OpenAI client refuses to send a request without a key; self-hosted servers ignore it.
-            return "EMPTY"
+            return KEYLESS_PLACEHOLDER
         return value or None
 
     def key_is_set(self) -> bool:

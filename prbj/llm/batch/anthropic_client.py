@@ -22,6 +22,7 @@ from prbj.llm.batch.wire import (
     provider_params,
     with_unanswered,
 )
+from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion, anthropic_cache_breakpoint
 
 # Anthropic's documented ceiling per batch: 100,000 requests or 256 MB, whichever comes first.
@@ -47,7 +48,9 @@ class AnthropicBatchClient:
         client = self._clients.get((base, api_key))
         if client is None:
             # No SDK retries: a create retried blindly could create a second job; the ledger decides instead.
-            client = anthropic.AsyncAnthropic(api_key=api_key or "EMPTY", base_url=base, max_retries=0)
+            client = anthropic.AsyncAnthropic(
+                api_key=api_key or KEYLESS_PLACEHOLDER, base_url=base, max_retries=0
+            )
             self._clients[(base, api_key)] = client
         return client
 

@@ -25,6 +25,7 @@ from prbj.llm.batch.wire import (
     provider_params,
     with_unanswered,
 )
+from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion
 
 # Inline requests must stay under 20 MB in all; an input file may hold up to 2 GB.
@@ -62,7 +63,7 @@ class GeminiBatchClient:
                 base_url=base, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
             )
             client = self._clients[(base, api_key)] = genai.Client(
-                api_key=api_key or "EMPTY", http_options=options
+                api_key=api_key or KEYLESS_PLACEHOLDER, http_options=options
             )
         return client.aio
 
