@@ -411,7 +411,7 @@ class Gateway:
         return int(self._params(provider, request).get("max_tokens") or DEFAULT_MAX_TOKENS)
 
     def _estimate(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
-        prompt = count_prompt_tokens(provider.model, [dict(m) for m in request.messages])
+        prompt = count_prompt_tokens(provider.model, request.messages)
         completion = self._completion_bound(provider, request)
         return prompt, completion, provider.cost(prompt, completion)
 
