@@ -23,6 +23,7 @@ from prbj.llm.answer import answer_value
 from prbj.llm.batch import BatchSubmitted
 from prbj.llm.batch.ledger import COLLECTED, SUBMITTED, SUBMITTING, Entry, JobRecord, Ledger, custom_id
 from prbj.llm.batch.wire import ENDED, BatchClient, BatchLine, family_of, split
+from prbj.llm.batch.wire import Progress as JobProgress  # rich's Progress draws the display
 from prbj.llm.cache import ResponseCache
 from prbj.llm.prompt_cache import cache_rates
 from prbj.llm.providers import ProviderSpec
@@ -217,28 +218,26 @@ class BatchQueue:
             while waiting:
                 still: list[JobRecord] = []
                 for record in waiting:
-                    progress = await self.client(record.family).progress(record)
+                    progress = await self.refresh(record)
                     display.update(
                         tasks[record.job_id],
                         completed=progress.done + progress.failed,
                         state=progress.provider_state,
                     )
-                    if (record.provider_state, record.done, record.failed) != (
-                        progress.provider_state,
-                        progress.done,
-                        progress.failed,
-                    ):
-                        record.provider_state, record.done, record.failed = (
-                            progress.provider_state,
-                            progress.done,
-                            progress.failed,
-                        )
-                        self.ledger.save(record)
                     if progress.phase != ENDED:
                         still.append(record)
                 waiting = still
                 if waiting:
                     await asyncio.sleep(self.poll_seconds)
+
+    async def refresh(self, record: JobRecord) -> JobProgress:
+        """The job's progress at its provider, kept on the record (saved to the ledger only when it changed)."""
+        progress = await self.client(record.family).progress(record)
+        now = (progress.provider_state, progress.done, progress.failed)
+        if (record.provider_state, record.done, record.failed) != now:
+            record.provider_state, record.done, record.failed = now
+            self.ledger.save(record)
+        return progress
 
     def collect(
         self, record: JobRecord, outcomes: list, queued: Mapping[str, Pending] | None = None
