@@ -36,10 +36,6 @@ class CircuitBreaker:
     _one_at_a_time: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
-    def is_open(self) -> bool:
-        return self.reason is not None
-
-    @property
     def suspect(self) -> bool:
         return self.hopeless_streak > 0 or self.unreachable_streak > 0
 
@@ -66,18 +62,21 @@ class CircuitBreaker:
         """Count `error` (described for the user as `message`); open when a limit is reached."""
         if is_unreachable(error):
             self.unreachable_streak += 1
-            if self.unreachable_streak >= self.unreachable_limit and self.reason is None:
-                self.reason = (
-                    f"not sent: the circuit breaker for {self.provider} opened after {self.unreachable_streak} "
-                    f"connection failures in a row ({message})"
-                )
+            self._open_at_limit(
+                self.unreachable_streak, self.unreachable_limit, f"connection failures in a row ({message})"
+            )
             return
         # Any answer, even an error, shows a server is there.
         self.unreachable_streak = 0
         if is_hopeless(error):
             self.hopeless_streak += 1
-            if self.hopeless_streak >= self.hopeless_limit and self.reason is None:
-                self.reason = (
-                    f"not sent: the circuit breaker for {self.provider} opened after {self.hopeless_streak} "
-                    f"× HTTP {http_status(error)} ({message})"
-                )
+            self._open_at_limit(
+                self.hopeless_streak, self.hopeless_limit, f"× HTTP {http_status(error)} ({message})"
+            )
+
+    def _open_at_limit(self, streak: int, limit: int, failures: str) -> None:
+        """Open once `streak` reaches `limit`; the first reason to open it is the one kept."""
+        if streak >= limit and self.reason is None:
+            self.reason = (
+                f"not sent: the circuit breaker for {self.provider} opened after {streak} {failures}"
+            )

@@ -64,8 +64,7 @@ class Budget:
 
     def release(self, reserved: float) -> None:
         """A call that failed before the provider billed anything gives its reservation back."""
-        self.reserved = max(0.0, self.reserved - reserved)
-        self._wake()
+        self.settle(reserved, 0.0)
 
     def _wake(self) -> None:
         if self._changed is not None:

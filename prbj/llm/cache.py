@@ -74,6 +74,8 @@ def _holder_is_gone(holder: str) -> bool:
     except OSError:  # exists, but not ours to signal
         return False
     return False
+
+
 _REBUILD = "rebuild the cache: delete or move the folder (its answers will be bought again)"
 
 # Names that must never be part of a key or a stored value: a key in the cache would leak with the folder.
@@ -380,18 +382,14 @@ class ResponseCache:
     async def aset(self, key: str, value: dict[str, Any]) -> None:
         await self._off_loop(self.set, key, value)
 
-    async def aclaim(self, key: str, holder: str, seconds: float) -> bool:
-        return await self._off_loop(self.claim, key, holder, seconds)
-
     async def aclaim_unless_stored(
         self, key: str, holder: str, seconds: float
     ) -> tuple[bool, dict[str, Any] | None]:
         """In one trip to the worker thread: the answer stored under `key` if there is one by now, else whether
         the lease on it was taken (and, once taken, whether the answer arrived just before). Queued with the
         writes, so it sees every answer stored before it was asked."""
-        with self._failures():
-            if not isinstance(self._store, diskcache.Cache):
-                return self._claim_unless_stored(key, holder, seconds)
+        if self._opened_read_only():
+            return self._claim_unless_stored(key, holder, seconds)
         answer: asyncio.Future[tuple[bool, dict[str, Any] | None]] = (
             asyncio.get_running_loop().create_future()
         )
@@ -401,9 +399,8 @@ class ResponseCache:
     def _claim_unless_stored(
         self, key: str, holder: str, seconds: float
     ) -> tuple[bool, dict[str, Any] | None]:
-        if not self.claim(key, holder, seconds):
-            return False, self.get(key)
-        return True, self.get(key)
+        claimed = self.claim(key, holder, seconds)
+        return claimed, self.get(key)
 
     async def arelease(self, key: str, holder: str) -> None:
         await self._off_loop(self.release, key, holder)
@@ -423,11 +420,17 @@ class ResponseCache:
         self._soon(self.release, key, holder)
 
     def _soon(self, work: Callable[..., None], *args: Any) -> None:
-        with self._failures():
-            if not isinstance(self._store, diskcache.Cache):
-                work(*args)
-                return
+        if self._opened_read_only():
+            work(*args)
+            return
         self._enqueue(_Queued(work, args, None))
+
+    def _opened_read_only(self) -> bool:
+        """Opens the folder if need be, on the caller's thread, and says whether it is read-only: then its work
+        runs right here, since a read-only folder has no writes to wait for and its one SQLite handle may not be
+        used from another thread."""
+        with self._failures():
+            return not isinstance(self._store, diskcache.Cache)
 
     def _enqueue(self, item: _Queued) -> None:
         self._raise_failed_writes()
@@ -479,11 +482,8 @@ class ResponseCache:
         return self._worker
 
     async def _off_loop(self, work: Callable[..., T], *args: Any) -> T:
-        # Opened here, on the caller's thread, if need be: a read-only folder's one SQLite handle stays there
-        # (it has no writes to wait for, and its handle may not be used from another thread).
-        with self._failures():
-            if not isinstance(self._store, diskcache.Cache):
-                return work(*args)
+        if self._opened_read_only():
+            return work(*args)
         self._raise_failed_writes()
         # Shielded: a caller cancelled mid-way (Ctrl-C) does not cancel the work, so a stored answer or a
         # released lease is never half done; later work on the thread waits for it.

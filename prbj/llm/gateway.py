@@ -323,14 +323,7 @@ class Gateway:
         if reason is not None:
             return LLMResult(status="api_error", error=f"batch: {reason}")
         spec = state.spec
-        call = ChatCall(
-            spec,
-            [dict(m) for m in request.messages],
-            self._params(spec, request),
-            spec.api_key(),
-            shared_prefix_chars=request.shared_prefix_chars,
-        )
-        pending = Pending(spec, key, call, request.purpose)
+        pending = Pending(spec, key, self._chat_call(spec, request, spec.api_key()), request.purpose)
         if key not in batch.pending:
             prompt, completion, _ = self._estimate(spec, request)
             pending.reserved = batch_cost(spec, prompt, completion)
@@ -400,6 +393,15 @@ class Gateway:
             self._providers[provider.name] = state
         return state
 
+    def _chat_call(self, provider: ProviderSpec, request: LLMRequest, api_key: str | None) -> ChatCall:
+        return ChatCall(
+            provider,
+            [dict(m) for m in request.messages],
+            self._params(provider, request),
+            api_key,
+            shared_prefix_chars=request.shared_prefix_chars,
+        )
+
     @staticmethod
     def _params(provider: ProviderSpec, request: LLMRequest) -> dict[str, Any]:
         # The output bound reserved by the budget is the bound sent: without it a reply could run unbounded.
@@ -409,7 +411,7 @@ class Gateway:
         return int(self._params(provider, request).get("max_tokens") or DEFAULT_MAX_TOKENS)
 
     def _estimate(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
-        prompt = count_prompt_tokens(provider.model, [dict(m) for m in request.messages])
+        prompt = count_prompt_tokens(provider.model, request.messages)
         completion = self._completion_bound(provider, request)
         return prompt, completion, provider.cost(prompt, completion)
 
@@ -447,7 +449,8 @@ class Gateway:
             return LLMResult(
                 status="skipped_budget", error=f"would cross --max-cost (worst case ${worst_case:.4f})"
             )
-        api_key = spec.api_key()
+        # Built once for all attempts: what is sent does not change between them.
+        call = self._chat_call(spec, request, spec.api_key())
         started = time.monotonic()
         attempts = 0
         reserved = worst_case
@@ -466,9 +469,7 @@ class Gateway:
                             raise _OverBudget
                         reserved = worst_case
                     try:
-                        completion = await self._send(
-                            state, request, api_key, prompt_estimate + completion_bound
-                        )
+                        completion = await self._send(state, call, prompt_estimate + completion_bound)
                     except Exception as err:
                         self._account_failed_attempt(state, err, reserved, None if counted else request)
                         reserved = 0.0
@@ -487,7 +488,7 @@ class Gateway:
                 attempts=attempts - 1,
             )
         except RetryError as err:
-            return self._failed(state, err.last_attempt.exception(), attempts, started, api_key)
+            return self._failed(state, err.last_attempt.exception(), attempts, started, call.api_key)
         except (BreakerOpen, _Interrupted) as err:
             # Not sent (the provider's breaker is open, or Ctrl-C): the message says why, with no attempt count.
             state.stats.errors += 1
@@ -496,7 +497,7 @@ class Gateway:
             if not _is_provider_error(err):
                 self.budget.release(reserved)
                 raise
-            return self._failed(state, err, attempts, started, api_key)
+            return self._failed(state, err, attempts, started, call.api_key)
 
         text, prompt_tokens, completion_tokens = (
             completion.text,
@@ -528,23 +529,19 @@ class Gateway:
             attempts=attempts,
         )
 
-    async def _send(
-        self, state: _ProviderState, request: LLMRequest, api_key: str | None, tokens: int
-    ) -> Completion:
+    async def _send(self, state: _ProviderState, call: ChatCall, tokens: int) -> Completion:
         if not state.warmed.is_set():
             if state.warming:
                 await state.warmed.wait()
             else:
                 state.warming = True
                 try:
-                    return await self._send_now(state, request, api_key, tokens)
+                    return await self._send_now(state, call, tokens)
                 finally:
                     state.warmed.set()
-        return await self._send_now(state, request, api_key, tokens)
+        return await self._send_now(state, call, tokens)
 
-    async def _send_now(
-        self, state: _ProviderState, request: LLMRequest, api_key: str | None, tokens: int
-    ) -> Completion:
+    async def _send_now(self, state: _ProviderState, call: ChatCall, tokens: int) -> Completion:
         spec = state.spec
         transport = self._transports.get(spec.transport)
         if transport is None:
@@ -552,13 +549,6 @@ class Gateway:
                 f"internal: provider {spec.name!r} needs the transport {spec.transport!r}, which is not "
                 f"registered on this gateway"
             )
-        call = ChatCall(
-            spec,
-            [dict(m) for m in request.messages],
-            self._params(spec, request),
-            api_key,
-            shared_prefix_chars=request.shared_prefix_chars,
-        )
         breaker = state.breaker
         async with state.concurrency, breaker.admit():
             if state.pacer is not None:
@@ -575,7 +565,7 @@ class Gateway:
                 if is_rate_limit(err):
                     state.stats.rate_limited += 1
                     state.concurrency.record_rate_limited()
-                breaker.record_failure(err, one_line(err, secrets=[api_key]))
+                breaker.record_failure(err, one_line(err, secrets=[call.api_key]))
                 raise
             state.concurrency.record_success()
             breaker.record_success()

@@ -12,9 +12,8 @@ import json
 import logging
 import math
 import os
-import threading
-from collections import OrderedDict
-from functools import cache
+from collections.abc import Mapping, Sequence
+from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -39,11 +38,6 @@ def litellm() -> Any:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
         logging.getLogger(name).setLevel(logging.ERROR)
     return module
-
-
-def litellm_imported() -> bool:
-    """Whether this process has paid for the LiteLLM import (benchmarks and tests ask)."""
-    return litellm.cache_info().currsize > 0
 
 
 def model_map_file() -> Path:
@@ -81,7 +75,7 @@ def _remembered_prices() -> dict[str, tuple[float, float] | None]:
     prices = document.get("prices")
     if not isinstance(prices, dict):
         return {}
-    return {model: price for model, raw in prices.items() if _is_price(raw) for price in [_as_price(raw)]}
+    return {model: _as_price(raw) for model, raw in prices.items() if _is_price(raw)}
 
 
 def _is_price(raw: Any) -> bool:
@@ -150,22 +144,13 @@ def price_from_map(table: dict[str, Any], model: str) -> tuple[float, float] | N
     return None
 
 
-_token_counts: OrderedDict[tuple[str, tuple[tuple[tuple[str, Any], ...], ...]], int] = OrderedDict()
-_token_counts_lock = threading.Lock()
-
-
-def count_prompt_tokens(model: str, messages: list[dict[str, Any]]) -> int:
+def count_prompt_tokens(model: str, messages: Sequence[Mapping[str, Any]]) -> int:
     """LiteLLM's token count of a prompt, counted once per prompt and remembered (a small LRU in memory).
     Safe to call from a worker thread."""
-    key = (model, tuple(tuple(sorted(m.items())) for m in messages))
-    with _token_counts_lock:
-        known = _token_counts.get(key)
-        if known is not None:
-            _token_counts.move_to_end(key)
-            return known
-    count = int(litellm().token_counter(model=model, messages=messages))
-    with _token_counts_lock:
-        _token_counts[key] = count
-        if len(_token_counts) > _TOKEN_COUNTS_KEPT:
-            _token_counts.popitem(last=False)
-    return count
+    return _count_tokens(model, tuple(tuple(sorted(m.items())) for m in messages))
+
+
+@lru_cache(maxsize=_TOKEN_COUNTS_KEPT)
+def _count_tokens(model: str, messages: tuple[tuple[tuple[str, Any], ...], ...]) -> int:
+    # The messages come frozen (hashable) to be the cache's key; LiteLLM takes them as dicts.
+    return int(litellm().token_counter(model=model, messages=[dict(m) for m in messages]))

@@ -26,6 +26,9 @@ LOCAL_PREFIX = "hf-local:"
 TAKE_LITELLM_PRICE = "litellm"
 # The transport (prbj.llm.transport) of every provider but in-process ones: a live LiteLLM call.
 LITELLM_TRANSPORT = "litellm"
+# Self-hosted servers (vLLM, llama.cpp) need no key, but the OpenAI, Anthropic and Gemini clients refuse to send
+# a request without one: they get this placeholder, as vLLM's own docs suggest.
+KEYLESS_PLACEHOLDER = "EMPTY"
 _PER_MILLION = 1_000_000
 
 _KNOWN_KEYS = {
@@ -97,7 +100,7 @@ class ProviderSpec:
             )
         if not value and self.family == "openai" and self.api_base:
             # The OpenAI client refuses to send a request without a key; self-hosted servers ignore it.
-            return "EMPTY"
+            return KEYLESS_PLACEHOLDER
         return value or None
 
     def key_is_set(self) -> bool:
@@ -236,9 +239,10 @@ def _base_profile_path(base: str, path: Path, user_dir: Path | None) -> Path:
 
 def _merged_raw(path: Path, user_dir: Path | None, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The profile's fields with those of the profile it extends beneath them ([price] and [params] merged
-    key by key): a partial profile states only what changes."""
+    key by key): a partial profile states only what changes. Its own `extends`, if any, is kept (it names the
+    profile's source)."""
     raw = _read_toml(path)
-    base = raw.pop("extends", None)
+    base = raw.get("extends")
     if base is None:
         return raw
     if not isinstance(base, str) or not base:
@@ -259,6 +263,7 @@ def load_profile(
     name: str, path: Path, *, user_dir: Path | None = None, resolve_prices: bool = True
 ) -> ProviderSpec:
     raw = _merged_raw(path, user_dir, ())
+    extends = raw.pop("extends", None)
     unknown = set(raw) - _KNOWN_KEYS
     if unknown:
         raise ConfigError(
@@ -304,19 +309,14 @@ def load_profile(
         batch_output_price=_price(price, "batch_output", path),
         params=params,
         timeout=float(_positive(raw, "timeout", path) or 120.0),
-        source=_described_source(path),
+        # The file a profile was read from, and the profile it extends when it is partial.
+        source=f"{path} (extends {extends})" if extends is not None else str(path),
     )
     if TAKE_LITELLM_PRICE in (price.get("input"), price.get("output")):
         if not resolve_prices:
             return replace(spec, price_source=TAKE_LITELLM_PRICE)
         spec = _with_litellm_price(spec, required=spec.paid)
     return spec
-
-
-def _described_source(path: Path) -> str:
-    """The file a profile was read from, and the profile it extends when it is partial."""
-    base = _read_toml(path).get("extends")
-    return f"{path} (extends {base})" if isinstance(base, str) else str(path)
 
 
 def _table(raw: dict[str, Any], key: str, path: Path) -> dict[str, Any]:

@@ -80,7 +80,8 @@ HOPELESS_STATUS = {401, 403, 404}
 
 
 def is_hopeless(error: BaseException) -> bool:
-    return not is_unreachable(error) and http_status(error) in HOPELESS_STATUS
+    # http_status is None when nothing answered (an unreachable host), so that needs no check of its own.
+    return http_status(error) in HOPELESS_STATUS
 
 
 def http_status(error: BaseException) -> int | None:

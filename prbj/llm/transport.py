@@ -13,12 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prbj.llm.litellm_setup import litellm
-from prbj.llm.providers import LITELLM_TRANSPORT, ProviderSpec
+from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
 
 __all__ = ["LITELLM_TRANSPORT", "ChatCall", "Completion", "LiteLLMTransport", "Transport"]
-# Self-hosted servers (vLLM, llama.cpp) need no key, but the OpenAI and Anthropic clients refuse to send a
-# request without one: they get this placeholder, as vLLM's own docs suggest.
-KEYLESS_PLACEHOLDER = "EMPTY"
 
 
 @dataclass(frozen=True)

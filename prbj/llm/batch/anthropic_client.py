@@ -5,11 +5,10 @@ same thing; results stream as JSONL lines of succeeded / errored / canceled / ex
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from prbj.llm.batch.ledger import JobRecord, custom_id
+from prbj.llm.batch.ledger import JobRecord
 from prbj.llm.batch.wire import (
     ENDED,
     RUNNING,
@@ -21,7 +20,9 @@ from prbj.llm.batch.wire import (
     bare_model,
     json_bytes,
     provider_params,
+    with_unanswered,
 )
+from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion, anthropic_cache_breakpoint
 
 # Anthropic's documented ceiling per batch: 100,000 requests or 256 MB, whichever comes first.
@@ -42,12 +43,14 @@ class AnthropicBatchClient:
     def _client(self, record: JobRecord) -> Any:
         import anthropic
 
-        api_key = os.environ.get(record.api_key_env) if record.api_key_env else None
+        api_key = record.api_key()
         base = record.api_base.rstrip("/").removesuffix("/v1") if record.api_base else None
         client = self._clients.get((base, api_key))
         if client is None:
             # No SDK retries: a create retried blindly could create a second job; the ledger decides instead.
-            client = anthropic.AsyncAnthropic(api_key=api_key or "EMPTY", base_url=base, max_retries=0)
+            client = anthropic.AsyncAnthropic(
+                api_key=api_key or KEYLESS_PLACEHOLDER, base_url=base, max_retries=0
+            )
             self._clients[(base, api_key)] = client
         return client
 
@@ -90,11 +93,7 @@ class AnthropicBatchClient:
         stream = await self._client(record).messages.batches.results(record.provider_job_id)
         async for row in stream:
             outcomes.append(_outcome(row.custom_id, row.result))
-        seen = {o.custom_id for o in outcomes}
-        outcomes += [
-            Outcome(custom_id(k), error="no result line") for k in record.keys if custom_id(k) not in seen
-        ]
-        return outcomes
+        return with_unanswered(outcomes, record, "no result line")
 
     async def cancel(self, record: JobRecord) -> None:
         await self._client(record).messages.batches.cancel(record.provider_job_id)

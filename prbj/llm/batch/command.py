@@ -25,13 +25,7 @@ def _records(cache_dir: Path, run: str | None) -> list[JobRecord]:
 async def _refresh(queue: BatchQueue, records: list[JobRecord]) -> None:
     for record in records:
         if record.state == SUBMITTED:
-            progress = await queue.client(record.family).progress(record)
-            record.provider_state, record.done, record.failed = (
-                progress.provider_state,
-                progress.done,
-                progress.failed,
-            )
-            queue.ledger.save(record)
+            await queue.refresh(record)
 
 
 def run_batch_status(cache_dir: Path | None, run: str | None) -> int:

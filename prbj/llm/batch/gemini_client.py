@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections.abc import Sequence
 from typing import Any, cast
 
-from prbj.llm.batch.ledger import JobRecord, custom_id
+from prbj.llm.batch.ledger import JobRecord
 from prbj.llm.batch.wire import (
     ENDED,
     RUNNING,
@@ -24,7 +23,9 @@ from prbj.llm.batch.wire import (
     bare_model,
     json_bytes,
     provider_params,
+    with_unanswered,
 )
+from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion
 
 # Inline requests must stay under 20 MB in all; an input file may hold up to 2 GB.
@@ -53,16 +54,16 @@ class GeminiBatchClient:
         from google import genai
         from google.genai import types
 
-        api_key = os.environ.get(record.api_key_env) if record.api_key_env else None
+        api_key = record.api_key()
         base = record.api_base.rstrip("/").removesuffix("/v1beta") + "/" if record.api_base else None
-        # One attempt: a create retried blindly could create a second job; the ledger decides instead.
-        options = types.HttpOptions(
-            base_url=base, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
-        )
         client = self._clients.get((base, api_key))
         if client is None:
+            # One attempt: a create retried blindly could create a second job; the ledger decides instead.
+            options = types.HttpOptions(
+                base_url=base, api_version="v1beta", retry_options=types.HttpRetryOptions(attempts=1)
+            )
             client = self._clients[(base, api_key)] = genai.Client(
-                api_key=api_key or "EMPTY", http_options=options
+                api_key=api_key or KEYLESS_PLACEHOLDER, http_options=options
             )
         return client.aio
 
@@ -116,7 +117,7 @@ class GeminiBatchClient:
         client = self._client(record)
         job = await client.batches.get(name=record.provider_job_id)
         state = str(getattr(job.state, "value", job.state))
-        ids = [custom_id(k) for k in record.keys]
+        ids = record.custom_ids
         outcomes: list[Outcome] = []
         dest = job.dest
         if dest is not None and dest.inlined_responses:
@@ -136,9 +137,7 @@ class GeminiBatchClient:
                         outcomes.append(Outcome(str(item.get("key")), error=_reason(problem)))
                     else:
                         outcomes.append(_outcome(str(item.get("key")), item.get("response") or {}))
-        seen = {o.custom_id for o in outcomes}
-        outcomes += [Outcome(cid, error=f"batch {state}") for cid in ids if cid not in seen]
-        return outcomes
+        return with_unanswered(outcomes, record, f"batch {state}")
 
     async def cancel(self, record: JobRecord) -> None:
         await self._client(record).batches.cancel(name=record.provider_job_id)

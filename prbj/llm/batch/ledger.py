@@ -73,6 +73,15 @@ class JobRecord:
         return [e.key for e in self.entries]
 
     @property
+    def custom_ids(self) -> list[str]:
+        """The ids its requests carry inside the provider's job, in order."""
+        return [custom_id(e.key) for e in self.entries]
+
+    def api_key(self) -> str | None:
+        """The key, read from the environment variable the record names (the record never holds the key)."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    @property
     def open(self) -> bool:
         return self.state in OPEN_STATES
 

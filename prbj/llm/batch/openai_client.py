@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from prbj.llm.batch.wire import (
     Save,
     bare_model,
     provider_params,
+    with_unanswered,
 )
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.transport import Completion
@@ -45,12 +45,11 @@ class OpenAIBatchClient:
         return len(_line(line).encode()) + 1
 
     def _auth(self, record: JobRecord) -> dict[str, Any]:
-        api_key = os.environ.get(record.api_key_env) if record.api_key_env else None
         # No retries inside LiteLLM/the OpenAI client: a create retried blindly could create a second job.
         return {
             "custom_llm_provider": "openai",
             "api_base": record.api_base,
-            "api_key": api_key,
+            "api_key": record.api_key(),
             "max_retries": 0,
         }
 
@@ -125,11 +124,10 @@ class OpenAIBatchClient:
                     for row in (await self._content(record, file_id)).splitlines()
                     if row.strip()
                 ]
-        seen = {o.custom_id for o in outcomes}
-        reason = f"batch {batch.status}" + (f": {_batch_errors(batch)}" if _batch_errors(batch) else "")
+        errors = _batch_errors(batch)
+        reason = f"batch {batch.status}" + (f": {errors}" if errors else "")
         # Lines the batch never reached (a failed validation, an expiry without an error line) still get a reason.
-        outcomes += [Outcome(cid, error=reason) for cid in _custom_ids(record) if cid not in seen]
-        return outcomes
+        return with_unanswered(outcomes, record, reason)
 
     async def _content(self, record: JobRecord, file_id: str) -> str:
         content = await litellm().afile_content(file_id=file_id, **self._auth(record))
@@ -138,12 +136,6 @@ class OpenAIBatchClient:
     async def cancel(self, record: JobRecord) -> None:
         assert record.provider_job_id is not None
         await litellm().acancel_batch(batch_id=record.provider_job_id, **self._auth(record))
-
-
-def _custom_ids(record: JobRecord) -> list[str]:
-    from prbj.llm.batch.ledger import custom_id
-
-    return [custom_id(k) for k in record.keys]
 
 
 def _line(line: BatchLine) -> str:

@@ -23,6 +23,7 @@ from prbj.llm.answer import answer_value
 from prbj.llm.batch import BatchSubmitted
 from prbj.llm.batch.ledger import COLLECTED, SUBMITTED, SUBMITTING, Entry, JobRecord, Ledger, custom_id
 from prbj.llm.batch.wire import ENDED, BatchClient, BatchLine, family_of, split
+from prbj.llm.batch.wire import Progress as JobProgress  # rich's Progress draws the display
 from prbj.llm.cache import ResponseCache
 from prbj.llm.prompt_cache import cache_rates
 from prbj.llm.providers import ProviderSpec
@@ -119,12 +120,9 @@ class BatchQueue:
             )
         return client
 
-    def enqueue(self, pending: Pending) -> bool:
-        """Queue `pending`; False when its key is queued already (it needs no second reservation)."""
-        if pending.key in self.pending:
-            return False
-        self.pending[pending.key] = pending
-        return True
+    def enqueue(self, pending: Pending) -> None:
+        """Queue `pending`; a key queued already keeps its first request (and its one reservation)."""
+        self.pending.setdefault(pending.key, pending)
 
     # --- one flush: resolve, submit, wait, collect ---------------------------------------------------
     async def flush(self) -> list[Answer]:
@@ -170,10 +168,10 @@ class BatchQueue:
             spec = group[0].spec
             family = family_of(spec.model)
             client = self.client(family)
-            purposes = {p.key: p.purpose for p in group}
-            lines = [BatchLine(custom_id(p.key), p.call) for p in group]
-            keys = {custom_id(p.key): p.key for p in group}
+            by_id = {custom_id(p.key): p for p in group}
+            lines = [BatchLine(cid, p.call) for cid, p in by_id.items()]
             input_price, output_price = batch_prices(spec)
+            cache_read_price, cache_write_price = cache_rates(spec)
             for chunk in split(lines, client.limits, client.line_bytes):
                 record = JobRecord.new(
                     self.run_id,
@@ -186,9 +184,11 @@ class BatchQueue:
                     output_price=output_price,
                     live_input_price=spec.input_price or 0.0 if spec.paid else 0.0,
                     live_output_price=spec.output_price or 0.0 if spec.paid else 0.0,
-                    cache_read_price=cache_rates(spec)[0],
-                    cache_write_price=cache_rates(spec)[1],
-                    entries=[Entry(keys[line.custom_id], purposes[keys[line.custom_id]]) for line in chunk],
+                    cache_read_price=cache_read_price,
+                    cache_write_price=cache_write_price,
+                    entries=[
+                        Entry(by_id[line.custom_id].key, by_id[line.custom_id].purpose) for line in chunk
+                    ],
                 )
                 # Durable before the create call leaves: a crash from here on leaves a record to resolve.
                 self.ledger.save(record)
@@ -218,28 +218,26 @@ class BatchQueue:
             while waiting:
                 still: list[JobRecord] = []
                 for record in waiting:
-                    progress = await self.client(record.family).progress(record)
+                    progress = await self.refresh(record)
                     display.update(
                         tasks[record.job_id],
                         completed=progress.done + progress.failed,
                         state=progress.provider_state,
                     )
-                    if (record.provider_state, record.done, record.failed) != (
-                        progress.provider_state,
-                        progress.done,
-                        progress.failed,
-                    ):
-                        record.provider_state, record.done, record.failed = (
-                            progress.provider_state,
-                            progress.done,
-                            progress.failed,
-                        )
-                        self.ledger.save(record)
                     if progress.phase != ENDED:
                         still.append(record)
                 waiting = still
                 if waiting:
                     await asyncio.sleep(self.poll_seconds)
+
+    async def refresh(self, record: JobRecord) -> JobProgress:
+        """The job's progress at its provider, kept on the record (saved to the ledger only when it changed)."""
+        progress = await self.client(record.family).progress(record)
+        now = (progress.provider_state, progress.done, progress.failed)
+        if (record.provider_state, record.done, record.failed) != now:
+            record.provider_state, record.done, record.failed = now
+            self.ledger.save(record)
+        return progress
 
     def collect(
         self, record: JobRecord, outcomes: list, queued: Mapping[str, Pending] | None = None

@@ -79,6 +79,13 @@ class BatchClient(Protocol):
     async def cancel(self, record: JobRecord) -> None: ...
 
 
+def with_unanswered(outcomes: list[Outcome], record: JobRecord, reason: str) -> list[Outcome]:
+    """`outcomes` and, for each request of `record` they do not answer, an error outcome giving `reason`: every
+    request the job held gets an outcome, even when the provider returned no line for it."""
+    seen = {o.custom_id for o in outcomes}
+    return outcomes + [Outcome(cid, error=reason) for cid in record.custom_ids if cid not in seen]
+
+
 def split(
     lines: Sequence[BatchLine], limits: Limits, size: Callable[[BatchLine], int]
 ) -> Iterator[list[BatchLine]]:
