@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import gc
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +88,8 @@ def _profile(record: Mapping[str, Any]) -> tuple[ProfilePost, ...]:
                 and post_id.strip()
                 and text.strip()
             ):
-                posts.append(ProfilePost(id=post_id, category=category, text=text))
+                # Positional: a frozen dataclass built from keywords costs twice as much, ~100,000 times.
+                posts.append(ProfilePost(post_id, category, text))
                 continue
         where = f"profile[{i}]"
         post = _mapping(raw, where)
@@ -144,22 +147,37 @@ def validate_records(records: Iterable[tuple[Location, Any]]) -> list[Pair]:
     pairs: list[Pair] = []
     seen: dict[str, Location] = {}
     problems: list[str] = []
-    for location, record in records:
-        try:
-            pair = parse_pair(record)
-        except RecordError as err:
-            problems.append(f"{location}: {err}")
-            continue
-        if pair.id in seen:
-            problems.append(
-                f"{location}: field 'id': duplicate id {pair.id!r} (first seen at {seen[pair.id]})"
-            )
-            continue
-        seen[pair.id] = location
-        pairs.append(pair)
+    with _collector_paused():
+        for location, record in records:
+            try:
+                pair = parse_pair(record)
+            except RecordError as err:
+                problems.append(f"{location}: {err}")
+                continue
+            if pair.id in seen:
+                problems.append(
+                    f"{location}: field 'id': duplicate id {pair.id!r} (first seen at {seen[pair.id]})"
+                )
+                continue
+            seen[pair.id] = location
+            pairs.append(pair)
     if problems:
         raise DataError(_summarise(problems))
     return pairs
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Parsing a full-size dataset allocates ~1.5 million objects (dicts, strings, posts) that form no cycle, and
+    every 700 allocations the cyclic collector would scan the young ones, then older ones again and again: ~20%
+    of the load time for nothing to collect. Paused for the loop, restored after it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _summarise(problems: list[str]) -> str:
