@@ -46,14 +46,17 @@ def strip_quotes(text: str, shown: Sequence[str]) -> str:
     """Cut out verbatim copies of the texts the judge was shown, and lines quoted from them."""
     for original in sorted((s for s in shown if s.strip()), key=len, reverse=True):
         text = text.replace(original.strip(), " ")
-    shown_lines = {line.strip() for original in shown for line in original.splitlines() if line.strip()}
+    shown_lines: set[str] | None = None  # built only when a line could be a quote: most replies have none
     kept = []
     for line in text.splitlines():
         blockquote = line.lstrip().startswith(">")
         bare = line.strip().lstrip(">").strip().strip("\"'“”")
         # A markdown block quote of any length is a quote; a plain line only when long enough to be one.
-        if bare and (blockquote or len(bare) >= 12) and any(bare in quoted for quoted in shown_lines):
-            continue
+        if bare and (blockquote or len(bare) >= 12):
+            if shown_lines is None:
+                shown_lines = {row.strip() for original in shown for row in original.splitlines() if row.strip()}
+            if any(bare in quoted for quoted in shown_lines):
+                continue
         kept.append(line)
     return "\n".join(kept)
 
