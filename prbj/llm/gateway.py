@@ -18,14 +18,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.answer import answer_value
-from prbj.llm.batch.queue import BatchQueue, Pending, batch_cost
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
@@ -47,6 +46,10 @@ from prbj.llm.retry import (
 )
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
 from prbj.llm.urls import redact_url
+
+if TYPE_CHECKING:
+    # Imported where a batch is queued: a run without --batch does not load the batch machinery (~0.05 s).
+    from prbj.llm.batch.queue import BatchQueue
 
 Mode = Literal["live", "cache_only", "dry_run"]
 # Output tokens assumed for a worst-case reservation when neither the request nor the profile bounds them.
@@ -317,6 +320,8 @@ class Gateway:
     async def _queue(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
         """Batch mode: a miss joins the next batch job (reserved at batch prices); a line that failed in this
         run's batch is an api_error with the provider's reason, bought again only by a later run."""
+        from prbj.llm.batch.queue import Pending, batch_cost
+
         batch = self.batch
         assert batch is not None
         reason = batch.failures.get(key)
@@ -430,6 +435,8 @@ class Gateway:
         state.stats.planned_completion_tokens += completion
         state.stats.planned_cost_usd += cost
         if self.batch is not None:
+            from prbj.llm.batch.queue import batch_cost
+
             state.stats.planned_batch_cost_usd += batch_cost(state.spec, prompt, completion)
         return LLMResult(status="dry_run", error="not sent (--dry-run)")
 

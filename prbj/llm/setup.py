@@ -8,13 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prbj.errors import ConfigError
-from prbj.llm.batch.queue import BatchQueue
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway, Mode
+
+if TYPE_CHECKING:
+    from prbj.llm.batch.queue import BatchQueue
 
 
 @dataclass(frozen=True)
@@ -75,5 +77,7 @@ class GatewayOptions:
     def _batch_queue(self, cache: ResponseCache) -> BatchQueue | None:
         if not self.batch:
             return None
+        from prbj.llm.batch.queue import BatchQueue
+
         run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
         return BatchQueue(cache, cache.directory, run_id=run_id, wait=self.wait)
