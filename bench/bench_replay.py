@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import json
 import os
 import subprocess
@@ -61,6 +62,14 @@ FILLER = (
     "It depends on how much time you can give it each week, what you already own, and what you hope to get "
     "out of it a year from now; start small, keep notes, and change course once you know what you enjoy. "
 )
+
+
+def installed_like() -> None:
+    """Compile prbj's modules to bytecode, as `pip install` does, before any timed process starts. A checkout
+    run with PYTHONDONTWRITEBYTECODE set (the shared development machine sets it) would otherwise compile every
+    prbj module from source in every process: ~0.15 s of each start that no installed prbj pays."""
+    if not compileall.compile_dir(str(ROOT / "prbj"), quiet=1):
+        raise SystemExit("could not compile prbj to bytecode")
 
 
 # --- data --------------------------------------------------------------------------------------------------
@@ -276,6 +285,7 @@ def main() -> None:
     parser.add_argument("--gateway-calls", type=int, default=400)
     parser.add_argument("--only-full", action="store_true", help="only the full-size run")
     args = parser.parse_args()
+    installed_like()
     report: list[str] = [f"load average at start: {load_average()}"]
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
