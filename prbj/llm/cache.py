@@ -429,6 +429,8 @@ class ResponseCache:
         """Opens the folder if need be, on the caller's thread, and says whether it is read-only: then its work
         runs right here, since a read-only folder has no writes to wait for and its one SQLite handle may not be
         used from another thread."""
+        if isinstance(self._opened, diskcache.Cache):  # opened already: asked on every call, answered cheaply
+            return False
         with self._failures():
             return not isinstance(self._store, diskcache.Cache)
 

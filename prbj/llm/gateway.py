@@ -20,7 +20,17 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt, stop_after_delay
+from tenacity import (
+    AttemptManager,
+    DoAttempt,
+    DoSleep,
+    RetryCallState,
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+)
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
@@ -168,9 +178,18 @@ class Gateway:
         self.budget = budget or Budget()
         self.mode = mode
         self.retry = retry or RetryPolicy()
-        self._backoff = BackoffWait(self.retry)
-        self._retryable = retry_if_exception(is_retryable)
-        self._give_up = stop_after_attempt(self.retry.max_attempts) | stop_after_delay(self.retry.max_total_seconds)
+        # tenacity decides every retry (whether, how long to wait, when to give up) with strategies built once per
+        # gateway (the wait holds the one backoff RNG). Its synchronous controller is driven by _buy, which sleeps
+        # with asyncio: AsyncRetrying re-wraps each sync strategy in a coroutine and inspects it on every step,
+        # which cost more per call than the rest of the retry bookkeeping. One controller serves all calls: its
+        # `iter` runs to completion without yielding to the event loop, so concurrent calls never interleave in it.
+        self._retrying = Retrying(
+            retry=retry_if_exception(is_retryable),
+            stop=stop_after_attempt(self.retry.max_attempts) | stop_after_delay(self.retry.max_total_seconds),
+            wait=BackoffWait(self.retry),
+            reraise=False,
+        )
+        self._retrying.begin()
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
@@ -461,13 +480,20 @@ class Gateway:
         started = time.monotonic()
         attempts = 0
         reserved = worst_case
+        retrying = self._retrying
+        retry_state = RetryCallState(retrying, fn=None, args=(), kwargs={})
         try:
-            # tenacity runs the attempts; its stop, retry and wait strategies are built once per gateway (the wait
-            # holds the one backoff RNG), so a call that succeeds at once pays only the loop itself.
-            async for attempt in AsyncRetrying(
-                retry=self._retryable, stop=self._give_up, wait=self._backoff, reraise=False
-            ):
-                with attempt:
+            while True:
+                # tenacity's verdict on the last attempt's outcome: attempt (again), sleep first, or done (the
+                # outcome was a success); it raises RetryError once its stop strategy gives up.
+                do = retrying.iter(retry_state)
+                if isinstance(do, DoSleep):
+                    retry_state.prepare_for_next_attempt()
+                    await asyncio.sleep(do)
+                    continue
+                if not isinstance(do, DoAttempt):
+                    break
+                with AttemptManager(retry_state):
                     attempts += 1
                     if attempts > 1:
                         stats.retries += 1
