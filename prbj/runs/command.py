@@ -16,6 +16,7 @@ from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
 from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.beyond import BeyondOptions
+from prbj.runs.engine import kept_for_the_run
 from prbj.runs.execute import RunConfig, execute
 
 
@@ -44,7 +45,8 @@ def run_judge_command(
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         judges, planner = build_judges(providers, judging, shared, gateway)
         judges = beyond.sampled(judges)
-        data = load_dataset(dataset).select(subsets, limit)
+        with kept_for_the_run():
+            data = load_dataset(dataset).select(subsets, limit)
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
         config = RunConfig(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TypeVar
 
 from rich.console import Console
@@ -44,6 +45,23 @@ def _freeze_what_is_loaded() -> None:
 
 
 _frozen = False
+
+
+@contextmanager
+def kept_for_the_run() -> Iterator[None]:
+    """Around loading what a run keeps to its end (the dataset: ~1.5 million dicts, strings and posts for a
+    full-size one, none of them in a cycle). The cyclic collector is paused while they are made, and what exists
+    afterwards is frozen out of it. Otherwise it scans the young objects every 700 allocations during the load,
+    and then walks all of them again in its first collections after it: measured on a full-size cached rerun,
+    pausing alone moved ~0.06 s from the load into the judging; pausing and freezing saves ~0.08 s of 1.5 s."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 async def run_jobs(
