@@ -16,7 +16,7 @@ from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
 from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.beyond import BeyondOptions
-from prbj.runs.engine import kept_for_the_run
+from prbj.runs.collector import kept_for_the_run
 from prbj.runs.execute import RunConfig, execute
 
 

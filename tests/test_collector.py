@@ -1,4 +1,4 @@
-"""The run's garbage-collector policy (runs.engine): what a run loads to keep (the dataset) is made with the
+"""The run's garbage-collector policy (runs.collector): what a run loads to keep (the dataset) is made with the
 cyclic collector paused and then frozen out of it, and the collector comes back as it was."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from prbj.runs.engine import kept_for_the_run
+from prbj.runs.collector import kept_for_the_run
 
 
 @pytest.fixture(autouse=True)
