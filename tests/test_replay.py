@@ -17,10 +17,11 @@ from loopback import ProviderServer
 # Every test here starts real prbj processes (seconds each): CI runs them in the `processes` step.
 pytestmark = pytest.mark.processes
 
-# Runs the real CLI and says on stderr, at exit, whether LiteLLM was imported in this process.
+# Runs the real CLI and says on stderr, at exit, whether LiteLLM (and prbj's batch machinery) was imported.
 WRAPPER = (
     "import atexit, sys\n"
-    "atexit.register(lambda: print('litellm imported:', 'litellm' in sys.modules, file=sys.stderr))\n"
+    "atexit.register(lambda: print('litellm imported:', 'litellm' in sys.modules,\n"
+    "    '| batch imported:', 'prbj.llm.batch.queue' in sys.modules, file=sys.stderr))\n"
     "from prbj.cli import main\n"
     "main()\n"
 )
@@ -74,6 +75,7 @@ def test_an_all_hits_rerun_never_imports_litellm(server, tmp_path) -> None:
         again = judge(server, tmp_path, *extra)
         assert again.returncode == 0, again.stderr
         assert "litellm imported: False" in again.stderr, extra
+        assert "batch imported: False" in again.stderr, extra  # only --batch needs the batch queue
     assert len(server.requests) == sent  # every answer came from the cache
 
     # The first listing looks up the profiles the run did not use; from then on they are remembered too.
