@@ -37,6 +37,7 @@ import diskcache
 from diskcache.core import MODE_BINARY, MODE_RAW
 
 from prbj.errors import ConfigError
+from prbj.llm.futures import settle
 
 DEFAULT_CACHE_DIR = Path("cache")
 CACHE_ENV = "PRBJ_CACHE_DIR"
@@ -532,17 +533,12 @@ def _hand_back(results: list[tuple[asyncio.Future[Any], Any, BaseException | Non
         by_loop.setdefault(result[0].get_loop(), []).append(result)
     for loop, some in by_loop.items():
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-            loop.call_soon_threadsafe(_settle, some)
+            loop.call_soon_threadsafe(_settle_all, some)
 
 
-def _settle(results: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+def _settle_all(results: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
     for future, value, error in results:
-        if future.cancelled():
-            continue
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
+        settle(future, value, error)
 
 
 def _entry(entry: Any) -> dict[str, Any]:

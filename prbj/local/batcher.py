@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from prbj.llm.futures import settle
+
 I = TypeVar("I")  # noqa: E741 - the conventional name for an item type
 R = TypeVar("R")
 
@@ -65,7 +67,7 @@ class WorkerThread:
         def deliver(result: Any = None, error: BaseException | None = None) -> None:
             # The loop is closed when the run was interrupted; the result is then simply dropped.
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, future, result, error)
+                loop.call_soon_threadsafe(settle, future, result, error)
 
         self._start()
         with self._idle:
@@ -92,15 +94,6 @@ class WorkerThread:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
-
-
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
 
 
 class MicroBatcher(Generic[I, R]):
@@ -155,7 +148,7 @@ class MicroBatcher(Generic[I, R]):
         def emit(index: int, result: R | BaseException) -> None:
             error = result if isinstance(result, BaseException) else None
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, futures[index], None if error else result, error)
+                loop.call_soon_threadsafe(settle, futures[index], None if error else result, error)
 
         self.batches_run += 1
         try:
@@ -165,9 +158,9 @@ class MicroBatcher(Generic[I, R]):
             raise
         except Exception as error:
             for future in futures:
-                _settle(future, None, error)
+                settle(future, None, error)
             return
         # Emits are queued on the loop before the batch's own completion, so they have all landed by now;
         # an item the batch function forgot must not leave its caller waiting forever.
         for future in futures:
-            _settle(future, None, RuntimeError("batch finished without a result for this item"))
+            settle(future, None, RuntimeError("batch finished without a result for this item"))
