@@ -156,13 +156,10 @@ class BackoffWait:
         self.rng = rng or random.Random()
 
     def __call__(self, state: RetryCallState) -> float:
-        return self.seconds(state.attempt_number, state.outcome.exception() if state.outcome else None)
-
-    def seconds(self, attempt_number: int, error: BaseException | None) -> float:
-        """How long to wait after failed attempt number `attempt_number` (1 for the first) raised `error`."""
+        error = state.outcome.exception() if state.outcome else None
         if error is not None:
             asked = retry_after_seconds(error)
             if asked is not None:
                 return min(asked, self.policy.max_retry_after)
-        ceiling = min(self.policy.max_wait, self.policy.initial_wait * 2 ** (attempt_number - 1))
+        ceiling = min(self.policy.max_wait, self.policy.initial_wait * 2 ** (state.attempt_number - 1))
         return self.rng.uniform(0, ceiling)
