@@ -38,8 +38,11 @@ def resolve_provider(spec: str, shared: GatewayOptions, gateway: Gateway) -> Pro
     )
     # Limits never enter the cache key, so overriding them for one run keeps every cached answer.
     overrides = shared.limit_overrides
-    # The overrides are ProviderSpec fields (rpm, tpm, max_concurrency, timeout) with values of their types.
-    return replace(provider, **overrides) if overrides else provider  # type: ignore[arg-type]
+    if not overrides:
+        return provider
+    # The overrides are ProviderSpec fields (rpm, tpm, ..., timeout) with values of their types; which were set by
+    # a flag is kept, so that the run reports each limit's source and a provider's headers do not overrule it.
+    return replace(provider, **overrides, flagged=frozenset(overrides))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

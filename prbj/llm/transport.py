@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
+from prbj.llm.ratelimit_headers import StatedLimits, reply_headers, stated_limits
 
 __all__ = ["LITELLM_TRANSPORT", "ChatCall", "Completion", "LiteLLMTransport", "Transport"]
 
@@ -38,6 +39,8 @@ class Completion:
     # Of the prompt tokens: read from, and written to, the provider's prompt cache (billed at other rates).
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    # The rate limits the provider stated in the reply's headers (never cached: they describe the provider now).
+    rate_limits: StatedLimits | None = None
 
 
 class Transport(Protocol):
@@ -71,6 +74,7 @@ class LiteLLMTransport:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cached_tokens=cached,
             cache_write_tokens=written,
+            rate_limits=stated_limits(reply_headers(response)),
         )
 
 
