@@ -189,7 +189,15 @@ def run_score_command(
         try:
             scores = asyncio.run(
                 gateway.in_rounds(
-                    partial(score_samples, rms, questions, samples, concurrency=concurrency, show_progress=progress)
+                    partial(
+                        score_samples,
+                        rms,
+                        questions,
+                        samples,
+                        concurrency=concurrency,
+                        show_progress=progress,
+                        admitted=gateway.in_flight_allowed,
+                    )
                 )
             )
         finally:
@@ -268,7 +276,14 @@ def run_evaluate_command(
             graded = asyncio.run(
                 gateway.in_rounds(
                     partial(
-                        grade_picks, judge, questions, samples, picks, concurrency=concurrency, show_progress=progress
+                        grade_picks,
+                        judge,
+                        questions,
+                        samples,
+                        picks,
+                        concurrency=concurrency,
+                        show_progress=progress,
+                        admitted=gateway.in_flight_allowed,
                     )
                 )
             )
