@@ -6,8 +6,10 @@
 
 Tests script it: `server.reply` maps each parsed request to the text to answer; `server.inject(...)` queues
 faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage body) for the next requests;
-`server.latency` delays every answer. Every request is recorded (path, headers, body, arrival time), so tests
-count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
+`server.latency` delays every answer; `server.limits` enforces rate limits with real 429s and states limits in
+each reply's headers (tests/loopback_limits.py). Every request is recorded (path, headers, body, arrival time,
+the status it was answered with when a limit refused it), so tests count at the server what really went over the
+wire. It runs on its own thread and event loop, so synchronous
 tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
 
@@ -44,6 +46,8 @@ class ChatRequest:
     headers: dict[str, str]
     body: dict[str, Any]
     received_at: float
+    # 429 when server.limits refused it.
+    status: int = 200
 
     @property
     def prompt(self) -> str:
@@ -174,11 +178,15 @@ class ProviderServer:
     _prefixes: set[str] = field(default_factory=set)
     # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
     batches: Any = None
+    # Rate limits enforced with 429s and stated in headers (tests/loopback_limits.py); none by default.
+    limits: Any = None
 
     def __post_init__(self) -> None:
         from loopback_batches import BatchService
+        from loopback_limits import LimitService
 
         self.batches = BatchService(self)
+        self.limits = LimitService()
 
     # --- scripting -------------------------------------------------------------------------------
     def inject(self, *faults: Fault | str) -> None:
@@ -192,6 +200,7 @@ class ProviderServer:
             self._faults.clear()
             self._prefixes.clear()
         self.batches.reset()
+        self.limits.reset()
 
     @property
     def url(self) -> str:
@@ -213,6 +222,12 @@ class ProviderServer:
         with self._lock:
             self.requests.append(parsed)
             fault = self._faults.popleft() if self._faults else None
+        if fault is None:
+            # Over a rate limit: refused at once, as providers do, without the model's latency.
+            refused = self.limits.admit(parsed, _tokens(parsed.prompt))
+            if refused is not None:
+                parsed.status = 429
+                return refused
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:
@@ -221,7 +236,9 @@ class ProviderServer:
             text = self.reply(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
-        return web.json_response(_answer(family, parsed, text, self.prompt_cache(family, parsed)))
+        answer = _answer(family, parsed, text, self.prompt_cache(family, parsed))
+        self.limits.settle(parsed, _tokens(text))
+        return web.json_response(answer, headers=self.limits.headers(family))
 
     def prompt_cache(self, family: str, request: ChatRequest) -> tuple[int, int]:
         """(tokens read, tokens written) of the provider's prompt cache for `request`, remembering its prefix."""
