@@ -49,14 +49,7 @@ class BundleWriter:
             for j, c in judgments.select("judge", "context").unique().sort(["judge", "context"]).rows()
         ]
         report = overview.report_view([loaded.data], self.links(2), [key])
-        context = {
-            "title": f"Run {loaded.entry.run_id}",
-            "entries": [loaded.entry],
-            "sections": report.sections,
-            "demo": report.demo_note,
-            "query": Query(),
-        }
-        self.write(f"run/{key}/index.html", "report.html", context, 2)
+        self.write(f"run/{key}/index.html", "report.html", overview.report_page([loaded.entry], report), 2)
         self.tables(loaded)
         for pair_id in judgments["pair_id"].unique(maintain_order=True).to_list():
             self.pair(loaded, pair_id)

@@ -129,3 +129,15 @@ def report_view(runs: Sequence[RunData], links: Links, keys: Sequence[str]) -> R
         figures = [FigureView(f.name, f.title, f.caption, f.svg()) for f in section.figures]
         views.append(SectionView(section.key, section.title, section.intro, tables, figures))
     return ReportView(views, demo_note(content))
+
+
+def report_page(entries: Sequence[RunEntry], report: ReportView) -> dict[str, Any]:
+    """The Run page (one entry) or the Compare page (several)."""
+    names = ", ".join(entry.run_id for entry in entries)
+    return {
+        "title": f"Run {names}" if len(entries) == 1 else f"Compared: {names}",
+        "entries": list(entries),
+        "sections": report.sections,
+        "demo": report.demo_note,
+        "query": Query(),
+    }

@@ -21,15 +21,18 @@ import polars as pl
 
 OUTCOMES = ("correct", "wrong", "failed")
 PAGE_SIZE = 50
-# Sortable columns, when the run has them; anything else in a URL falls back to the default order.
-SORTABLE = (
+# The table's columns, when the run has them; other engineers' columns (cause, p_chosen, confidence) join
+# when present.
+TABLE_COLUMNS = (
     "pair_id",
     "subset",
     "judge",
     "context",
     "status",
+    "cause",
     "verdict",
     "correct",
+    "chosen_position",
     "margin",
     "p_chosen",
     "confidence",
@@ -38,6 +41,8 @@ SORTABLE = (
     "cost_usd",
     "latency_s",
 )
+# Sortable columns; anything else in a URL falls back to the default order.
+SORTABLE = tuple(c for c in TABLE_COLUMNS if c not in ("cause", "chosen_position"))
 KEY = ("pair_id", "judge", "context")
 _LISTS = {"judge": "judges", "context": "contexts", "subset": "subsets", "status": "statuses"}
 MAX_TEXT = 200

@@ -128,15 +128,9 @@ async def run_page(request: web.Request) -> web.StreamResponse:
     run = _loaded(request)
     if isinstance(run, web.Response):
         return run
-    report = _viewer(request).report([run])
-    context = {
-        "title": f"Run {run.entry.run_id}",
-        "entries": [run.entry],
-        "sections": report.sections,
-        "demo": report.demo_note,
-        "query": Query(),
-    }
-    return _viewer(request).page("report.html", context)
+    return _viewer(request).page(
+        "report.html", overview.report_page([run.entry], _viewer(request).report([run]))
+    )
 
 
 async def compare_page(request: web.Request) -> web.StreamResponse:
@@ -148,15 +142,7 @@ async def compare_page(request: web.Request) -> web.StreamResponse:
             "Pick two runs or more", "Tick at least two runs on the Runs page to compare them.", status=400
         )
     runs = [viewer.catalog.load(key) for key in keys]
-    report = viewer.report(runs)
-    context = {
-        "title": "Compared: " + ", ".join(run.entry.run_id for run in runs),
-        "entries": [run.entry for run in runs],
-        "sections": report.sections,
-        "demo": report.demo_note,
-        "query": Query(),
-    }
-    return viewer.page("report.html", context)
+    return viewer.page("report.html", overview.report_page([run.entry for run in runs], viewer.report(runs)))
 
 
 def _query(request: web.Request) -> Query:

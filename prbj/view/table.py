@@ -14,27 +14,8 @@ from prbj.errors import DataError
 from prbj.runs.show_command import changed_verdicts
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
-from prbj.view.query import OUTCOMES, SORTABLE, Query, apply, page_of
+from prbj.view.query import OUTCOMES, SORTABLE, TABLE_COLUMNS, Query, apply, page_of
 
-# Shown when the run has them; other engineers' columns (cause, p_chosen, confidence) join when present.
-TABLE_COLUMNS = (
-    "pair_id",
-    "subset",
-    "judge",
-    "context",
-    "status",
-    "cause",
-    "verdict",
-    "correct",
-    "chosen_position",
-    "margin",
-    "p_chosen",
-    "confidence",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost_usd",
-    "latency_s",
-)
 # The long texts stay out of CSV exports (JSONL keeps every column).
 _LONG = ("reply", "context_block")
 
