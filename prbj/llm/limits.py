@@ -152,7 +152,8 @@ class RequestPacer:
         self.tolerance = tolerance
         # The last departure's theoretical time: the next one is due one interval after it.
         self._base = -math.inf
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        # Each waiter's future is resolved with the time its slot was due.
+        self._waiters: deque[asyncio.Future[float]] = deque()
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -172,23 +173,24 @@ class RequestPacer:
         self._base = max(self._base, moment + self.tolerance - interval)
         self._rearm()
 
-    async def wait(self) -> float:
-        """Wait for this request's slot; the seconds waited."""
+    async def wait(self) -> tuple[float, float]:
+        """Wait for this request's slot: (seconds until it was due, seconds it came late). A late slot means the
+        event loop was busy: the process, not the rate, held the request back."""
         loop = asyncio.get_running_loop()
         now = loop.time()
         if not self._waiters and now >= self._due():
             self._depart(now)
-            return 0.0
-        waiter: asyncio.Future[None] = loop.create_future()
+            return 0.0, 0.0
+        waiter: asyncio.Future[float] = loop.create_future()
         self._waiters.append(waiter)
         self._arm(loop)
         try:
-            await waiter
+            due = await waiter
         except asyncio.CancelledError:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
             raise
-        return loop.time() - now
+        return max(0.0, due - now), max(0.0, loop.time() - max(due, now))
 
     def _depart(self, now: float) -> None:
         # GCRA: the slot taken is the one due, or now when the provider sat idle (no credit for idle time).
@@ -211,8 +213,8 @@ class RequestPacer:
         while self._waiters and now >= self._due():
             waiter = self._waiters.popleft()
             if not waiter.done():
+                waiter.set_result(self._due())
                 self._depart(now)
-                waiter.set_result(None)
         self._arm(loop)
 
 

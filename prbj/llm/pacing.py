@@ -44,8 +44,9 @@ BOUND_SHARE = 0.05
 
 LIMIT_NAMES = ("rpm", "tpm", "input_tpm", "output_tpm")
 # Why a request waited: the request rate, a token window, the ceiling on requests in flight, requests in flight
-# halved after 429s, requests in flight below the ceiling (rate × latency), --max-cost reservations, retry sleeps.
-WAIT_CAUSES = ("rate", "tokens", "ceiling", "back-off", "in-flight", "budget", "retries")
+# halved after 429s, requests in flight below the ceiling (rate × latency), --max-cost reservations, retry sleeps,
+# and the process itself (its event loop let a request leave later than its slot in the rate: CPU).
+WAIT_CAUSES = ("rate", "tokens", "ceiling", "back-off", "in-flight", "budget", "retries", "cpu")
 _UNITS = {"rpm": "req/min", "tpm": "tok/min", "input_tpm": "input tok/min", "output_tpm": "output tok/min"}
 
 
@@ -139,9 +140,10 @@ class ProviderPacing:
     async def depart(self, prompt_tokens: int, output_bound: int) -> Ticket:
         """Wait for the request's slot in the rate and room in the token windows (input and output tokens each
         against its own limit); what it reserved, for `answered`."""
-        waited = await self.pacer.wait()
-        if waited:
+        waited, late = await self.pacer.wait()
+        if waited or late:
             self.waits["rate"] += waited
+            self.waits["cpu"] += late
         windows = self.windows
         entries: list[list[float] | None] = []
         for name, tokens in (

@@ -224,6 +224,7 @@ BOUND_BY = {
     "in-flight": "in flight (rate × latency)",
     "budget": "budget waits",
     "retries": "retries",
+    "cpu": "prbj's CPU",
     "none": "nothing",
 }
 _LIMIT_UNITS = {
