@@ -1,6 +1,6 @@
 """Issue 27's acceptance figures: does `prbj judge` with default settings run at the provider's rate limit?
 
-    python bench/bench_limits.py [--calls 1000] [--only gemini|headers]
+    python bench/bench_limits.py [--calls 1000] [--only gemini|headers] [--match TEXT]
 
 Each cell starts a loopback provider (tests/loopback.py, in a process of its own so that it does not share the
 judge's CPU) that answers after a latency L and enforces a request limit R with real 429s (a token bucket
@@ -35,19 +35,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
-BENCH_KEY = "bench-limits-key"
-GEMINI_PROFILE = """model = "gemini/gemini-3-flash-preview"
-api_key_env = "GEMINI_API_KEY"
-paid = true
+from bench_replay import BENCH_KEY, environment  # noqa: E402
+
+# The bundled profiles with the request limit the cell's provider enforces; its tokens are not limited.
+GEMINI_PROFILE = """extends = "gemini-3-flash"
 rpm = {rpm}
-[price]
-input = "litellm"
-output = "litellm"
-[params]
-max_tokens = 2048
-reasoning_effort = "low"
+tpm = 1_000_000_000
 """
 OPENAI_PROFILE = """extends = "gpt-5.1"
 rpm = {rpm}
@@ -170,19 +165,6 @@ def pairs(count: int) -> list[dict[str, Any]]:
     ]
 
 
-def environment(tmp: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return env | {
-        "GEMINI_API_KEY": BENCH_KEY,
-        "OPENAI_API_KEY": BENCH_KEY,
-        "ANTHROPIC_API_KEY": BENCH_KEY,
-        "PYTHONPATH": str(ROOT),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "PRBJ_MODEL_MAP_CACHE": str(tmp / "model-map.json"),
-        "PRBJ_PROVIDERS_DIR": str(tmp / "providers"),
-    }
-
-
 def steady_rate(arrivals: list[float]) -> float:
     """Accepted requests per minute between the 10th and the 90th percentile of their arrivals."""
     arrivals = sorted(arrivals)
@@ -194,7 +176,7 @@ def steady_rate(arrivals: list[float]) -> float:
 def run_cell(cell: Cell, tmp: Path) -> dict[str, Any]:
     work = tmp / cell.name.replace(" ", "_").replace("/", "_")
     work.mkdir()
-    env = environment(tmp)
+    env = environment(tmp) | {"ANTHROPIC_API_KEY": BENCH_KEY}
     if cell.profile_text is not None:
         (tmp / "providers" / f"{cell.profile}.toml").write_text(cell.profile_text, encoding="utf-8")
     dataset = work / "pairs.jsonl"
@@ -237,6 +219,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--only", choices=["gemini", "headers"], default=None)
+    parser.add_argument("--match", default="", help="only the cells whose name contains this text")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'cell':<50} {'of R':>6} {'429s':>6} {'sent':>5} {'secs':>6}  limit in force      bound by   peak")
@@ -244,7 +227,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-limits-") as folder:
         tmp = Path(folder)
         (tmp / "providers").mkdir()
-        for cell in cells(args.calls, args.only):
+        for cell in (c for c in cells(args.calls, args.only) if args.match in c.name):
             row = run_cell(cell, tmp)
             worst = (min(worst[0], row["share_of_r"]), max(worst[1], row["share_429"]))
             print(

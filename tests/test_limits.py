@@ -165,6 +165,14 @@ def test_in_flight_follows_the_aim_but_a_429_back_off_wins() -> None:
     gate.record_success()
     gate.record_success()
     assert gate.limit == 17
+    # Every request in flight refused at once halves it once: those sent before the halving do not count again.
+    sent = time.monotonic()
+    for _ in range(30):
+        gate.record_rate_limited(sent)
+    assert gate.limit == 8
+    gate.record_rate_limited(time.monotonic())
+    gate.record_rate_limited(time.monotonic())
+    assert gate.limit == 4
 
 
 async def test_requests_in_flight_follow_rate_times_latency_within_the_ceiling() -> None:

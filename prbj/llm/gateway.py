@@ -625,7 +625,7 @@ class Gateway:
                     limited = is_rate_limit(err)
                     if limited:
                         state.stats.rate_limited += 1
-                    pacing.failed(err, rate_limited=limited)
+                    pacing.failed(err, rate_limited=limited, sent_at=started)
                     breaker.record_failure(err, one_line(err, secrets=[call.api_key]))
                     raise
                 pacing.answered(time.monotonic() - started, ticket, completion)

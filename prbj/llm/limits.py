@@ -71,7 +71,9 @@ class AdaptiveConcurrency(Gate):
     """Requests in flight to one provider: the figure Little's law asks for (`aim`, from the rate limit and the
     latency), or, when no rate is known, a limit that grows by one after each run of successes; never above
     `maximum` (the ceiling). Sustained 429s halve it, and it grows back by one after each run of successes (AIMD);
-    while it is backed off, no new aim raises it: a 429 wins over any stated limit.
+    while it is backed off, no new aim raises it: a 429 wins over any stated limit. It halves once per round trip:
+    429s to requests sent before the last halving were answered to the rate it just gave up, so they do not halve
+    it again (hundreds in flight may be refused at once).
 
     Server errors (5xx) do not lower it: they say nothing about our request rate."""
 
@@ -89,6 +91,7 @@ class AdaptiveConcurrency(Gate):
         self._wanted: int | None = None
         # After sustained 429s: the cap AIMD holds the limit under, or None.
         self._backoff: int | None = None
+        self._halved_at = -math.inf
         self._rate_limited_streak = 0
         self._success_streak = 0
         self._shrink_after = rate_limits_to_shrink
@@ -113,12 +116,16 @@ class AdaptiveConcurrency(Gate):
             limit = min(limit, self._backoff)
         self.resize(limit)
 
-    def record_rate_limited(self) -> None:
+    def record_rate_limited(self, sent_at: float | None = None) -> None:
+        """A 429 to a request sent at `sent_at` (time.monotonic; None: count it whenever it was sent)."""
         self._success_streak = 0
+        if sent_at is not None and sent_at < self._halved_at:
+            return
         self._rate_limited_streak += 1
         if self._rate_limited_streak >= self._shrink_after:
             self._backoff = max(1, self.limit // 2)
             self._rate_limited_streak = 0
+            self._halved_at = time.monotonic()
             self._apply()
 
     def record_success(self) -> None:

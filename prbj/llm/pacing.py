@@ -181,11 +181,11 @@ class ProviderPacing:
             self.learn(completion.rate_limits)
         self._aim()
 
-    def failed(self, error: BaseException, *, rate_limited: bool) -> None:
-        """A request failed: a 429 halves requests in flight after a streak; limits its headers state are
-        learned all the same (a 429 often says when the quota is back)."""
+    def failed(self, error: BaseException, *, rate_limited: bool, sent_at: float | None = None) -> None:
+        """A request sent at `sent_at` failed: a 429 halves requests in flight after a streak (once per round
+        trip); limits its headers state are learned all the same (a 429 often says when the quota is back)."""
         if rate_limited:
-            self.concurrency.record_rate_limited()
+            self.concurrency.record_rate_limited(sent_at)
         stated = stated_limits(error_headers(error))
         if stated is not None:
             self.learn(stated)
