@@ -141,6 +141,21 @@ async def test_the_pacer_spaces_requests_at_its_rate_follows_a_new_rate_and_hold
     assert waited <= 0.06 and late >= 0.08
 
 
+async def test_a_pacer_short_of_cpu_says_it_did_not_deliver_its_rate() -> None:
+    async def queue_of_ten(pacer: RequestPacer, busy: float) -> None:
+        waiters = [asyncio.create_task(pacer.wait()) for _ in range(10)]
+        await asyncio.sleep(0.05)
+        time.sleep(busy)  # the event loop is held: releases come late
+        await asyncio.gather(*waiters)
+
+    idle = RequestPacer(3000, tolerance=0.0)  # one per 20 ms
+    await queue_of_ten(idle, 0.0)
+    assert idle.delivered() == pytest.approx(1.0, abs=0.2)
+    starved = RequestPacer(3000, tolerance=0.0)
+    await queue_of_ten(starved, 0.3)
+    assert (starved.delivered() or 1.0) < 0.9
+
+
 def test_in_flight_follows_the_aim_but_a_429_back_off_wins() -> None:
     gate = AdaptiveConcurrency(100, start=16, rate_limits_to_shrink=2, successes_to_grow=2)
     assert gate.limit == 16

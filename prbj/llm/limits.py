@@ -162,6 +162,10 @@ class RequestPacer:
         # Each waiter's future is resolved with the time its slot was due.
         self._waiters: deque[asyncio.Future[float]] = deque()
         self._timer: asyncio.TimerHandle | None = None
+        # While requests queue for it, does it release them at its rate? Seconds with a queue, releases then.
+        self.queued_s = 0.0
+        self.queued_releases = 0
+        self._queued_since: float | None = None
 
     @property
     def waiting(self) -> int:
@@ -169,6 +173,16 @@ class RequestPacer:
 
     def _due(self) -> float:
         return self._base + (60.0 / self.rpm if self.rpm else 0.0) - self.tolerance
+
+    def delivered(self) -> float | None:
+        """The share of its rate it released while requests queued for it (None: none ever queued). Below 1 the
+        rate was not what held them: the event loop came late to its slots (the process was short of CPU)."""
+        queued = self.queued_s
+        if self._queued_since is not None:  # the event loop's clock is time.monotonic
+            queued += time.monotonic() - self._queued_since
+        if not self.rpm or queued <= 0:
+            return None
+        return self.queued_releases / (queued * self.rpm / 60.0)
 
     def set_rpm(self, rpm: float | None) -> None:
         self.rpm = rpm
@@ -189,6 +203,8 @@ class RequestPacer:
             self._depart(now)
             return 0.0, 0.0
         waiter: asyncio.Future[float] = loop.create_future()
+        if not self._waiters:
+            self._queued_since = now
         self._waiters.append(waiter)
         self._arm(loop)
         try:
@@ -196,6 +212,7 @@ class RequestPacer:
         except asyncio.CancelledError:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
+                self._end_queue(loop.time())
             raise
         return max(0.0, due - now), max(0.0, loop.time() - max(due, now))
 
@@ -222,7 +239,14 @@ class RequestPacer:
             if not waiter.done():
                 waiter.set_result(self._due())
                 self._depart(now)
+                self.queued_releases += 1
+        self._end_queue(now)
         self._arm(loop)
+
+    def _end_queue(self, now: float) -> None:
+        if not self._waiters and self._queued_since is not None:
+            self.queued_s += now - self._queued_since
+            self._queued_since = None
 
 
 @dataclass

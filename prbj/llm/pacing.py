@@ -41,6 +41,9 @@ MAX_HOLD_SECONDS = 60.0
 # What bound the run: the cause requests waited on longest, once waits reach this share of the time requests
 # spent with the provider; below it nothing did ("none": the run asked for less than the limits allow).
 BOUND_SHARE = 0.05
+# Requests queued at the pacer but released at less than this share of its rate: the process (its event loop,
+# short of CPU) held them, not the rate.
+DELIVERED_SHARE = 0.9
 
 LIMIT_NAMES = ("rpm", "tpm", "input_tpm", "output_tpm")
 # Why a request waited: the request rate, a token window, the ceiling on requests in flight, requests in flight
@@ -262,7 +265,12 @@ class ProviderPacing:
         if self._first_sent is None:
             return None
         cause, seconds = max(self.waits.items(), key=lambda item: item[1])
-        return cause if seconds > BOUND_SHARE * self._busy else "none"
+        if seconds <= BOUND_SHARE * self._busy:
+            return "none"
+        delivered = self.pacer.delivered()
+        if cause == "rate" and delivered is not None and delivered < DELIVERED_SHARE:
+            return "cpu"
+        return cause
 
     def report(self, requests_sent: int, tokens: int) -> dict[str, Any]:
         """The run's figures for run.json and the calls table."""
@@ -284,6 +292,8 @@ class ProviderPacing:
             "learned_limits": dict(self.learned) or None,
             "bound_by": self.bound_by(),
             "waits_s": {cause: round(seconds, 3) for cause, seconds in self.waits.items()},
+            # The share of its rate the pacer released while requests queued for it (below 0.9: CPU-bound).
+            "rate_delivered": None if (delivered := self.pacer.delivered()) is None else round(delivered, 3),
             "peak_in_flight": self.peak_in_flight,
         }
 
