@@ -412,3 +412,30 @@ def test_the_wheel_ships_every_template_and_asset(tmp_path) -> None:
     view = ROOT / "prbj" / "view"
     shipped = [p for folder in ("templates", "static") for p in (view / folder).iterdir()]
     assert shipped and all(f"prbj/view/{p.parent.name}/{p.name}" in names for p in shipped)
+
+
+@pytest.mark.processes
+def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(runs) -> None:
+    import os
+    import signal
+    import urllib.request
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "prbj", "view", str(runs["sample"]), "--port", "0", "--reviewer", "ann"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert url, line + process.stderr.read() if process.stderr else line
+        with urllib.request.urlopen(url.group(0) + f"run/{runs['sample'].name}/judgments", timeout=60) as page:
+            html = page.read().decode()
+        assert "reviewer: ann" in html and '<span id="count">240</span>' in html
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=30)
+    assert code == 0

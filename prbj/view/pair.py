@@ -12,7 +12,7 @@ import polars as pl
 from prbj.context.retrieval import rank_profile
 from prbj.data.labels import Label, latest_labels
 from prbj.data.schema import Pair
-from prbj.judges.generative import REPLY_SEPARATOR
+from prbj.judges.verdict import REPLY_SEPARATOR
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
 from prbj.view.marks import Piece, mark_reply
