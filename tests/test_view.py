@@ -439,3 +439,21 @@ def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(runs) -> None:
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=30)
     assert code == 0
+
+
+def test_the_ci_example_writes_and_uploads_the_bundle(runs, tmp_path, monkeypatch) -> None:
+    import shlex
+
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / "examples" / "github-actions-judge-gate.yml").read_text(encoding="utf-8"))
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    (step,) = [s for s in steps if s.get("run", "").startswith("prbj view")]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact") and "if" in s)
+    args = shlex.split(step["run"])
+    assert args[args.index("--bundle") + 1].rstrip("/") + "/" in upload["with"]["path"].split()
+    shutil.copytree(runs["sample"], tmp_path / "runs" / runs["sample"].name)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, args[1:])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / args[args.index("--bundle") + 1] / "index.html").is_file()

@@ -11,11 +11,21 @@ import polars as pl
 
 from prbj.data.status import STATUSES
 from prbj.errors import DataError
+from prbj.report.fmt import short_subset
 from prbj.runs.show_command import changed_verdicts
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
 from prbj.view.query import OUTCOMES, SORTABLE, TABLE_COLUMNS, Query, apply, page_of
 
+# Column headers short enough for the table to fit a laptop's screen.
+HEADERS = {
+    "pair_id": "pair",
+    "chosen_position": "chosen as",
+    "prompt_tokens": "in tok",
+    "completion_tokens": "out tok",
+    "cost_usd": "$",
+    "latency_s": "s",
+}
 # The long texts stay out of CSV exports (JSONL keeps every column).
 _LONG = ("reply", "context_block")
 
@@ -50,6 +60,10 @@ def select(catalog: Catalog, run: LoadedRun, query: Query) -> Selection:
     return Selection(frame, note)
 
 
+def _row(row: dict[str, Any], link: str) -> dict[str, Any]:
+    return {**row, "_link": link, "_subset": short_subset(str(row.get("subset")), terse=True)}
+
+
 def _choices(frame: pl.DataFrame, column: str) -> list[str]:
     return sorted(v for v in frame[column].unique().to_list() if v is not None)
 
@@ -72,7 +86,8 @@ def judgments_page(catalog: Catalog, run: LoadedRun, query: Query, links: Links)
         "query": query,
         "page": page,
         "columns": columns,
-        "rows": [{**row, "_link": links.pair(key, row["pair_id"], query)} for row in page.rows],
+        "headers": {column: HEADERS.get(column, column) for column in columns},
+        "rows": [_row(row, links.pair(key, row["pair_id"], query)) for row in page.rows],
         "note": selection.note,
         "choices": {
             "judge": _choices(judgments, "judge"),
