@@ -31,7 +31,9 @@ def scripted_judge(request: ChatRequest) -> str:
     prompt = request.last_user
     answers = dict((slot, text.strip()) for slot, text in _ANSWER.findall(prompt))
     context = prompt.split("## Question from the user")[0].lower()
-    overlap = {slot: sum(word in context for word in set(text.lower().split())) for slot, text in answers.items()}
+    overlap = {
+        slot: sum(word in context for word in set(text.lower().split())) for slot, text in answers.items()
+    }
     pick = max(sorted(overlap), key=lambda slot: overlap[slot])
     quoted = answers.get(pick, "").split(". ")[0]
     return (
@@ -75,7 +77,9 @@ def make_run(tmp: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "docs")
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

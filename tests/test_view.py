@@ -244,6 +244,12 @@ async def test_a_label_needs_the_token_and_lands_in_labels_jsonl_only(copies) ->
         )
         page = await (await client.get(f"/run/{run.name}/pair/t-002")).text()
         assert "alice" in page and "B &lt;b&gt;fits&lt;/b&gt; better" in page
+        exported = await (await client.get(f"/run/{run.name}/export.jsonl?judge=judge-x")).text()
+        labelled = {
+            r["pair_id"]: (r["human_label"], r["human_labels"])
+            for r in map(json.loads, exported.splitlines())
+        }
+        assert labelled["t-002"] == ("rejected", 1) and labelled["t-001"] == (None, None)
     finally:
         await client.close()
     after = _fingerprints(run)
@@ -432,7 +438,9 @@ def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(runs) -> None:
         line = process.stdout.readline()
         url = re.search(r"http://127\.0\.0\.1:\d+/", line)
         assert url, line + process.stderr.read() if process.stderr else line
-        with urllib.request.urlopen(url.group(0) + f"run/{runs['sample'].name}/judgments", timeout=60) as page:
+        with urllib.request.urlopen(
+            url.group(0) + f"run/{runs['sample'].name}/judgments", timeout=60
+        ) as page:
             html = page.read().decode()
         assert "reviewer: ann" in html and '<span id="count">240</span>' in html
     finally:
@@ -446,7 +454,9 @@ def test_the_ci_example_writes_and_uploads_the_bundle(runs, tmp_path, monkeypatc
 
     import yaml
 
-    workflow = yaml.safe_load((ROOT / "examples" / "github-actions-judge-gate.yml").read_text(encoding="utf-8"))
+    workflow = yaml.safe_load(
+        (ROOT / "examples" / "github-actions-judge-gate.yml").read_text(encoding="utf-8")
+    )
     steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
     (step,) = [s for s in steps if s.get("run", "").startswith("prbj view")]
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact") and "if" in s)
