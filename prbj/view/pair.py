@@ -12,7 +12,7 @@ import polars as pl
 from prbj.context.retrieval import rank_profile
 from prbj.data.labels import Label, latest_labels
 from prbj.data.schema import Pair
-from prbj.judges.generative import REPLY_SEPARATOR
+from prbj.judges.verdict import REPLY_SEPARATOR
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
 from prbj.view.marks import Piece, mark_reply
@@ -60,7 +60,8 @@ def judge_card(row: dict[str, Any], pair: Pair | None) -> dict[str, Any]:
     ]
     ok = row.get("status") == "ok"
     outcome = "failed" if not ok else "correct" if row.get("correct") else "wrong"
-    extras = {name: row[name] for name in EXTRA_FIELDS if row.get(name) is not None}
+    # A sample index of 0 is every ordinary call's; only a re-asked one (--retry-failed) says something.
+    extras = {name: row[name] for name in EXTRA_FIELDS if row.get(name) not in (None, 0)}
     return {"row": row, "outcome": outcome, "calls": calls, "extras": extras}
 
 
