@@ -37,8 +37,9 @@ class KeyLines:
     def line(self, path: str) -> int | None:
         """The line of `path`, else of its nearest enclosing table or entry that has one."""
         while path:
-            if path in self.lines:
-                return self.lines[path]
+            for candidate in (path, f"{path}[1]"):  # an array of tables is found by its first entry
+                if candidate in self.lines:
+                    return self.lines[candidate]
             cut = max(path.rfind("."), path.rfind("["))
             path = path[:cut] if cut > 0 else ""
         return None

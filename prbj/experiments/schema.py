@@ -269,17 +269,16 @@ class _Reader:
         return picked
 
     def checked(
-        self,
-        cli: CommandLine,
-        command: CommandPath,
-        settings: Settings,
-        base: Path,
-        extra: Sequence[str] = (),
+        self, cli: CommandLine, command: CommandPath, settings: Settings, base: Path, extra: Sequence[str] = ()
     ) -> None:
-        """Let the command itself parse the options (types, choices, ranges): its message names the option."""
+        """Let the command itself parse each option (types, choices, ranges), so that the error names the line
+        of the key it is about; then all of them together."""
         known = option_index(cli.options(command))
-        argv = [*extra, *entry_argv(known, settings.options, base=base)]
-        problem = cli.check(command, argv)
+        for key, value in settings.options.items():
+            problem = cli.check(command, [*extra, *entry_argv(known, {key: value}, base=base)])
+            if problem:
+                raise self.error(f"{settings.field}.{key}", problem)
+        problem = cli.check(command, [*extra, *entry_argv(known, settings.options, base=base)])
         if problem:
             raise self.error(settings.field, problem)
 
