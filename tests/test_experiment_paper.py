@@ -19,8 +19,9 @@ def test_the_paper_dry_run_works_offline_without_keys(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env |= {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "PRBJ_CACHE_DIR": str(tmp_path / "cache"),
             "COLUMNS": "200"}  # fmt: skip
+    command = [sys.executable, "-m", "prbj", "run", str(PAPER), "--dry-run", "--no-progress"]
     done = subprocess.run(
-        [sys.executable, "-m", "prbj", "run", str(PAPER), "--dry-run", "--no-progress", "--out", str(tmp_path / "paper")],
+        [*command, "--out", str(tmp_path / "paper")],
         capture_output=True,
         text=True,
         timeout=600,
