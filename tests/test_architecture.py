@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "bon": 8,
     "build": 8,
     "serve": 8,
+    "view": 8,
     # An experiment runs best-of-N, builds and correlations as stages and reads what they write: above them.
     "experiments": 9,
     "cli": 10,
