@@ -184,42 +184,32 @@ def pooled_effect(
     return Difference(effect.n, effect.difference, effect.ci_low, effect.ci_high, psi), entries
 
 
-def profile_helps(outcomes: Sequence[Outcomes], settings: ClaimSettings, *, seed: int) -> Claim:
-    pooled = pooled_effect(outcomes, "profile", seed=seed)
+def _context_claim(
+    key: str, context: str, outcomes: Sequence[Outcomes], settings: ClaimSettings, *, seed: int, helps: bool
+) -> Claim:
+    """Claim `key` about `context` against `none`: that it helps (`helps`), or that it does not."""
+    pooled = pooled_effect(outcomes, context, seed=seed)
     if pooled is None:
-        return _not_tested("c", "no judge ran in both the 'profile' and 'none' contexts")
+        hint = " (add a [planner])" if context == "planner" else ""
+        return _not_tested(key, f"no judge ran in both the '{context}' and 'none' contexts{hint}")
     effect, entries = pooled
     delta = settings.smallest_effect
-    verdict: Verdict = (
-        "contradicted"
-        if _above(effect.ci_low, 0.0)
-        else "supported"
-        if _below(effect.ci_high, delta)
-        else "inconclusive"
-    )
-    detail = (
-        f"profile − none over {len(entries)} judge(s) ({', '.join(entries)}); 'helps' = more than {delta:.0%}"
-    )
-    return _claim_from("c", "accuracy with the profile − without", effect, verdict, detail, delta)
+    helped, did_not = _above(effect.ci_low, 0.0), _below(effect.ci_high, delta)
+    verdict: Verdict = "inconclusive"
+    if helped:
+        verdict = "supported" if helps else "contradicted"
+    elif did_not:
+        verdict = "contradicted" if helps else "supported"
+    detail = f"{context} − none over {len(entries)} judge(s) ({', '.join(entries)}); 'helps' = more than {delta:.0%}"
+    return _claim_from(key, f"accuracy with {context} − without", effect, verdict, detail, delta)
+
+
+def profile_helps(outcomes: Sequence[Outcomes], settings: ClaimSettings, *, seed: int) -> Claim:
+    return _context_claim("c", "profile", outcomes, settings, seed=seed, helps=False)
 
 
 def planner_helps(outcomes: Sequence[Outcomes], settings: ClaimSettings, *, seed: int) -> Claim:
-    pooled = pooled_effect(outcomes, "planner", seed=seed)
-    if pooled is None:
-        return _not_tested("d", "no judge ran in both the 'planner' and 'none' contexts (add a [planner])")
-    effect, entries = pooled
-    delta = settings.smallest_effect
-    verdict: Verdict = (
-        "supported"
-        if _above(effect.ci_low, 0.0)
-        else "contradicted"
-        if _below(effect.ci_high, delta)
-        else "inconclusive"
-    )
-    detail = (
-        f"planner − none over {len(entries)} judge(s) ({', '.join(entries)}); 'helps' = more than {delta:.0%}"
-    )
-    return _claim_from("d", "accuracy with planner aspects − without", effect, verdict, detail, delta)
+    return _context_claim("d", "planner", outcomes, settings, seed=seed, helps=True)
 
 
 def _rho_difference(

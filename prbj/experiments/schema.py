@@ -269,7 +269,12 @@ class _Reader:
         return picked
 
     def checked(
-        self, cli: CommandLine, command: CommandPath, settings: Settings, base: Path, extra: Sequence[str] = ()
+        self,
+        cli: CommandLine,
+        command: CommandPath,
+        settings: Settings,
+        base: Path,
+        extra: Sequence[str] = (),
     ) -> None:
         """Let the command itself parse each option (types, choices, ranges), so that the error names the line
         of the key it is about; then all of them together."""

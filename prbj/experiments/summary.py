@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 
 from prbj import __version__
+from prbj.analysis.correlate_run import finite_json
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS
 from prbj.data.files import read_json, write_json
@@ -111,7 +112,7 @@ def write_experiment_report(
         "claims": [c.as_dict() for c in claims],
     }
     target.mkdir(parents=True, exist_ok=True)
-    write_json(target / SUMMARY_FILE, _finite(document))
+    write_json(target / SUMMARY_FILE, finite_json(document))
     store = manifest.stages.get(DOWNSTREAM)
     write_loaded_reports(
         list(runs.values()),
@@ -126,16 +127,6 @@ def write_experiment_report(
         f"report: {target / rundir.MARKDOWN_FILE} and {target / rundir.HTML_FILE}; {target / SUMMARY_FILE}"
     )
     return target / SUMMARY_FILE
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _interval(low: float | None, high: float | None, *, points: bool = True) -> str:
