@@ -25,6 +25,16 @@ class RenderedReport:
     content: ReportContent
 
 
+def all_sections(
+    runs: Sequence[RunData], content: ReportContent, *, slices: Sequence[str] = ()
+) -> list[Section]:
+    """Every section of the report of `runs`, in order: what report.md and report.html render, and what the
+    viewer's Run page shows."""
+    return report_sections(content) + beyond_sections(
+        runs, [run.run_id for run in content.runs], slices=slices
+    )
+
+
 def render_report(
     runs: Sequence[RunData],
     *,
@@ -42,8 +52,7 @@ def render_report(
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    beyond = beyond_sections(runs, [run.run_id for run in content.runs], slices=slices)
-    sections = [*leading, *report_sections(content), *beyond]
+    sections = [*leading, *all_sections(runs, content, slices=slices)]
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
     }
