@@ -148,10 +148,10 @@ async def test_a_pacer_short_of_cpu_says_it_did_not_deliver_its_rate() -> None:
         time.sleep(busy)  # the event loop is held: releases come late
         await asyncio.gather(*waiters)
 
-    idle = RequestPacer(3000, tolerance=0.0)  # one per 20 ms
+    idle = RequestPacer(3000)  # one per 20 ms
     await queue_of_ten(idle, 0.0)
-    assert idle.delivered() == pytest.approx(1.0, abs=0.2)
-    starved = RequestPacer(3000, tolerance=0.0)
+    assert (idle.delivered() or 0.0) >= 0.9
+    starved = RequestPacer(3000)
     await queue_of_ten(starved, 0.3)
     assert (starved.delivered() or 1.0) < 0.9
 
@@ -387,7 +387,7 @@ def test_judge_runs_at_the_stated_limit_and_says_what_bound_it(server, tmp_path:
     assert usage["limits"]["rpm"] == {"value": 6000, "source": "provider headers"}
     assert usage["learned_limits"] == {"rpm": 6000}
     # Bound by the stated rate on an idle machine; on a loaded one the client's CPU keeps it below that.
-    assert usage["achieved_rpm"] > 4 * 150 and usage["bound_by"] in {"rate", "in-flight", "none"}
+    assert usage["achieved_rpm"] > 4 * 150 and usage["bound_by"] in {"rate", "cpu", "in-flight", "none"}
     for column in ("req/min", "limit (source)", "bound by", "6,000 rpm (headers)"):
         assert column in result.stdout, column
     # Past the default --concurrency (16): requests in flight follow 6,000 a minute × 0.3 s.
