@@ -79,7 +79,7 @@ def cells(calls: int, only: str | None) -> list[Cell]:
         found += [
             Cell(
                 "anthropic headers 40x the profile (50 -> 2,000)",
-                "claude-sonnet-4-5",
+                "claude-sonnet-4-6",
                 None,
                 1.5,
                 2000,

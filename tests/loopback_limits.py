@@ -86,12 +86,11 @@ def _buckets(limits: Limits | None, burst_seconds: float, token_burst_seconds: f
     }
 
 
-def _max_tokens(body: dict[str, Any]) -> int:
-    config = body.get("generationConfig") or {}
-    for value in (body.get("max_tokens"), body.get("max_completion_tokens"), config.get("maxOutputTokens")):
-        if isinstance(value, int):
-            return value
-    return 1024
+def _max_tokens(request: ChatRequest) -> int:
+    from loopback import output_cap
+
+    cap = output_cap(request)
+    return cap if isinstance(cap, int) else 1024
 
 
 def _duration(seconds: float) -> str:
@@ -132,7 +131,7 @@ class LimitService:
 
     @staticmethod
     def _amounts(request: ChatRequest, prompt_tokens: int) -> dict[str, float]:
-        output = _max_tokens(request.body)
+        output = _max_tokens(request)
         return {"requests": 1, "tokens": prompt_tokens + output, "input_tokens": prompt_tokens, "output_tokens": output}
 
     def admit(self, request: ChatRequest, prompt_tokens: int) -> web.Response | None:
@@ -158,7 +157,7 @@ class LimitService:
     def settle(self, request: ChatRequest, completion_tokens: int) -> None:
         """The reply was written: output tokens charged at max_tokens are corrected to what was written."""
         with self._lock:
-            unused = max(0, _max_tokens(request.body) - completion_tokens)
+            unused = max(0, _max_tokens(request) - completion_tokens)
             for buckets in (self._enforced, self._stated):
                 for kind in ("tokens", "output_tokens"):
                     if kind in buckets:

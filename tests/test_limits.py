@@ -296,7 +296,7 @@ def test_progress_shows_the_current_rate(monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.parametrize(
     ("name", "limits"),
     [
-        ("claude-sonnet-4-5", Limits(requests=2400, input_tokens=1_200_000, output_tokens=320_000)),
+        ("claude-sonnet-4-6", Limits(requests=2400, input_tokens=1_200_000, output_tokens=320_000)),
         ("gpt-5.1", Limits(requests=2400, tokens=20_000_000)),
     ],
 )
@@ -352,14 +352,15 @@ async def test_an_enforced_limit_without_headers_answers_gemini_429s_and_the_pro
     assert stats.as_dict()["waits_s"]["retries"] > 0
 
 
+# One request per 200 ms: slow enough that a loaded machine's event loop still keeps to the rate.
 @pytest.mark.parametrize(
-    ("changes", "bound"), [({"rpm": 1200}, "rate"), ({"rpm": None, "max_concurrency": 2}, "ceiling")]
+    ("changes", "bound"), [({"rpm": 300}, "rate"), ({"rpm": None, "max_concurrency": 2}, "ceiling")]
 )
 async def test_the_run_says_what_bound_it(server, tmp_path, changes, bound) -> None:
-    server.latency = 0.03
+    server.latency = 0.1
     profile = replace(resolve_provider("gpt-5.1", api_base=server.url), tpm=None, **changes)
     gateway = Gateway(ResponseCache(tmp_path / "cache"), retry=FAST_RETRY)
-    await asyncio.gather(*[gateway.call(profile, ask(f"question {i}")) for i in range(20)])
+    await asyncio.gather(*[gateway.call(profile, ask(f"question {i}")) for i in range(10)])
     gateway.close()
     row = gateway.stats()[0].as_dict()
     assert row["bound_by"] == bound
@@ -368,7 +369,7 @@ async def test_the_run_says_what_bound_it(server, tmp_path, changes, bound) -> N
 
 def test_judge_runs_at_the_stated_limit_and_says_what_bound_it(server, tmp_path: Path) -> None:
     server.reply = right_answer
-    server.latency = 0.3
+    server.latency = 1.0
     server.limits.enforce = server.limits.state = Limits(requests=6000)
     providers = tmp_path / "providers"
     providers.mkdir()
@@ -390,9 +391,10 @@ def test_judge_runs_at_the_stated_limit_and_says_what_bound_it(server, tmp_path:
     assert usage["achieved_rpm"] > 4 * 150 and usage["bound_by"] in {"rate", "cpu", "in-flight", "none"}
     for column in ("req/min", "limit (source)", "bound by", "6,000 rpm (headers)"):
         assert column in result.stdout, column
-    # Past the default --concurrency (16): requests in flight follow 6,000 a minute × 0.3 s.
+    # Past the default --concurrency (16): requests in flight follow 6,000 a minute × 1 s (as many as the
+    # process can send in a second on a loaded machine).
     arrivals = sorted(request.received_at for request in server.requests)
     assert len(arrivals) == 60 and server.limits.rejected == 0
-    assert max(sum(1 for t in arrivals if start <= t < start + 0.29) for start in arrivals) > 16
+    assert max(sum(1 for t in arrivals if start <= t < start + 0.99) for start in arrivals) > 16
     summary = json.loads((run_dir / "summary.json").read_text())["results"]
     assert all(row["accuracy"] == 1.0 for row in summary if row["judge"] == "slow")
