@@ -9,6 +9,7 @@ from rich.console import Console
 
 from prbj.data import load_dataset
 from prbj.data.status import FAILED_STATUSES
+from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
@@ -41,7 +42,7 @@ def run_judge_command(
     if options:
         raise TypeError(f"run_judge_command: unexpected options {sorted(options)}")
     dry_run, cache_only = shared.dry_run, shared.cache_only
-    console = Console()
+    console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         judges, planner = build_judges(providers, judging, shared, gateway)
         judges = beyond.sampled(judges)
