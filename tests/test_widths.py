@@ -96,7 +96,9 @@ def test_wrapping_breaks_between_words_and_prefers_wrapping_headers() -> None:
     assert all(cell_len(line) <= 90 for line in text.splitlines())
 
 
-def test_output_width_is_columns_else_the_terminal_else_a_fixed_width(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_output_width_is_columns_else_the_terminal_else_a_fixed_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("COLUMNS", "73")
     assert output_width() == 73
     monkeypatch.delenv("COLUMNS")
@@ -128,7 +130,12 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         rows = [r for name in names for r in outcomes(name, ART, [True, False, True], context="profile")]
         write_run_dir(root / "long-names", rows)
         first = sorted((root / "reports").iterdir())[0]
-        assert runner.invoke(main, ["check", str(first), "--baseline", "base.json", "--update-baseline"]).exit_code == 0
+        assert (
+            runner.invoke(
+                main, ["check", str(first), "--baseline", "base.json", "--update-baseline"]
+            ).exit_code
+            == 0
+        )
         yield root
 
 

@@ -35,7 +35,12 @@ class TtyRun:
         master, slave = pty.openpty()
         child_env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
         self.child = subprocess.Popen(
-            [sys.executable, __file__], stdin=subprocess.PIPE, stdout=slave, stderr=slave, cwd=cwd, env=child_env
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=child_env,
         )
         os.close(slave)
         assert self.child.stdin is not None
