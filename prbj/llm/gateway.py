@@ -74,6 +74,9 @@ T = TypeVar("T")
 # Set by whoever fans calls out (runs.engine) when the user presses Ctrl-C: from then on no request leaves, while
 # those already on the wire may finish and be cached. Tasks inherit it from the context they were created in.
 stop_sending: ContextVar[asyncio.Event | None] = ContextVar("prbj_stop_sending", default=None)
+# A dry run of several steps in a row (prbj run --dry-run) sets this to one set shared by their gateways: a request
+# an earlier step plans will be in the cache when a later step asks it, so it is planned (counted) once.
+planned_keys: ContextVar[set[str] | None] = ContextVar("prbj_planned_keys", default=None)
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,10 @@ class Gateway:
 
     def stats(self) -> list[ProviderStats]:
         return [state.stats for state in self._providers.values()]
+
+    def providers(self) -> list[ProviderSpec]:
+        """The providers this gateway has been asked to call, in the order of stats()."""
+        return [state.spec for state in self._providers.values()]
 
     def request_key(self, provider: ProviderSpec, request: LLMRequest) -> str:
         return cache_key(
@@ -455,9 +462,13 @@ class Gateway:
         return self._completion_bound(provider, request)
 
     def _plan(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
-        if key in self._planned:
-            return LLMResult(status="dry_run", error="not sent (--dry-run)")
-        self._planned.add(key)
+        # Each distinct request is planned once: within this gateway, and across the steps of a dry run of
+        # several (planned_keys), since an earlier step's answer would be in the cache when a later one asks.
+        shared = planned_keys.get()
+        planned = self._planned if shared is None else shared
+        if key in planned:
+            return LLMResult(status="dry_run", error="not sent (--dry-run; planned already)")
+        planned.add(key)
         prompt, completion, cost = self._estimate(state.spec, request)
         state.stats.planned_calls += 1
         state.stats.planned_prompt_tokens += prompt

@@ -12,7 +12,7 @@ from prbj.analysis.run_data import RunData
 from prbj.report.beyond import beyond_sections
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
-from prbj.report.layout import report_sections
+from prbj.report.layout import Section, report_sections
 from prbj.report.markdown import render_markdown
 
 
@@ -25,6 +25,16 @@ class RenderedReport:
     content: ReportContent
 
 
+def all_sections(
+    runs: Sequence[RunData], content: ReportContent, *, slices: Sequence[str] = ()
+) -> list[Section]:
+    """Every section of the report of `runs`, in order: what report.md and report.html render, and what the
+    viewer's Run page shows."""
+    return report_sections(content) + beyond_sections(
+        runs, [run.run_id for run in content.runs], slices=slices
+    )
+
+
 def render_report(
     runs: Sequence[RunData],
     *,
@@ -32,17 +42,17 @@ def render_report(
     title: str | None = None,
     extra_downstream: Sequence[pl.DataFrame] = (),
     slices: Sequence[str] = (),
+    leading: Sequence[Section] = (),
 ) -> RenderedReport:
     """The report of `runs` (one leaderboard when several); `plots_dir` is the folder, relative to report.md,
     its chart links point into; `extra_downstream` are outcome tables beyond those the runs hold; `slices` the
-    slices (prbj.analysis.slices) to show besides those the runs' summaries hold."""
+    slices (prbj.analysis.slices) to show besides those the runs' summaries hold; `leading` are sections a
+    caller puts first (an experiment's claims and figures)."""
     if not runs:
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    sections = report_sections(content) + beyond_sections(
-        runs, [run.run_id for run in content.runs], slices=slices
-    )
+    sections = [*leading, *all_sections(runs, content, slices=slices)]
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
     }
