@@ -35,7 +35,7 @@ def run_experiment_command(
     console = output_console()
     runner = Runner(experiment, cli, directory, console=console, options=RunOptions(dry_run, only, progress))
     if status:
-        console.print(FittingTable(status_table(runner)))
+        console.print(status_table(runner))
         return 0
     if dry_run:
         plans, missing, estimate = plan_stages(runner)
