@@ -57,8 +57,12 @@ def resolve_provider(
         if provider.transport == LITELLM_TRANSPORT:
             run_params["reasoning_effort"] = Asked(shared.reasoning_effort, "--reasoning-effort", "option")
         else:
-            notes.append(f"--reasoning-effort not sent to {provider.name}: in-process models do not reason on request")
-    provider = announce(lifecycle.checked(with_params(provider, run_params), shared.providers_dir), gateway, notes)
+            notes.append(
+                f"--reasoning-effort not sent to {provider.name}: in-process models do not reason on request"
+            )
+    provider = announce(
+        lifecycle.checked(with_params(provider, run_params), shared.providers_dir), gateway, notes
+    )
     return provider
 
 
