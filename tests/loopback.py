@@ -6,7 +6,9 @@
 
 Tests script it: `server.reply` maps each parsed request to the text to answer; `server.inject(...)` queues
 faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage body) for the next requests;
-`server.latency` delays every answer. Every request is recorded (path, headers, body, arrival time), so tests
+`server.latency` delays every answer. A request that asks for log-probabilities (OpenAI `logprobs` /
+`top_logprobs`, Gemini `generationConfig.responseLogprobs` / `logprobs`) gets them in its provider's shape, as
+`server.logprobs` scripts them (Anthropic returns none). Every request is recorded (path, headers, body, arrival time), so tests
 count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
 tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -106,10 +109,61 @@ def _tokens(text: str) -> int:
     return max(1, len(text.split()))
 
 
-def _answer(family: str, request: ChatRequest, text: str, cache: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+# Per generated token: (token, logprob, [(alternative, logprob), ...] most likely first).
+TokenLogprobs = list[tuple[str, float, list[tuple[str, float]]]]
+
+
+def certain_tokens(request: ChatRequest, text: str) -> TokenLogprobs:
+    """The default log-probabilities: the text split into word tokens, each certain, alone in its list."""
+    return [(token, 0.0, [(token, 0.0)]) for token in re.findall(r"\s*\S+", text)]
+
+
+def logprobs_asked(family: str, body: dict[str, Any]) -> tuple[bool, int]:
+    """(asked at all, alternatives per position) as each provider reads its own request."""
+    if family == "openai":
+        return bool(body.get("logprobs")), int(body.get("top_logprobs") or 0)
+    if family == "gemini":
+        config = body.get("generationConfig") or {}
+        return bool(config.get("responseLogprobs")), int(config.get("logprobs") or 0)
+    return False, 0
+
+
+def _openai_logprobs(tokens: TokenLogprobs, top: int) -> dict[str, Any]:
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+    return {
+        "content": [
+            {**entry(token, logprob), "top_logprobs": [entry(t, lp) for t, lp in alternatives[:top]]}
+            for token, logprob, alternatives in tokens
+        ],
+        "refusal": None,
+    }
+
+
+def _gemini_logprobs(tokens: TokenLogprobs, top: int) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "chosenCandidates": [{"token": token, "logProbability": logprob} for token, logprob, _ in tokens]
+    }
+    if top:
+        result["topCandidates"] = [
+            {"candidates": [{"token": t, "logProbability": lp} for t, lp in alternatives[:top]]}
+            for _, _, alternatives in tokens
+        ]
+    return result
+
+
+def _answer(
+    family: str,
+    request: ChatRequest,
+    text: str,
+    cache: tuple[int, int] = (0, 0),
+    logprobs: tuple[TokenLogprobs, int] | None = None,
+) -> dict[str, Any]:
     """The provider's reply; `cache` = (tokens read from, written to) its prompt cache, reported in each
     provider's own usage fields (OpenAI prompt_tokens_details, Anthropic cache_*_input_tokens, Gemini
-    cachedContentTokenCount) only when non-zero."""
+    cachedContentTokenCount) only when non-zero; `logprobs` = (tokens, alternatives asked) when the request
+    asked for log-probabilities."""
     prompt_tokens, completion_tokens = _tokens(request.prompt), _tokens(text)
     read, written = cache
     if family == "openai":
@@ -129,6 +183,8 @@ def _answer(family: str, request: ChatRequest, text: str, cache: tuple[int, int]
         }
         if read:
             answer["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
+        if logprobs is not None:
+            answer["choices"][0]["logprobs"] = _openai_logprobs(*logprobs)
         return answer
     if family == "anthropic":
         usage: dict[str, Any] = {"input_tokens": prompt_tokens - read - written, "output_tokens": completion_tokens}
@@ -151,13 +207,14 @@ def _answer(family: str, request: ChatRequest, text: str, cache: tuple[int, int]
     }
     if read:
         metadata["cachedContentTokenCount"] = read
-    return {
-        "candidates": [
-            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
-        ],
-        "usageMetadata": metadata,
-        "modelVersion": request.model,
+    candidate: dict[str, Any] = {
+        "content": {"role": "model", "parts": [{"text": text}]},
+        "finishReason": "STOP",
+        "index": 0,
     }
+    if logprobs is not None:
+        candidate["logprobsResult"] = _gemini_logprobs(*logprobs)
+    return {"candidates": [candidate], "usageMetadata": metadata, "modelVersion": request.model}
 
 
 @dataclass
@@ -174,6 +231,8 @@ class ProviderServer:
     _prefixes: set[str] = field(default_factory=set)
     # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
     batches: Any = None
+    # Log-probabilities of a reply's tokens, for requests that ask for them (see certain_tokens).
+    logprobs: Callable[[ChatRequest, str], TokenLogprobs] = certain_tokens
 
     def __post_init__(self) -> None:
         from loopback_batches import BatchService
@@ -221,7 +280,9 @@ class ProviderServer:
             text = self.reply(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
-        return web.json_response(_answer(family, parsed, text, self.prompt_cache(family, parsed)))
+        asked, top = logprobs_asked(family, body)
+        tokens = (self.logprobs(parsed, text), top) if asked else None
+        return web.json_response(_answer(family, parsed, text, self.prompt_cache(family, parsed), tokens))
 
     def prompt_cache(self, family: str, request: ChatRequest) -> tuple[int, int]:
         """(tokens read, tokens written) of the provider's prompt cache for `request`, remembering its prefix."""

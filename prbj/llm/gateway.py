@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tenacity import (
@@ -34,12 +34,13 @@ from tenacity import (
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
-from prbj.llm.answer import answer_value
+from prbj.llm.answer import answer_value, stored_logprobs
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
+from prbj.llm.logprobs import TokenChoice
 from prbj.llm.prompt_cache import cache_adjustment
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import (
@@ -110,6 +111,8 @@ class LLMResult:
     attempts: int = 0
     cached: bool = False
     error: str | None = None
+    # Letter positions of the reply with their log-probabilities, when the request asked (prbj.llm.logprobs).
+    logprobs: tuple[TokenChoice, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -262,7 +265,7 @@ class Gateway:
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
         result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, request, key))
         if shared:
-            return LLMResult(**{**asdict(result), "cost_usd": 0.0, "cached": result.ok})
+            return replace(result, cost_usd=0.0, cached=result.ok)
         return result
 
     async def cached(self, key: str, compute: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -324,6 +327,7 @@ class Gateway:
                 cost_usd=answer.cost_usd,
                 original_cost_usd=answer.cost_usd,
                 attempts=1,
+                logprobs=completion.logprobs,
             )
             stats.batch_calls += 1
             stats.prompt_tokens += answer.completion.prompt_tokens
@@ -370,6 +374,7 @@ class Gateway:
             completion_tokens=int(hit.get("completion_tokens", 0)),
             original_cost_usd=float(hit.get("cost_usd", 0.0)),
             cached=True,
+            logprobs=stored_logprobs(hit),
         )
 
     async def _buy_leased(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
@@ -549,7 +554,16 @@ class Gateway:
         stats.cost_usd += cost
         if self.cache is not None:
             self.cache.store_soon(
-                key, answer_value(text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose)
+                key,
+                answer_value(
+                    text,
+                    prompt_tokens,
+                    completion_tokens,
+                    cost,
+                    spec.model,
+                    request.purpose,
+                    logprobs=completion.logprobs,
+                ),
             )
         return LLMResult(
             status="ok",
@@ -560,6 +574,7 @@ class Gateway:
             original_cost_usd=cost,
             latency_s=time.monotonic() - started,
             attempts=attempts,
+            logprobs=completion.logprobs,
         )
 
     async def _send(self, state: _ProviderState, call: ChatCall, tokens: int) -> Completion:

@@ -6,6 +6,7 @@
     <run-id>/planner.jsonl       the planner's aspects per pair, when a planner ran
     <run-id>/report.md, report.html, plots/*.svg   the rendered report
     <run-id>/downstream.parquet  downstream outcomes, when the directory holds some (a prbj BoN run writes them)
+    <run-id>/selective.json      confidence thresholds `prbj calibrate` picked from the run (runs.selective_file)
 
 Analyses and reports never touch these files: they get the runs this module loads (`RunData`) and hand back
 what to write. Runs written by other versions of prbj may carry more or fewer columns and fields; the reader
@@ -41,6 +42,7 @@ PLANNER_FILE = "planner.jsonl"
 MARKDOWN_FILE = "report.md"
 HTML_FILE = "report.html"
 PLOTS_DIR = "plots"
+SELECTIVE_FILE = "selective.json"
 # A run directory holding downstream outcomes holds them as a downstream store does.
 DOWNSTREAM_FILE = STORE_FILE
 

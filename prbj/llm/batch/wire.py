@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from prbj.llm.batch.ledger import JobRecord
 from prbj.llm.litellm_setup import litellm
-from prbj.llm.transport import ChatCall, Completion
+from prbj.llm.transport import ChatCall, Completion, logprob_passage
 
 # A provider job's state, in prbj's words: still running, or over (its results can be read).
 RUNNING = "running"
@@ -111,7 +111,11 @@ def provider_params(call: ChatCall, family: str) -> dict[str, Any]:
 
     params = dict(call.params)
     mapped = get_optional_params(
-        model=bare_model(call.provider.model), custom_llm_provider=family, drop_params=True, **params
+        model=bare_model(call.provider.model),
+        custom_llm_provider=family,
+        drop_params=True,
+        **logprob_passage(call),
+        **params,
     )
     mapped.pop("stream", None)
     extra = mapped.pop("extra_body", None) or {}
