@@ -8,9 +8,9 @@ Tests script it: `server.reply` maps each parsed request to the text to answer; 
 faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage body) for the next requests;
 `server.latency` delays every answer. A request that asks for log-probabilities (OpenAI `logprobs` /
 `top_logprobs`, Gemini `generationConfig.responseLogprobs` / `logprobs`) gets them in its provider's shape, as
-`server.logprobs` scripts them (Anthropic returns none). Every request is recorded (path, headers, body, arrival time), so tests
-count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
-tests and subprocesses (the real `prbj` CLI) can talk to it.
+`server.logprobs` scripts them (Anthropic returns none). Every request is recorded (path, headers, body, arrival
+time), so tests count at the server what really went over the wire. It runs on its own thread and event loop,
+so synchronous tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
 
 from __future__ import annotations

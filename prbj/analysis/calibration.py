@@ -104,7 +104,9 @@ class _Prepared:
     below_or_tied: np.ndarray  # per right verdict: wrong verdicts with a lower or equal confidence
 
     @staticmethod
-    def of(confidence: np.ndarray, correct: np.ndarray, p_chosen: np.ndarray) -> _Prepared:
+    def of(
+        confidence: np.ndarray, correct: np.ndarray, p_chosen: np.ndarray, dtype: type = np.float32
+    ) -> _Prepared:
         right = correct > 0.5
         order = np.r_[
             np.flatnonzero(~right)[np.argsort(confidence[~right], kind="stable")],
@@ -118,8 +120,8 @@ class _Prepared:
         right_starts = starts[starts >= wrong] - wrong
         wrong_confidence, right_confidence = confidence[:wrong], confidence[wrong:]
         return _Prepared(
-            confidence.astype(np.float32),
-            ((p_chosen - 1.0) ** 2).astype(np.float32),
+            confidence.astype(dtype),
+            ((p_chosen - 1.0) ** 2).astype(dtype),
             wrong,
             starts,
             bins[starts],
@@ -253,8 +255,11 @@ def calibrate(
     confidence = np.asarray(confidence, dtype=np.float64)
     correct = np.asarray(correct, dtype=np.float64)
     p_chosen = np.asarray(p_chosen, dtype=np.float64)
+    # The figures themselves in double precision; the resamples in single (exact counts, and ample for an
+    # interval's percentiles).
+    exact = _Prepared.of(confidence, correct, p_chosen, np.float64)
+    ece, brier, auroc = (float(v[0]) for v in exact.figures(np.ones((confidence.size, 1))))
     prepared = _Prepared.of(confidence, correct, p_chosen)
-    ece, brier, auroc = (float(v[0]) for v in prepared.figures(np.ones((confidence.size, 1), np.float32)))
     draws = [prepared.figures(weights) for weights in resamples.blocks(confidence.size)]
     ece_ci, brier_ci, auroc_ci = (_interval(np.concatenate([d[i] for d in draws])) for i in range(3))
     return {

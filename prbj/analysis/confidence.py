@@ -78,13 +78,15 @@ def with_confidence(frame: pl.DataFrame) -> pl.DataFrame:
         ]
     )
     kept = pl.col(P_CHOSEN).is_not_null() & pl.col(SOURCE).is_not_null()
-    candidates: list[tuple[str, pl.Expr]] = [
-        ("kept", pl.when(kept).then(pl.col(P_CHOSEN))),
-        ("orders", _orders()),
-    ]
-    if SAMPLE_COLUMN in frame.columns:
+    # A run read back from another version may lack a source's columns: that source then gives nothing.
+    present = set(frame.columns)
+    candidates: list[tuple[str, pl.Expr]] = [("kept", pl.when(kept).then(pl.col(P_CHOSEN)))]
+    if {"chosen_position", "verdict_chosen_a", "verdict_chosen_b"} <= present:
+        candidates.append(("orders", _orders()))
+    if SAMPLE_COLUMN in present:
         candidates.append(("samples", _samples()))
-    candidates.append(("scores", _scores()))
+    if {"score_chosen", "score_rejected"} <= present:
+        candidates.append(("scores", _scores()))
     answered = pl.col("status").is_in(ANSWERED)
     p_chosen = pl.coalesce([expr for _, expr in candidates])
     source = pl.coalesce(

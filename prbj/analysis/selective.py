@@ -5,11 +5,13 @@ other judgments (`prbj judge --selective`).
 The procedure is Learn-then-Test (Angelopoulos et al. 2021) with fixed-sequence testing:
 
 1. Candidate thresholds are confidences of the calibration judgments, from the highest down: the first that
-   keeps at least n_min + j·s judgments for j = 0, 1, … (s = 1% of the judgments, so that the sequence has
-   no more than about a hundred places to stop by chance), then the lowest, which keeps them all. n_min =
-   ⌈log δ / log(1 − α)⌉ is the fewest kept judgments with which an error-free sample could pass. A threshold
-   keeps every judgment at least as confident, ties included. The sequence depends on the confidences only,
-   never on which verdicts were right.
+   keeps at least n₀ + j·s judgments for j = 0, 1, … (s = 1% of the judgments, so that the sequence has no
+   more than about a hundred places to stop by chance), then the lowest, which keeps them all. The sequence
+   starts at n₀, the fewest kept judgments at which an error of half the target could pass the test (with
+   fewer, a single unlucky error among the surest verdicts would end the sequence at once); when no count up
+   to all of them allows that, at n_min = ⌈log δ / log(1 − α)⌉, the fewest at which no error at all could
+   pass. A threshold keeps every judgment at least as confident, ties included. The sequence depends on the
+   number of judgments and their confidences only, never on which verdicts were right.
 2. Each candidate λ tests H₀: "the error among verdicts with confidence ≥ λ exceeds α" with the exact binomial
    p-value P(Binomial(n_λ, α) ≤ errors_λ); H₀ is rejected when the p-value is at most δ.
 3. Going down the sequence, the threshold is the last candidate rejected before the first one that is not:
@@ -39,6 +41,15 @@ def minimum_kept(target_error: float, delta: float) -> int:
     return max(1, math.ceil(math.log(delta) / math.log(1.0 - target_error)))
 
 
+def first_kept(n: int, target_error: float, delta: float) -> int:
+    """Where the sequence of candidates starts (see the module docstring): the fewest kept verdicts with which
+    an error of half the target passes, else the fewest with which none does."""
+    smallest = minimum_kept(target_error, delta)
+    counts = np.arange(smallest, n + 1)
+    passes = binom.cdf(np.floor(counts * target_error / 2), counts, target_error) <= delta
+    return int(counts[np.argmax(passes)]) if passes.any() else smallest
+
+
 def clopper_pearson_upper(errors: np.ndarray, kept: np.ndarray, delta: float) -> np.ndarray:
     """One-sided (1 − δ) upper confidence limit of an error rate from `errors` out of `kept`."""
     errors, kept = np.asarray(errors, dtype=np.float64), np.asarray(kept, dtype=np.float64)
@@ -65,15 +76,15 @@ class Threshold:
         return asdict(self)
 
 
-def _candidates(sorted_confidence: np.ndarray, n_min: int) -> tuple[np.ndarray, np.ndarray]:
+def _candidates(sorted_confidence: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions, kept counts) of the candidate thresholds, for confidences sorted from high to low: the
-    first threshold keeping at least n_min + j·step judgments for j = 0, 1, … (step: MIN_STEP_SHARE of them),
+    first threshold keeping at least start + j·step judgments for j = 0, 1, … (step: MIN_STEP_SHARE of them),
     then the lowest; a threshold always keeps a whole run of equal confidences."""
     n = sorted_confidence.size
     last = np.flatnonzero(np.r_[sorted_confidence[1:] != sorted_confidence[:-1], True])
     kept = last + 1
     step = max(1, math.ceil(MIN_STEP_SHARE * n))
-    wanted = np.arange(n_min, n + 1, step) if n_min <= n else np.empty(0, dtype=np.int64)
+    wanted = np.r_[np.arange(start, n + 1, step), n] if start <= n else np.empty(0, dtype=np.int64)
     picks = np.unique(np.searchsorted(kept, wanted, side="left"))
     return last[picks], kept[picks]
 
@@ -88,7 +99,7 @@ def learn_then_test(
     order = np.argsort(-confidence, kind="stable")
     ranked = confidence[order]
     errors_so_far = np.cumsum(wrong[order])
-    positions, kept = _candidates(ranked, minimum_kept(target_error, delta))
+    positions, kept = _candidates(ranked, first_kept(n, target_error, delta))
     if positions.size == 0:
         return Threshold(None, n, 0, 0, 0.0, None, None, 0)
     errors = errors_so_far[positions]

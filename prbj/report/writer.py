@@ -10,6 +10,7 @@ import polars as pl
 
 from prbj.analysis.run_data import RunData
 from prbj.report.beyond import beyond_sections
+from prbj.report.confidence import confidence_sections
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import report_sections
@@ -40,8 +41,11 @@ def render_report(
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    sections = report_sections(content) + beyond_sections(
-        runs, [run.run_id for run in content.runs], slices=slices
+    labels = [run.run_id for run in content.runs]
+    sections = (
+        report_sections(content)
+        + beyond_sections(runs, labels, slices=slices)
+        + confidence_sections(runs, labels)
     )
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
