@@ -160,3 +160,21 @@ def test_stored_logprobs_round_trip_and_tampered_ones_read_as_none() -> None:
         [[0, "A", -0.1]],
     ):
         assert from_stored(tampered) is None
+
+
+def test_alike_judgments_resampled_as_groups_give_the_same_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both orders give three probabilities: such judgments are resampled as weighted groups. Drawn one by one
+    instead, the intervals agree up to the resampling's own noise."""
+    import prbj.analysis.calibration as module
+
+    rng = np.random.default_rng(5)
+    p_chosen = rng.choice([0.0, 0.5, 1.0], size=800, p=[0.15, 0.25, 0.6])
+    confidence = np.where(p_chosen == 0.5, 0.5, 1.0)
+    correct = (p_chosen == 1.0).astype(float)
+    grouped = calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=2))
+    monkeypatch.setattr(module, "GROUPED_SHARE", 10**9)
+    one_by_one = calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=2))
+    for name in ("ece", "brier", "auroc"):
+        assert grouped[name] == pytest.approx(one_by_one[name], abs=1e-12)
+        for end in ("ci_low", "ci_high"):
+            assert grouped[f"{name}_{end}"] == pytest.approx(one_by_one[f"{name}_{end}"], abs=0.01)

@@ -132,7 +132,7 @@ def test_calibrate_then_judge_selectively(scored_run: Path, tmp_path: Path) -> N
     assert overall["accuracy"] == pytest.approx(kept["correct"].mean())
     (selective,) = summary["selective"]
     assert selective["coverage"] == pytest.approx(kept.height / 60) and selective["held_out"] is None
-    assert "the target is unchecked" in output
+    assert "target unchecked" in output
     assert "Selective judging" in (run_dir / "report.html").read_text()
 
 

@@ -33,6 +33,8 @@ BIN_EDGES = np.linspace(0.0, 1.0, ECE_BINS + 1)
 CURVE_POINTS = 20
 # Resamples drawn at once: bounds the memory of a block (resamples × judgments counts).
 _BLOCK = 200
+# Judgments are resampled as groups of alike ones when there are at least this many judgments per group.
+GROUPED_SHARE = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,20 +90,24 @@ class _Prepared:
     """One judge's judgments, laid out once for every figure and every resample.
 
     Bootstrap weights are independent counts per position, so the judgments may sit in any fixed order: the
-    wrong verdicts first, then the right ones, each by ascending confidence. Then every ECE bin is a run of
-    neighbouring positions in each half (bin sums are segment sums), and AUROC needs, per resample, one
-    running sum over the wrong verdicts read at each right verdict's place among them: a few passes over the
-    resamples, never a sort per resample."""
+    wrong verdicts first, then the right ones, each by ascending confidence. One running sum of the weights
+    down that layout then answers almost everything: a run of neighbouring positions sums to the difference of
+    two of its rows. Each ECE bin is such a run in each half (its count of right verdicts: a difference; its sum
+    of confidences: one dot product), and a right verdict beats the wrong ones above which it sits (their count:
+    one row of the running sum), right verdicts with the same wrong ones below them counting as one run. So a
+    block of resamples costs one running sum, one dot product per bin and a few rows, never a sort."""
 
+    order: np.ndarray  # the layout: position i holds the judgment order[i] of the arrays given
     confidence: np.ndarray
     squared: np.ndarray  # (p_chosen − 1)²
     wrong: int  # how many wrong verdicts lead the layout
-    segments: np.ndarray  # first position of each non-empty (half, bin) run
+    segments: np.ndarray  # (start, end) of each non-empty run of one bin within one half
     segment_bins: np.ndarray  # the bin of each run
-    right_segments: np.ndarray  # first position (within the right half) of each non-empty bin run there
-    right_bins: np.ndarray
-    below: np.ndarray  # per right verdict: wrong verdicts with a lower confidence
-    below_or_tied: np.ndarray  # per right verdict: wrong verdicts with a lower or equal confidence
+    segment_right: np.ndarray  # whether each run lies in the right half
+    # Runs of right verdicts (start, end) with the same wrong verdicts below them (strictly, and with ties).
+    right_runs: np.ndarray
+    below: np.ndarray
+    below_or_tied: np.ndarray
 
     @staticmethod
     def of(
@@ -113,46 +119,61 @@ class _Prepared:
             np.flatnonzero(right)[np.argsort(confidence[right], kind="stable")],
         ]
         confidence, p_chosen, right = confidence[order], p_chosen[order], right[order]
-        wrong = int((~right).sum())
+        n, wrong = confidence.size, int((~right).sum())
         bins = bin_of(confidence)
-        # A run starts where the half or the bin changes.
         starts = np.flatnonzero(np.r_[True, (bins[1:] != bins[:-1]) | (right[1:] != right[:-1])])
-        right_starts = starts[starts >= wrong] - wrong
+        segments = np.c_[starts, np.r_[starts[1:], n]]
         wrong_confidence, right_confidence = confidence[:wrong], confidence[wrong:]
+        below = np.searchsorted(wrong_confidence, right_confidence, side="left")
+        below_or_tied = np.searchsorted(wrong_confidence, right_confidence, side="right")
+        changes = np.flatnonzero(
+            np.r_[True, (below[1:] != below[:-1]) | (below_or_tied[1:] != below_or_tied[:-1])]
+        )
+        run_starts = wrong + changes
         return _Prepared(
+            order,
             confidence.astype(dtype),
             ((p_chosen - 1.0) ** 2).astype(dtype),
             wrong,
-            starts,
+            segments,
             bins[starts],
-            right_starts,
-            bins[wrong:][right_starts],
-            np.searchsorted(wrong_confidence, right_confidence, side="left"),
-            np.searchsorted(wrong_confidence, right_confidence, side="right"),
+            right[starts],
+            np.c_[run_starts, np.r_[run_starts[1:], n]],
+            below[changes],
+            below_or_tied[changes],
         )
 
     def figures(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ECE, Brier, AUROC) for each column of `weights` (judgments in this layout × resamples, columns
-        summing to the number of judgments). Judgments run down the rows, so every running or segment sum
-        adds whole rows at a time."""
+        """(ECE, Brier, AUROC) for each column of `weights` (positions in this layout × resamples): how many
+        times each position counts in each resample."""
         n, columns = weights.shape
-        sure = np.zeros((ECE_BINS, columns))
-        np.add.at(sure, self.segment_bins, np.add.reduceat(weights * self.confidence[:, None], self.segments))
-        wrong, right = weights[: self.wrong], weights[self.wrong :]
+        running = np.zeros((n + 1, columns), dtype=np.float64 if weights.dtype == np.float64 else np.float32)
+        np.cumsum(weights, axis=0, out=running[1:])
+        total = running[n].astype(np.float64)
         hits = np.zeros((ECE_BINS, columns))
-        if self.right_segments.size:
-            np.add.at(hits, self.right_bins, np.add.reduceat(right, self.right_segments))
-        ece = np.abs(hits - sure).sum(axis=0) / n
-        brier = (self.squared @ weights).astype(np.float64) / n
-        # Running count of wrong verdicts, with a leading 0 so that "none below" reads as 0.
-        running = np.zeros((self.wrong + 1, columns), dtype=weights.dtype)
-        np.cumsum(wrong, axis=0, out=running[1:])
-        beaten = running[self.below]
-        if not np.array_equal(self.below, self.below_or_tied):
-            beaten += running[self.below_or_tied]
-            beaten *= 0.5  # a tie counts one half
-        wins = np.einsum("ij,ij->j", right, beaten).astype(np.float64)
-        pairs = right.sum(axis=0, dtype=np.float64) * wrong.sum(axis=0, dtype=np.float64)
+        sure = np.zeros((ECE_BINS, columns))
+        squared = np.zeros(columns)
+        # Per run, small dot products: one product over all positions would be no fewer operations, and
+        # slower in BLAS's threads on a shared machine.
+        for (start, end), bin_, in_right in zip(
+            self.segments, self.segment_bins, self.segment_right, strict=True
+        ):
+            sure[bin_] += self.confidence[start:end] @ weights[start:end]
+            squared += self.squared[start:end] @ weights[start:end]
+            if in_right:
+                hits[bin_] += running[end] - running[start]
+        ece = np.abs(hits - sure).sum(axis=0) / total
+        brier = squared / total
+        wrong_total = running[self.wrong].astype(np.float64)
+        right_total = (running[n] - running[self.wrong]).astype(np.float64)
+        if self.right_runs.size:
+            run_weights = running[self.right_runs[:, 1]] - running[self.right_runs[:, 0]]
+            # Wrong verdicts below each run, a tie counting one half (running[k]: weight of the first k).
+            beaten = (running[self.below] + running[self.below_or_tied]) * 0.5
+            wins = np.einsum("ij,ij->j", run_weights.astype(np.float64), beaten.astype(np.float64))
+        else:
+            wins = np.zeros(columns)
+        pairs = right_total * wrong_total
         with np.errstate(invalid="ignore", divide="ignore"):
             auroc = np.where(pairs > 0, wins / np.where(pairs > 0, pairs, 1.0), np.nan)
         return ece, brier, auroc
@@ -160,7 +181,11 @@ class _Prepared:
 
 class Resamples:
     """Bootstrap resamples as counts per judgment position, drawn once per number of judgments and seed and
-    shared by every judge with that many (each judge would draw the very same counts from the same seed)."""
+    shared by every judge with that many (each judge would draw the very same counts from the same seed).
+
+    Judgments that are all alike (the same confidence, correctness and p_chosen, as both orders and samples
+    give: a handful of distinct values) are one position weighted by how many they are: resampling judgments
+    then is drawing each group's count from a multinomial, the same distribution at a fraction of the work."""
 
     def __init__(self, seed: int, resamples: int = BOOTSTRAP_RESAMPLES) -> None:
         self.seed = seed
@@ -172,6 +197,16 @@ class Resamples:
         if found is None:
             found = self._drawn[n] = list(self._draw(n))
         return found
+
+    def grouped(self, sizes: np.ndarray) -> list[np.ndarray]:
+        """Resampled counts of groups of alike judgments (`sizes`: how many each group holds)."""
+        rng = np.random.default_rng(self.seed)
+        n = int(sizes.sum())
+        counts = rng.multinomial(n, sizes / n, size=self.resamples)
+        return [
+            np.ascontiguousarray(counts[start : start + _BLOCK].T, dtype=np.float32)
+            for start in range(0, self.resamples, _BLOCK)
+        ]
 
     def _draw(self, n: int) -> Iterator[np.ndarray]:
         rng = np.random.default_rng(self.seed)
@@ -259,8 +294,14 @@ def calibrate(
     # interval's percentiles).
     exact = _Prepared.of(confidence, correct, p_chosen, np.float64)
     ece, brier, auroc = (float(v[0]) for v in exact.figures(np.ones((confidence.size, 1))))
-    prepared = _Prepared.of(confidence, correct, p_chosen)
-    draws = [prepared.figures(weights) for weights in resamples.blocks(confidence.size)]
+    alike, sizes = np.unique(np.c_[confidence, correct, p_chosen], axis=0, return_counts=True)
+    if alike.shape[0] * GROUPED_SHARE <= confidence.size:
+        grouped = _Prepared.of(alike[:, 0], alike[:, 1], alike[:, 2])
+        # Groups differ in size: their counts are drawn in the layout's order, not the order given.
+        draws = [grouped.figures(weights) for weights in resamples.grouped(sizes[grouped.order])]
+    else:
+        prepared = _Prepared.of(confidence, correct, p_chosen)
+        draws = [prepared.figures(weights) for weights in resamples.blocks(confidence.size)]
     ece_ci, brier_ci, auroc_ci = (_interval(np.concatenate([d[i] for d in draws])) for i in range(3))
     return {
         "accuracy": float(correct.mean()),

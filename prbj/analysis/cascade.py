@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from prbj.analysis.confidence import CONFIDENCE, P_CHOSEN, SOURCE
+from prbj.analysis.derived import with_derived
 from prbj.data.status import ABSTAINED, HEALABLE_STATUSES
 
 ESCALATED_SUFFIX = " (escalated)"
@@ -165,10 +166,9 @@ def _stats(rows: pl.DataFrame, second: pl.DataFrame, plan: CascadePlan, escalate
 
 def add_cascades(frame: pl.DataFrame, plans: list[CascadePlan]) -> tuple[pl.DataFrame, list[CascadeStats]]:
     """The judgments with every cascade's rows appended, and the cascades' figures."""
-    stats = []
-    for plan in plans:
-        rows, figures = cascade_rows(frame, plan)
-        stats.append(figures)
-        if rows.height:
-            frame = pl.concat([frame, rows], how="diagonal_relaxed")
-    return frame, stats
+
+    def derive(judgments: pl.DataFrame, plan: CascadePlan) -> tuple[pl.DataFrame, list[CascadeStats]]:
+        rows, stats = cascade_rows(judgments, plan)
+        return rows, [stats]
+
+    return with_derived(frame, plans, derive)

@@ -64,8 +64,7 @@ def confidence_sections(runs: Sequence[RunData], labels: Sequence[str]) -> list[
                     f"How sure is the judge?{suffix}",
                     intro=CALIBRATION_INTRO,
                     tables=[calibration_table(rows)],
-                    figures=[coverage_figure(rows, key)]
-                    + [reliability_figure(row, f"{key}-{i}") for i, row in enumerate(rows)],
+                    figures=[coverage_figure(rows, key), reliability_figure(rows, key)],
                 )
             )
         if selective := _listed(run, "selective"):
@@ -241,19 +240,47 @@ def fairness_table(rows: Sequence[dict[str, Any]]) -> TextTable:
     )
 
 
-def reliability_figure(row: dict[str, Any], key: str = "") -> Figure:
-    """Accuracy per confidence bin against the bin's mean confidence; a calibrated judge sits on the diagonal.
-    Bars show how many judgments each bin holds."""
-    label = entry_label(str(row.get("judge")), str(row.get("context")))
-    size, left, top = 300.0, 56.0, 40.0
-    canvas = Canvas(left + size + 30, top + size + 60, title=f"Reliability diagram: {label}")
-    canvas.text(left, 16, _fit(label, size + 20), size=12, bold=True)
+def _percent_grid(canvas: Canvas, left: float, top: float, width: float, height: float) -> None:
+    """Both axes 0–100% in quarters, with tick labels below and to the left."""
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        x, y = left + tick * size, top + size - tick * size
-        canvas.line(x, top, x, top + size)
-        canvas.line(left, y, left + size, y)
-        canvas.text(x, top + size + 12, f"{round(100 * tick)}", size=10, anchor="middle", fill=MUTED)
+        x, y = left + tick * width, top + height - tick * height
+        canvas.line(x, top, x, top + height)
+        canvas.line(left, y, left + width, y)
+        canvas.text(x, top + height + 12, f"{round(100 * tick)}", size=10, anchor="middle", fill=MUTED)
         canvas.text(left - 6, y, f"{round(100 * tick)}", size=10, anchor="end", fill=MUTED)
+
+
+# Reliability diagrams: one square panel per judge, this many to a row.
+PANELS_PER_ROW = 3
+PANEL = 240.0
+
+
+def reliability_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
+    """One panel per judge: accuracy per confidence bin against the bin's mean confidence (a calibrated judge
+    sits on the diagonal), grey bars for how many judgments each bin holds."""
+    columns = min(PANELS_PER_ROW, len(rows))
+    cell_w, cell_h = PANEL + 90.0, PANEL + 100.0
+    lines = (len(rows) + columns - 1) // columns
+    canvas = Canvas(columns * cell_w + 10, lines * cell_h, title="Reliability diagrams")
+    for index, row in enumerate(rows):
+        left = (index % columns) * cell_w + 56.0
+        top = (index // columns) * cell_h + 44.0
+        _reliability_panel(canvas, row, left, top)
+    return Figure(
+        f"reliability{key}",
+        "Reliability diagrams",
+        "Per judge: dot, accuracy of the judgments in a confidence bin against their mean confidence; dashed, "
+        "perfect calibration; grey bars, how many judgments each bin holds.",
+        canvas,
+    )
+
+
+def _reliability_panel(canvas: Canvas, row: dict[str, Any], left: float, top: float) -> None:
+    size = PANEL
+    label = entry_label(str(row.get("judge")), str(row.get("context")))
+    canvas.text(left - 48, top - 30, _fit(label, size + 40), size=12, bold=True)
+    canvas.text(left - 48, top - 12, "accuracy %", size=10, fill=MUTED)
+    _percent_grid(canvas, left, top, size, size)
     canvas.line(left, top + size, left + size, top, stroke="#9a9a9a", dash="4 3")
     bins = [b for b in row.get("bins") or [] if isinstance(b, dict)]
     most = max((int(b.get("n") or 0) for b in bins), default=0)
@@ -262,42 +289,22 @@ def reliability_figure(row: dict[str, Any], key: str = "") -> Figure:
         if not count:
             continue
         low, high = float(b["low"]), float(b["high"])
-        height = 0.25 * size * count / most if most else 0.0
+        height = 0.25 * size * count / most
         canvas.rect(left + low * size + 1, top + size - height, (high - low) * size - 2, height, fill=GRID)
         accuracy, confidence = b.get("accuracy"), b.get("confidence")
         if accuracy is None or confidence is None:
             continue
         tip = (
-            f"confidence {fmt.percent(low, 0)}–{fmt.percent(high, 0)}%: {count} judgments, accuracy "
+            f"{label}, confidence {fmt.percent(low, 0)}–{fmt.percent(high, 0)}%: {count} judgments, accuracy "
             f"{fmt.percent(accuracy)}%, mean confidence {fmt.percent(confidence)}%"
         )
-        canvas.circle(
-            left + confidence * size,
-            top + size - accuracy * size,
-            4.5,
-            fill=colour(0),
-            stroke="#ffffff",
-            tooltip=tip,
-        )
+        x, y = left + confidence * size, top + size - accuracy * size
+        canvas.circle(x, y, 4.5, fill=colour(0), stroke="#ffffff", tooltip=tip)
     canvas.text(
-        left + size / 2, top + size + 30, "confidence % (mean per bin)", size=11, anchor="middle", fill=MUTED
+        left + size / 2, top + size + 28, "confidence % (bin mean)", size=10, anchor="middle", fill=MUTED
     )
-    canvas.text(left - 48, top - 16, "accuracy %", size=11, fill=MUTED)
-    canvas.text(
-        left + size / 2,
-        top + size + 48,
-        f"ECE {_decimal(row.get('ece'))}  ·  {row.get('n')} judgments",
-        size=11,
-        anchor="middle",
-        fill=INK,
-    )
-    return Figure(
-        f"reliability{key}",
-        f"Reliability diagram: {label}",
-        "Dot: accuracy of the judgments in a confidence bin against their mean confidence; dashed: perfect "
-        "calibration; grey bars: how many judgments each bin holds.",
-        canvas,
-    )
+    summary = f"ECE {_decimal(row.get('ece'))} · {row.get('n')} judgments"
+    canvas.text(left + size / 2, top + size + 46, summary, size=11, anchor="middle", fill=INK)
 
 
 def coverage_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
@@ -306,12 +313,7 @@ def coverage_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
     left, top, width, height = 60.0, 30.0, 560.0, 300.0
     legend_w = _label_width(labels)
     canvas = Canvas(left + width + legend_w + 40, top + height + 50, title="Accuracy against coverage")
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        x, y = left + tick * width, top + height - tick * height
-        canvas.line(x, top, x, top + height)
-        canvas.line(left, y, left + width, y)
-        canvas.text(x, top + height + 12, f"{round(100 * tick)}", size=10, anchor="middle", fill=MUTED)
-        canvas.text(left - 6, y, f"{round(100 * tick)}", size=10, anchor="end", fill=MUTED)
+    _percent_grid(canvas, left, top, width, height)
     canvas.text(
         left + width / 2,
         top + height + 32,

@@ -28,6 +28,28 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     return front
 
 
+LABEL_GAP = 14.0
+
+
+def _dodged(places: Sequence[tuple[float, float]], texts: Sequence[str]) -> list[float]:
+    """The height of each point's label: at the point, moved down just enough not to overlap a label placed
+    before it (labels start right of their point and run as wide as their text)."""
+    order = sorted(range(len(places)), key=lambda i: (places[i][1], places[i][0]))
+    placed: list[tuple[float, float, float]] = []  # (left, right, y)
+    heights = [0.0] * len(places)
+    for i in order:
+        left = places[i][0] + 9
+        right = left + text_width(texts[i], 11)
+        y = places[i][1]
+        while any(
+            abs(y - other) < LABEL_GAP and left < end and start < right for start, end, other in placed
+        ):
+            y += LABEL_GAP
+        placed.append((left, right, y))
+        heights[i] = y
+    return heights
+
+
 def cost_accuracy_figure(content: ReportContent) -> Figure | None:
     """None unless some entry has a cost above zero (a chart of free judges says nothing)."""
     costs = {row.entry: row for row in content.costs}
@@ -80,6 +102,8 @@ def cost_accuracy_figure(content: ReportContent) -> Figure | None:
         canvas.polyline(
             [(to_x(points[i][0]), to_y(points[i][1])) for i in ordered], stroke="#9a9a9a", width=1.5
         )
+    texts = [row.entry.label + (" ★" if i in front else "") for i, (row, _) in enumerate(entries)]
+    label_at = _dodged([(to_x(c), to_y(a)) for c, a in points], texts)
     for i, ((row, cost), (x_value, y_value)) in enumerate(zip(entries, points, strict=True)):
         x, y = to_x(x_value), to_y(y_value)
         stats = row.overall
@@ -99,7 +123,9 @@ def cost_accuracy_figure(content: ReportContent) -> Figure | None:
             width=2.0,
             tooltip=tip,
         )
-        canvas.text(x + 9, y, row.entry.label + (" ★" if on_front else ""), size=11)
+        if abs(label_at[i] - y) > 1:  # moved off its point: a thin leader shows whose label it is
+            canvas.line(x + 5, y, x + 8, label_at[i], stroke=MUTED)
+        canvas.text(x + 9, label_at[i], texts[i], size=11)
     return Figure(
         "cost-accuracy",
         "Accuracy against cost",

@@ -130,6 +130,14 @@ def _escalation(
         raise ConfigError(
             f"--escalate-to {surety.escalate_to}: no other judge to escalate from (add one with --provider)"
         )
+    # An offline judge sees one fixed context: it can only back up judges that saw the same.
+    missing = sorted({j.context for j in judges if j.name != name} - {j.context for j in strong} - ran)
+    if missing:
+        own = ", ".join(sorted({j.context for j in strong}))
+        raise ConfigError(
+            f"--escalate-to {surety.escalate_to}: it judges in context {own} only, and would back up judges "
+            f"that saw {', '.join(missing)}; pick judges of the same context"
+        )
     return Escalation(
         name=name,
         judges={judge.context: judge for judge in strong if judge.context not in ran},

@@ -150,16 +150,13 @@ def _note(judge: str, context: str, applied: dict[str, Any], check: Any, target:
     if applied["accuracy"] is not None:
         kept += f", accuracy {applied['accuracy']:.1%} on those kept"
     if check is None:
-        return (
-            kept
-            + "; no held-out pairs: every pair judged here calibrated the threshold, so the target is unchecked"
-        )
+        return kept + "; no held-out pairs (every pair judged here calibrated the threshold): target unchecked"
     if check.held is None:
-        return kept + f"; held-out ({check.n} pairs): no verdict kept, target unchecked"
+        return kept + f"; held-out pairs: none of {check.n} kept, target unchecked"
     verdict = "held" if check.held else "NOT held"
     return (
-        kept
-        + f"; held-out ({check.n} pairs): error {check.error:.1%} against the target {target:.1%}: {verdict}"
+        kept + f"; held-out pairs: {check.kept} of {check.n} kept, error {check.error:.1%} against the target "
+        f"{target:.1%}: {verdict}"
     )
 
 

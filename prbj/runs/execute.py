@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -182,22 +182,23 @@ class Stages:
 async def judge_stages(
     dataset: Dataset,
     judges: Sequence[Judge],
+    config: RunConfig,
     *,
-    concurrency: int,
-    show_progress: bool,
-    seed: int,
     gateway: Gateway | None,
-    confidence: ConfidenceOptions,
     escalation: Escalation | None,
 ) -> Stages:
     judging = partial(
-        judge_dataset, concurrency=concurrency, show_progress=show_progress, seed=seed, gateway=gateway
+        judge_dataset,
+        concurrency=config.concurrency,
+        show_progress=config.show_progress,
+        seed=config.seed,
+        gateway=gateway,
     )
     first = await judging(dataset, judges)
     if escalation is None:
         return Stages(first)
-    prepared = prepare(_with_features(judgments_frame(first), dataset), confidence)
-    plans = cascade_plans(prepared.frame, confidence, escalation.name, set(escalation.ran_alone))
+    prepared = prepare(_with_features(judgments_frame(first), dataset), config.confidence)
+    plans = cascade_plans(prepared.frame, config.confidence, escalation.name, set(escalation.ran_alone))
     second: list[Judgment] = []
     for context, pair_ids in escalations(prepared.frame, plans).items():
         wanted = set(pair_ids)
@@ -213,35 +214,16 @@ def _with_features(frame: pl.DataFrame, dataset: Dataset) -> pl.DataFrame:
 
 
 async def _judge_in_rounds(
-    dataset: Dataset,
-    judges: Sequence[Judge],
-    *,
-    concurrency: int,
-    show_progress: bool,
-    seed: int,
-    gateway: Gateway | None,
-    confidence: ConfidenceOptions,
-    escalation: Escalation | None,
+    work: Callable[[], Awaitable[Stages]], gateway: Gateway | None, progress: bool
 ) -> Stages:
     """Judge everything; under --batch the misses of each round are bought in batch jobs and the round is run
     again (a planner's aspects must come back before the judge calls that show them can be asked, a first
     stage's answers before its unsure pairs are escalated), until a round queues nothing: its judgments are
     the run's, as a live run would have made them."""
-    work = partial(
-        judge_stages,
-        dataset,
-        judges,
-        concurrency=concurrency,
-        show_progress=show_progress,
-        seed=seed,
-        gateway=gateway,
-        confidence=confidence,
-        escalation=escalation,
-    )
     if gateway is None:
         return await work()
     if gateway.batch is not None:
-        gateway.batch.show_progress = show_progress
+        gateway.batch.show_progress = progress
     return await gateway.in_rounds(work)
 
 
@@ -257,18 +239,8 @@ def execute(
     started = datetime.now(UTC)
     for judge in [*judges, *(escalation.judges.values() if escalation is not None else ())]:
         judge.prepare(dataset.pairs)
-    stages = asyncio.run(
-        _judge_in_rounds(
-            dataset,
-            judges,
-            concurrency=config.concurrency,
-            show_progress=config.show_progress,
-            seed=config.seed,
-            gateway=gateway,
-            confidence=config.confidence,
-            escalation=escalation,
-        )
-    )
+    work = partial(judge_stages, dataset, judges, config, gateway=gateway, escalation=escalation)
+    stages = asyncio.run(_judge_in_rounds(work, gateway, config.show_progress))
     # Per-pair features (profile size, rubric-aspect count) ride along for slices; juries are added from
     # their members' judgments, costing no call.
     frame = _with_features(judgments_frame(stages.first), dataset)
