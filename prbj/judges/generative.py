@@ -28,7 +28,7 @@ from prbj.judges.base import (
 )
 from prbj.judges.confidence import probability_of_a
 from prbj.judges.official import Protocol, official_positions, parse_official_verdict
-from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
+from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.logprobs import request_params
 from prbj.llm.prompt_cache import shared_prefix_chars
@@ -115,7 +115,12 @@ def check_template_shows_context(
     template: Template, context: Context, option: str, *, system: Template | None = None
 ) -> None:
     """A custom template that never shows the context would silently turn every setting into `none`."""
-    needs = {"profile": "profile", "swapped-profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
+    needs = {
+        "profile": "profile",
+        "swapped-profile": "profile",
+        "planner": "rubrics",
+        "oracle": "rubrics",
+    }.get(context)
     shown = template.placeholders | (system.placeholders if system is not None else set())
     if needs and not ({needs, "context"} & shown):
         raise ConfigError(
@@ -132,10 +137,6 @@ class VerdictRead:
     error: str | None = None
     # P("A") from the verdict token's log-probabilities (--confidence logprobs), when they were returned.
     probability_of_a: float | None = None
-
-
-# Between the replies of one judgment's calls (both orders, two answers scored, a repair turn) in `reply`.
-REPLY_SEPARATOR = "\n\n----- next call -----\n\n"
 
 
 @dataclass

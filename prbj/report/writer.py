@@ -13,7 +13,7 @@ from prbj.report.beyond import beyond_sections
 from prbj.report.confidence import confidence_sections
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
-from prbj.report.layout import report_sections
+from prbj.report.layout import Section, report_sections
 from prbj.report.markdown import render_markdown
 
 
@@ -24,6 +24,18 @@ class RenderedReport:
     # Chart name -> standalone SVG document, in the order the report shows them.
     plots: dict[str, str]
     content: ReportContent
+
+
+def all_sections(
+    runs: Sequence[RunData], content: ReportContent, *, slices: Sequence[str] = ()
+) -> list[Section]:
+    """Every section of the report of `runs` in order, as the files and the viewer show them."""
+    labels = [run.run_id for run in content.runs]
+    return (
+        report_sections(content)
+        + beyond_sections(runs, labels, slices=slices)
+        + confidence_sections(runs, labels)
+    )
 
 
 def render_report(
@@ -41,12 +53,7 @@ def render_report(
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    labels = [run.run_id for run in content.runs]
-    sections = (
-        report_sections(content)
-        + beyond_sections(runs, labels, slices=slices)
-        + confidence_sections(runs, labels)
-    )
+    sections = all_sections(runs, content, slices=slices)
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
     }
