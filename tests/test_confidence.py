@@ -235,7 +235,12 @@ def test_position_consistency_and_preference_fairness_with_both_orders(
         return "Result: A" if pair_index(request.prompt) <= 6 else f"Result: {chosen_letter(request)}"
 
     server.reply = first_always_early
-    run = harness.judge(harness.dataset(records(10)), "--context", "none", "--order", "both")
+    dataset = harness.dataset(records(10))
+    plain = harness.judge(dataset, "--context", "none", "--order", "both")
+    # Not asked: summary.json is what it always was, the report shows the figures all the same.
+    assert "position_fairness" not in json.loads((plain.run_dir / "summary.json").read_text())  # type: ignore[operator]
+    assert "preference fairness" in (plain.run_dir / "report.md").read_text()  # type: ignore[operator]
+    run = harness.judge(dataset, "--context", "none", "--order", "both", "--confidence", "available")
     summary = json.loads((run.run_dir / "summary.json").read_text())  # type: ignore[operator]
     (row,) = summary["position_fairness"]
     assert (row["pairs"], row["consistent"], row["primacy"], row["recency"]) == (10, 4, 6, 0)

@@ -202,7 +202,8 @@ def confidence_figures(frame: pl.DataFrame, *, seed: int) -> dict[str, Any]:
 
 
 def order_figures(frame: pl.DataFrame) -> dict[str, Any]:
-    """Position consistency and preference fairness, for judges that ran both orders."""
+    """Position consistency and preference fairness, for judges that ran both orders (in summary.json when the
+    run asked how sure its judges are; the report shows them for every run with both orders)."""
     rows = position_fairness(frame)
     return {"position_fairness": [row.as_dict() for row in rows]} if rows else {}
 
@@ -232,7 +233,8 @@ def finish(
     figures summary.json carries for them."""
     frame = prepared.frame
     if not options.asked:
-        return ConfidenceResult(frame, order_figures(frame))
+        # Nothing new in summary.json; the report still shows position fairness for judges of both orders.
+        return ConfidenceResult(frame)
     if second_stage is not None and second_stage.height:
         frame = pl.concat([frame, with_confidence(second_stage)], how="diagonal_relaxed")
     frame, cascades = add_cascades(frame, list(plans))
