@@ -467,3 +467,15 @@ def test_the_ci_example_writes_and_uploads_the_bundle(runs, tmp_path, monkeypatc
     result = CliRunner().invoke(main, args[1:])
     assert result.exit_code == 0, result.output
     assert (tmp_path / args[args.index("--bundle") + 1] / "index.html").is_file()
+
+
+async def test_a_page_that_fails_says_so_in_a_page(client, runs, monkeypatch) -> None:
+    from prbj.view import pair
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no luck")
+
+    monkeypatch.setattr(pair, "pair_page", broken)
+    response = await client.get(f"/run/{_key(runs['sample'])}/pair/ae-001")
+    text = await response.text()
+    assert response.status == 500 and "RuntimeError: no luck" in text and "Traceback" not in text

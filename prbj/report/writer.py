@@ -29,7 +29,8 @@ class RenderedReport:
 def all_sections(
     runs: Sequence[RunData], content: ReportContent, *, slices: Sequence[str] = ()
 ) -> list[Section]:
-    """Every section of the report of `runs` in order, as the files and the viewer show them."""
+    """Every section of the report of `runs`, in order: what report.md and report.html render, and what the
+    viewer's Run page shows."""
     labels = [run.run_id for run in content.runs]
     return (
         report_sections(content)

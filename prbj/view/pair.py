@@ -65,12 +65,14 @@ def judge_card(row: dict[str, Any], pair: Pair | None) -> dict[str, Any]:
     return {"row": row, "outcome": outcome, "calls": calls, "extras": extras}
 
 
-def _neighbours(
-    catalog: Catalog, run: LoadedRun, pair_id: str, query: Query
-) -> tuple[str | None, str | None, int, int]:
-    """Previous and next pair id in the current selection's order, this pair's place (1-based) and the count."""
-    order = select(catalog, run, query).frame.select("pair_id").unique(maintain_order=True).collect()
-    ids = order["pair_id"]
+def selection_order(catalog: Catalog, run: LoadedRun, query: Query) -> pl.Series:
+    """The pair ids of the current selection, in its order, each once."""
+    frame = select(catalog, run, query).frame.select("pair_id").unique(maintain_order=True).collect()
+    return frame["pair_id"]
+
+
+def _neighbours(ids: pl.Series, pair_id: str) -> tuple[str | None, str | None, int, int]:
+    """Previous and next pair id in the selection's order, this pair's place (1-based) and the count."""
     found = ids.index_of(pair_id)
     if found is None:
         return None, None, 0, len(ids)
@@ -89,8 +91,10 @@ def pair_page(
     *,
     labels: list[Label],
     blind: bool = False,
+    order: pl.Series | None = None,
 ) -> dict[str, Any] | None:
-    """The page's content, or None when the run never judged this pair."""
+    """The page's content, or None when the run never judged this pair. `order`: the selection's pair ids when
+    the caller has them already (the bundle writes every pair of one selection)."""
     rows = run.data.judgments.filter(pl.col("pair_id") == pair_id).sort(["judge", "context"]).to_dicts()
     if not rows:
         return None
@@ -103,7 +107,8 @@ def pair_page(
         in_b = "rejected" if in_a == "chosen" else "chosen"
         answers = [("A", in_a, texts[in_a]), ("B", in_b, texts[in_b])]
     ranked = rank_profile(pair.question, pair.profile) if pair is not None else []
-    before, after, place, count = _neighbours(catalog, run, pair_id, query)
+    ids = order if order is not None else selection_order(catalog, run, query)
+    before, after, place, count = _neighbours(ids, pair_id)
     key = run.entry.key
     mine = [label for label in labels if label.pair_id == pair_id]
     return {

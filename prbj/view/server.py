@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import mimetypes
 import secrets
 import threading
@@ -33,6 +34,7 @@ from prbj.view.render import render, static_file
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LINKS = LiveLinks()
+LOG = logging.getLogger("prbj.view")
 # Form posts are small: a label note or one sheet row's ratings.
 MAX_BODY = 64 * 1024
 
@@ -118,6 +120,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         raise
     except DataError as err:
         response = viewer.problem("Cannot read this", str(err), status=422)
+    except Exception as err:  # a bug in a page: the reader gets a page, the console the traceback
+        LOG.exception("prbj view: %s %s failed", request.method, request.path)
+        response = viewer.problem("This page failed", f"{type(err).__name__}: {err}", status=500)
     response.headers.setdefault("Content-Security-Policy", _CSP)
     return response
 
