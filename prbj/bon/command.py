@@ -16,6 +16,7 @@ from rich.table import Table
 from prbj import __version__
 from prbj.analysis.downstream import STORE_FILE
 from prbj.analysis.stats import ALL_SUBSETS
+from prbj.bon.demo import DEMO, DemoGoldJudge
 from prbj.bon.evaluate import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
@@ -44,7 +45,7 @@ from prbj.bon.rundir import (
     slug,
     write_json,
 )
-from prbj.bon.sample import Policy, SamplingSettings, sample_answers
+from prbj.bon.sample import DemoPolicy, Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
 from prbj.judges.official import Protocol, require_repo
 from prbj.judges.registry import build_judges
@@ -97,7 +98,11 @@ def run_sample_command(
     console = Console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         settings = SamplingSettings(n, k_profile, temperature, top_p, max_tokens, seed)
-        sampler = Policy(resolve_provider(policy, shared, gateway), settings)
+        sampler = (
+            DemoPolicy(settings)
+            if policy == DEMO
+            else Policy(resolve_provider(policy, shared, gateway), settings)
+        )
         questions = load_questions(dataset, subsets, limit)
         started = now()
         try:
@@ -189,7 +194,14 @@ def run_score_command(
         try:
             scores = asyncio.run(
                 gateway.in_rounds(
-                    partial(score_samples, rms, questions, samples, concurrency=concurrency, show_progress=progress)
+                    partial(
+                        score_samples,
+                        rms,
+                        questions,
+                        samples,
+                        concurrency=concurrency,
+                        show_progress=progress,
+                    )
                 )
             )
         finally:
@@ -262,13 +274,23 @@ def run_evaluate_command(
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
     with shared.open() as gateway:
-        judge = gold_judge(resolve_provider(gold, shared, gateway), gateway, gold_mode, repo)
+        judge = (
+            DemoGoldJudge(gateway)
+            if gold == DEMO
+            else gold_judge(resolve_provider(gold, shared, gateway), gateway, gold_mode, repo)
+        )
         started = now()
         try:
             graded = asyncio.run(
                 gateway.in_rounds(
                     partial(
-                        grade_picks, judge, questions, samples, picks, concurrency=concurrency, show_progress=progress
+                        grade_picks,
+                        judge,
+                        questions,
+                        samples,
+                        picks,
+                        concurrency=concurrency,
+                        show_progress=progress,
                     )
                 )
             )

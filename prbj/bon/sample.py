@@ -21,7 +21,7 @@ import polars as pl
 
 from prbj.context.planner import format_profile
 from prbj.data.schema import Pair
-from prbj.llm.gateway import Gateway, LLMRequest
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
 from prbj.prompts import Template, builtin, combined_sha
 from prbj.runs.engine import run_jobs
@@ -96,6 +96,10 @@ class Policy:
             purpose="policy",
         )
 
+    async def answer(self, gateway: Gateway, pair: Pair, index: int) -> LLMResult:
+        """Sample `index` for `pair`: one cached call."""
+        return await gateway.call(self.provider, self.request(pair, index))
+
     def describe(self) -> dict[str, Any]:
         return {
             "provider": self.provider.name,
@@ -108,7 +112,7 @@ class Policy:
 
 
 async def _sample_one(policy: Policy, gateway: Gateway, pair: Pair, index: int) -> dict[str, Any]:
-    result = await gateway.call(policy.provider, policy.request(pair, index))
+    result = await policy.answer(gateway, pair, index)
     return {
         "pair_id": pair.id,
         "subset": pair.category,
@@ -139,3 +143,23 @@ async def sample_answers(
     ]
     rows = await run_jobs(jobs, concurrency=concurrency, description="sampling", show_progress=show_progress)
     return pl.DataFrame(rows, schema=SAMPLE_SCHEMA, orient="row")
+
+
+class DemoPolicy(Policy):
+    """The offline demo policy (prbj.bon.demo): writes each sample from the user's own posts, without a call."""
+
+    def __init__(self, settings: SamplingSettings) -> None:
+        from prbj.bon.demo import demo_provider
+
+        super().__init__(demo_provider("policy"), settings)
+
+    async def answer(self, gateway: Gateway, pair: Pair, index: int) -> LLMResult:
+        from prbj.bon.demo import demo_answer
+
+        text = demo_answer(pair, index, k_profile=self.settings.k_profile, seed=self.settings.seed)
+        return LLMResult(status="ok", text=text, completion_tokens=len(text.split()))
+
+    def describe(self) -> dict[str, Any]:
+        from prbj.bon.demo import DEMO_NOTE
+
+        return {**super().describe(), "note": DEMO_NOTE}

@@ -75,6 +75,9 @@ T = TypeVar("T")
 # Set by whoever fans calls out (runs.engine) when the user presses Ctrl-C: from then on no request leaves, while
 # those already on the wire may finish and be cached. Tasks inherit it from the context they were created in.
 stop_sending: ContextVar[asyncio.Event | None] = ContextVar("prbj_stop_sending", default=None)
+# A dry run of several steps in a row (prbj run --dry-run) sets this to one set shared by their gateways: a request
+# an earlier step plans will be in the cache when a later step asks it, so it is planned (counted) once.
+planned_keys: ContextVar[set[str] | None] = ContextVar("prbj_planned_keys", default=None)
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,10 @@ class Gateway:
     def stats(self) -> list[ProviderStats]:
         return [state.stats for state in self._providers.values()]
 
+    def providers(self) -> list[ProviderSpec]:
+        """The providers this gateway has been asked to call, in the order of stats()."""
+        return [state.spec for state in self._providers.values()]
+
     def request_key(self, provider: ProviderSpec, request: LLMRequest) -> str:
         return cache_key(
             "llm",
@@ -256,6 +263,11 @@ class Gateway:
         if hit is not None:
             return self._hit(state, hit)
         if self.mode == "dry_run":
+            planned = planned_keys.get()
+            if planned is not None and key in planned:
+                return LLMResult(status="dry_run", error="not sent (--dry-run; planned by an earlier step)")
+            if planned is not None:
+                planned.add(key)
             return self._plan(state, request)
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
