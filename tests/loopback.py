@@ -6,11 +6,13 @@
 
 Tests script it: `server.reply` maps each parsed request to the text to answer; `server.inject(...)` queues
 faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage body) for the next requests;
-`server.latency` delays every answer. A request that asks for log-probabilities (OpenAI `logprobs` /
-`top_logprobs`, Gemini `generationConfig.responseLogprobs` / `logprobs`) gets them in its provider's shape, as
-`server.logprobs` scripts them (Anthropic returns none). Every request is recorded (path, headers, body, arrival
-time), so tests count at the server what really went over the wire. It runs on its own thread and event loop,
-so synchronous tests and subprocesses (the real `prbj` CLI) can talk to it.
+`server.latency` delays every answer; `server.reasoning` spends hidden reasoning tokens from the output cap,
+`server.strict_params` answers 400 for the parameter combinations each provider rejects, `server.retired` names
+models that answer 404. A request that asks for log-probabilities (OpenAI `logprobs` / `top_logprobs`, Gemini
+`generationConfig.responseLogprobs` / `logprobs`) gets them in its provider's shape, as `server.logprobs`
+scripts them (Anthropic returns none). Every request is recorded (path, headers, body, arrival time), so tests
+count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
+tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
 
 from __future__ import annotations
@@ -109,6 +111,45 @@ def _tokens(text: str) -> int:
     return max(1, len(text.split()))
 
 
+def output_cap(request: ChatRequest) -> int | None:
+    """The output bound the request sent, as each provider names it."""
+    body = request.body
+    if request.family == "gemini":  # Gemini's JSON takes either spelling; LiteLLM sends max_output_tokens
+        config = body.get("generationConfig") or {}
+        return config.get("maxOutputTokens") or config.get("max_output_tokens")
+    return body.get("max_completion_tokens") or body.get("max_tokens")
+
+
+def reasoning_effort(request: ChatRequest) -> str | None:
+    """The reasoning the request asked for, in OpenAI's words: OpenAI `reasoning_effort`, Anthropic `thinking`
+    (adaptive: `output_config.effort`; manual: "budget:<tokens>"), Gemini `thinkingConfig.thinkingLevel`; None
+    when it asked for none."""
+    body = request.body
+    if request.family == "openai":
+        return body.get("reasoning_effort")
+    if request.family == "anthropic":
+        thinking = body.get("thinking") or {}
+        if thinking.get("type") == "adaptive":
+            return (body.get("output_config") or {}).get("effort", "high")
+        return f"budget:{thinking['budget_tokens']}" if thinking.get("type") == "enabled" else None
+    generation = body.get("generationConfig") or {}
+    config = generation.get("thinkingConfig") or generation.get("thinking_config") or {}
+    return config.get("thinkingLevel") or config.get("thinking_level")
+
+
+def spends(by_effort: dict[str | None, int]) -> Callable[[ChatRequest], int]:
+    """A `reasoning` script: hidden reasoning tokens by the effort asked for (a manual thinking budget spends
+    itself); a request asking for no reasoning spends `by_effort.get(None)` (default 0)."""
+
+    def tokens(request: ChatRequest) -> int:
+        effort = reasoning_effort(request)
+        if effort is not None and effort.startswith("budget:"):
+            return int(effort.split(":", 1)[1])
+        return by_effort.get(effort, by_effort.get(None, 0))
+
+    return tokens
+
+
 # Per generated token: (token, logprob, [(alternative, logprob), ...] most likely first).
 TokenLogprobs = list[tuple[str, float, list[tuple[str, float]]]]
 
@@ -158,14 +199,23 @@ def _answer(
     request: ChatRequest,
     text: str,
     cache: tuple[int, int] = (0, 0),
+    reasoning: int = 0,
     logprobs: tuple[TokenLogprobs, int] | None = None,
 ) -> dict[str, Any]:
     """The provider's reply; `cache` = (tokens read from, written to) its prompt cache, reported in each
     provider's own usage fields (OpenAI prompt_tokens_details, Anthropic cache_*_input_tokens, Gemini
     cachedContentTokenCount) only when non-zero; `logprobs` = (tokens, alternatives asked) when the request
-    asked for log-probabilities."""
+    asked for log-probabilities. `reasoning` hidden tokens are spent from the output cap first,
+    as the providers document: when they reach it the reply has no text (OpenAI `finish_reason: length` and
+    `content: ""`, Anthropic a thinking block and `stop_reason: max_tokens`, Gemini `MAX_TOKENS` with a content
+    without parts); all of it is reported as output (OpenAI completion_tokens_details.reasoning_tokens, Gemini
+    thoughtsTokenCount)."""
     prompt_tokens, completion_tokens = _tokens(request.prompt), _tokens(text)
     read, written = cache
+    cap = output_cap(request)
+    exhausted = bool(reasoning) and cap is not None and reasoning >= cap
+    if exhausted:
+        reasoning, text, completion_tokens = int(cap or 0), "", 0
     if family == "openai":
         answer = {
             "id": "chatcmpl-loopback",
@@ -173,48 +223,140 @@ def _answer(
             "created": int(time.time()),
             "model": request.model,
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "length" if exhausted else "stop",
+                }
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
+                "completion_tokens": completion_tokens + reasoning,
+                "total_tokens": prompt_tokens + completion_tokens + reasoning,
             },
         }
         if read:
             answer["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
-        if logprobs is not None:
+        if reasoning:
+            answer["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        if logprobs is not None and text:
             answer["choices"][0]["logprobs"] = _openai_logprobs(*logprobs)
         return answer
     if family == "anthropic":
-        usage: dict[str, Any] = {"input_tokens": prompt_tokens - read - written, "output_tokens": completion_tokens}
+        usage: dict[str, Any] = {
+            "input_tokens": prompt_tokens - read - written,
+            "output_tokens": completion_tokens + reasoning,
+        }
         if read or written:
             usage |= {"cache_read_input_tokens": read, "cache_creation_input_tokens": written}
+        thought = [{"type": "thinking", "thinking": "Weighing it.", "signature": "loopback"}] if reasoning else []
         return {
             "id": "msg_loopback",
             "type": "message",
             "role": "assistant",
             "model": request.model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": thought + ([] if exhausted else [{"type": "text", "text": text}]),
+            "stop_reason": "max_tokens" if exhausted else "end_turn",
             "stop_sequence": None,
             "usage": usage,
         }
     metadata: dict[str, Any] = {
         "promptTokenCount": prompt_tokens,
         "candidatesTokenCount": completion_tokens,
-        "totalTokenCount": prompt_tokens + completion_tokens,
+        "totalTokenCount": prompt_tokens + completion_tokens + reasoning,
     }
     if read:
         metadata["cachedContentTokenCount"] = read
+    if reasoning:
+        metadata["thoughtsTokenCount"] = reasoning
+    content: dict[str, Any] = {"role": "model"} if exhausted else {"role": "model", "parts": [{"text": text}]}
     candidate: dict[str, Any] = {
-        "content": {"role": "model", "parts": [{"text": text}]},
-        "finishReason": "STOP",
+        "content": content,
+        "finishReason": "MAX_TOKENS" if exhausted else "STOP",
         "index": 0,
     }
-    if logprobs is not None:
+    if logprobs is not None and text:
         candidate["logprobsResult"] = _gemini_logprobs(*logprobs)
     return {"candidates": [candidate], "usageMetadata": metadata, "modelVersion": request.model}
+
+
+_RETIRED = {
+    "openai": "The model `{model}` does not exist or you do not have access to it.",
+    "anthropic": "model: {model}",
+    "gemini": "models/{model} is not found for API version v1beta, or is not supported for generateContent.",
+}
+_OPENAI_REASONING = re.compile(r"^(gpt-[5-9]|o[1-9])(?!.*chat)")
+_CLAUDE_VERSION = re.compile(r"^claude-[a-z]+-(\d)(?:-(\d{1,2}))?(?=$|[-@])")
+
+
+def provider_error(family: str, status: int, message: str, param: str | None = None) -> web.Response:
+    """An error in the provider's documented shape."""
+    if family == "anthropic":
+        kind = "not_found_error" if status == 404 else "invalid_request_error"
+        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+    if family == "gemini":
+        state = "NOT_FOUND" if status == 404 else "INVALID_ARGUMENT"
+        return web.json_response({"error": {"code": status, "message": message, "status": state}}, status=status)
+    code = "model_not_found" if status == 404 else "unsupported_parameter"
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+    return web.json_response(body, status=status)
+
+
+def provider_rejection(request: ChatRequest) -> tuple[str, str] | None:
+    """(message, parameter) of the 400 the provider documents for this request's parameters, or None:
+    OpenAI reasoning models (max_tokens; temperature other than 1, top_p and logprobs unless reasoning_effort is
+    "none"; an effort level the model does not take), Claude 4.5 and later (temperature with top_p; with thinking on, a
+    budget below 1024 or not below max_tokens, temperature other than 1, top_p below 0.95, top_k)."""
+    body, model = request.body, request.model.split("/")[-1]
+    if request.family == "openai" and _OPENAI_REASONING.match(model):
+        if "max_tokens" in body:
+            return (
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.",
+                "max_tokens",
+            )
+        newer = not model.startswith("gpt-5-") and model != "gpt-5"  # gpt-5.1 and later
+        effort = body.get("reasoning_effort") or ("none" if newer else "medium")
+        levels = ("none", "low", "medium", "high") if newer else ("minimal", "low", "medium", "high")
+        if effort not in levels:
+            listed = ", ".join(f"'{level}'" for level in levels)
+            return (
+                f"Unsupported value: '{effort}' is not supported with the '{model}' model. Supported values "
+                f"are: {listed}.",
+                "reasoning_effort",
+            )
+        if effort != "none" and body.get("temperature", 1) != 1:
+            return (
+                f"Unsupported value: 'temperature' does not support {body['temperature']} with this model. Only "
+                "the default (1) value is supported.",
+                "temperature",
+            )
+        if effort != "none" and "top_p" in body:
+            return "Unsupported parameter: 'top_p' is not supported with this model.", "top_p"
+        if effort != "none" and (body.get("logprobs") or "top_logprobs" in body):
+            return "Unsupported parameter: 'logprobs' is not supported with this model.", "logprobs"
+        return None
+    match = _CLAUDE_VERSION.match(model) if request.family == "anthropic" else None
+    if match is None or (int(match.group(1)), int(match.group(2) or 0)) < (4, 5):
+        return None
+    if "temperature" in body and "top_p" in body:
+        return "`temperature` and `top_p` cannot both be specified for this model. Please use only one.", "top_p"
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") not in ("enabled", "adaptive"):
+        return None
+    if thinking.get("type") == "enabled":
+        budget = int(thinking.get("budget_tokens") or 0)
+        if budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024", "thinking"
+        if budget >= int(body.get("max_tokens") or 0):
+            return "`max_tokens` must be greater than `thinking.budget_tokens`.", "max_tokens"
+    if body.get("temperature", 1) != 1:
+        return "`temperature` may only be set to 1 when thinking is enabled.", "temperature"
+    if "top_p" in body and float(body["top_p"]) < 0.95:
+        return "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled.", "top_p"
+    if "top_k" in body:
+        return "`top_k` cannot be set when thinking is enabled.", "top_k"
+    return None
 
 
 @dataclass
@@ -231,6 +373,12 @@ class ProviderServer:
     _prefixes: set[str] = field(default_factory=set)
     # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
     batches: Any = None
+    # Hidden reasoning tokens a request spends from its output cap (see `spends`); None: no reasoning.
+    reasoning: Callable[[ChatRequest], int] | None = None
+    # Answer 400, as each provider does, for the parameter combinations it rejects (see provider_rejection).
+    strict_params: bool = False
+    # Model ids the provider no longer serves: every request for one answers 404 in the provider's shape.
+    retired: set[str] = field(default_factory=set)
     # Log-probabilities of a reply's tokens, for requests that ask for them (see certain_tokens).
     logprobs: Callable[[ChatRequest, str], TokenLogprobs] = certain_tokens
 
@@ -276,13 +424,26 @@ class ProviderServer:
             await asyncio.sleep(self.latency)
         if fault is not None:
             return await self._fault(fault, parsed)
+        refused = self._refusal(parsed)
+        if refused is not None:
+            return refused
         try:
             text = self.reply(parsed)
+            reasoning = self.reasoning(parsed) if self.reasoning is not None else 0
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
         asked, top = logprobs_asked(family, body)
         tokens = (self.logprobs(parsed, text), top) if asked else None
-        return web.json_response(_answer(family, parsed, text, self.prompt_cache(family, parsed), tokens))
+        cache = self.prompt_cache(family, parsed)
+        return web.json_response(_answer(family, parsed, text, cache, reasoning, tokens))
+
+    def _refusal(self, request: ChatRequest) -> web.Response | None:
+        """A retired model's 404, or (with `strict_params`) the 400 the provider answers for the parameters."""
+        model = request.model.split("/")[-1]
+        if model in self.retired:
+            return provider_error(request.family, 404, _RETIRED[request.family].format(model=model), "model")
+        problem = provider_rejection(request) if self.strict_params else None
+        return None if problem is None else provider_error(request.family, 400, *problem)
 
     def prompt_cache(self, family: str, request: ChatRequest) -> tuple[int, int]:
         """(tokens read, tokens written) of the provider's prompt cache for `request`, remembering its prefix."""

@@ -212,18 +212,38 @@ def test_a_model_that_returns_no_logprobs_falls_back_to_both_orders(
         "both",
         "--confidence",
         "logprobs",
-        provider="claude-sonnet-4-5",
+        provider="claude-sonnet-4-6",
     )
     assert run.exit_code == 0, run.output
-    assert "returns no token log-probabilities" in run.output
+    assert "no log-probabilities asked (the model returns none)" in run.output
     assert all("logprobs" not in str(r.body) for r in server.requests)
     frame = run.judgments
     assert set(frame["confidence_source"]) == {"orders"}
-    hard = (
-        (frame["verdict_chosen_a"] == "chosen").cast(pl.Float64)
-        + (frame["verdict_chosen_b"] == "chosen").cast(pl.Float64)
-    ) / 2
-    assert frame["p_chosen"].to_list() == hard.to_list()
+    in_a = (frame["verdict_chosen_a"] == "chosen").cast(pl.Float64)
+    in_b = (frame["verdict_chosen_b"] == "chosen").cast(pl.Float64)
+    assert frame["p_chosen"].to_list() == ((in_a + in_b) / 2).to_list()
+
+
+def test_a_reasoning_model_is_not_asked_for_logprobs_it_would_refuse(
+    harness: Harness, server: ProviderServer
+) -> None:
+    """An OpenAI reasoning model reasoning (effort low): the provider rule leaves the log-probabilities out (it
+    would answer 400 for them, as the strict loopback does), and the run goes on without them."""
+    server.strict_params = True
+    run = harness.judge(
+        harness.dataset(records(4)),
+        "--context",
+        "none",
+        "--confidence",
+        "logprobs",
+        "--reasoning-effort",
+        "low",
+        provider="litellm:openai/gpt-5.1",
+    )
+    assert run.exit_code == 0, run.output
+    assert "top_logprobs 5 (--confidence logprobs) not sent" in run.output
+    assert server.count() == 4 and all("logprobs" not in r.body for r in server.requests)
+    assert run.judgments["p_chosen"].null_count() == 4
 
 
 def test_position_consistency_and_preference_fairness_with_both_orders(

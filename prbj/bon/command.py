@@ -28,7 +28,7 @@ from prbj.bon.evaluate import (
     official_summary,
     picked_samples,
 )
-from prbj.bon.gold import GoldJudge, GoldMode, gold_judge
+from prbj.bon.gold import GoldJudge, GoldMode, gold_judge, gold_params
 from prbj.bon.rundir import (
     EVALUATIONS_FILE,
     FAILED_GOLD_FILE,
@@ -81,9 +81,9 @@ def run_sample_command(
     policy: str,
     n: int,
     k_profile: int,
-    temperature: float,
-    top_p: float,
-    max_tokens: int,
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
     seed: int | None,
     dataset: str,
     subsets: tuple[str, ...],
@@ -97,11 +97,13 @@ def run_sample_command(
     on_ray = RayOptions.pop_from(gateway_options)
     console = Console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
-        settings = SamplingSettings(n, k_profile, temperature, top_p, max_tokens, seed)
+        settings = sampling_settings(
+            n, k_profile, seed, temperature=temperature, top_p=top_p, max_tokens=max_tokens
+        )
         sampler = (
             DemoPolicy(settings)
             if policy == DEMO
-            else Policy(resolve_provider(policy, shared, gateway), settings)
+            else Policy(resolve_provider(policy, shared, gateway, settings.asked()), settings)
         )
         questions = load_questions(dataset, subsets, limit)
         started = now()
@@ -154,6 +156,23 @@ def run_sample_command(
         console.print(f"[bold red]error:[/bold red] no sample came back from {sampler.provider.name}")
         return 1
     return 0
+
+
+def sampling_settings(
+    n: int, k_profile: int, seed: int | None, *, temperature: float | None, top_p: float | None, max_tokens: int | None
+) -> SamplingSettings:
+    """The sampling settings: the options given, the official defaults for the rest (and which is which)."""
+    given = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+    default = SamplingSettings()
+    return SamplingSettings(
+        n=n,
+        k_profile=k_profile,
+        temperature=default.temperature if temperature is None else temperature,
+        top_p=default.top_p if top_p is None else top_p,
+        max_tokens=default.max_tokens if max_tokens is None else max_tokens,
+        seed=seed,
+        typed=frozenset(name for name, value in given.items() if value is not None),
+    )
 
 
 def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> None:
@@ -277,7 +296,7 @@ def run_evaluate_command(
         judge = (
             DemoGoldJudge(gateway)
             if gold == DEMO
-            else gold_judge(resolve_provider(gold, shared, gateway), gateway, gold_mode, repo)
+            else gold_judge(resolve_provider(gold, shared, gateway, gold_params(repo)), gateway, gold_mode, repo)
         )
         started = now()
         try:

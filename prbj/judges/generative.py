@@ -30,7 +30,7 @@ from prbj.judges.confidence import probability_of_a
 from prbj.judges.official import Protocol, official_positions, parse_official_verdict
 from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
-from prbj.llm.logprobs import request_params
+from prbj.llm.logprobs import asked
 from prbj.llm.prompt_cache import shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
 from prbj.prompts import Template, builtin, combined_sha
@@ -211,11 +211,12 @@ class LLMJudgeBase:
     retry_failed: bool = False
     # Which repeated sample of the same prompt this judge asks for (part of the cache key); see judges.sampling.
     sample_index: int = 0
-    # --temperature: sampling temperature for this run's calls (part of the cache key); None keeps the profile's.
-    temperature: float | None = None
-    # --confidence logprobs: alternatives per position to ask log-probabilities for (part of the cache key);
-    # 0 asks for none, so a run that does not ask sends (and caches) exactly what it always did.
-    top_logprobs: int = 0
+
+    @property
+    def top_logprobs(self) -> int:
+        """Alternatives per position whose log-probabilities the provider is asked for (--confidence logprobs,
+        as the provider's settled parameters hold it: a rule may have left them out); 0 when none are."""
+        return asked(self.provider.params)
 
     def _template_hash(self) -> str:
         return combined_sha(self.system, self.user, *self.contexts.templates()) + f"-p{PARSER_VERSION}"
@@ -234,13 +235,6 @@ class LLMJudgeBase:
         profile too."""
         return self.system.render(values), self.user.render(values)
 
-    def _params(self) -> dict[str, Any]:
-        # Only when asked: a default run's requests (and so its cache keys) stay exactly as before.
-        params: dict[str, Any] = {} if self.temperature is None else {"temperature": self.temperature}
-        if self.top_logprobs:
-            params.update(request_params(self.top_logprobs))
-        return params
-
     def _samples(self) -> range:
         """The sample indexes a call may use: 0, and with --retry-failed a few fresh ones after a failure."""
         return range(1 + (MAX_RETRY_SAMPLES if self.retry_failed else 0))
@@ -258,7 +252,6 @@ class LLMJudgeBase:
             template_hash=self._template_hash(),
             sample_index=self.sample_index + sample,
             shared_prefix_chars=shared_prefix_chars(user, varying),
-            params=self._params(),
         )
         result = await self.gateway.call(self.provider, request)
         usage.add(result, prompt_hash=prompt_hash(system, user))
@@ -277,7 +270,6 @@ class LLMJudgeBase:
             messages=messages,
             template_hash=self._template_hash() + "-repair",
             sample_index=self.sample_index,
-            params=self._params(),
         )
         result = await self.gateway.call(self.provider, request)
         usage.add(result)

@@ -41,6 +41,10 @@ class TokenChoice:
         return self.offset + len(self.token)
 
 
+# The request parameters that ask for them (OpenAI's names).
+LOGPROB_PARAMS = ("logprobs", "top_logprobs")
+
+
 def request_params(top: int = DEFAULT_TOP_LOGPROBS) -> dict[str, Any]:
     """The OpenAI-style parameters that ask for them (LiteLLM maps them to Gemini's responseLogprobs/logprobs);
     part of the request, so part of the cache key of exactly the runs that ask."""

@@ -56,6 +56,8 @@ class GatewayOptions:
     # --batch: buy misses through provider batch jobs; --no-wait: submit them and stop (collect later).
     batch: bool = False
     wait: bool = True
+    # --reasoning-effort: sent to every LiteLLM provider of the run (part of the cache key); None: the profile's.
+    reasoning_effort: str | None = None
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> GatewayOptions:

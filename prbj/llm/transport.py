@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.logprobs import TokenChoice, asked, from_response
 from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
+from prbj.llm.wire_params import allowed_through
 
 __all__ = ["LITELLM_TRANSPORT", "ChatCall", "Completion", "LiteLLMTransport", "Transport"]
 
@@ -64,7 +65,7 @@ class LiteLLMTransport:
             num_retries=0,
             max_retries=0,
             drop_params=True,
-            **logprob_passage(call),
+            **allowed_through(spec.model, call.params),
             **call.params,
         )
         choice = response.choices[0]
@@ -79,16 +80,6 @@ class LiteLLMTransport:
             cache_write_tokens=written,
             logprobs=reply_logprobs(call, getattr(choice, "logprobs", None), text),
         )
-
-
-def logprob_passage(call: ChatCall) -> dict[str, Any]:
-    """LiteLLM 1.110's Gemini (AI Studio) mapping lists `logprobs` but not `top_logprobs` among the parameters
-    it supports, so `drop_params` would drop the number of alternatives and Gemini would send none: only the
-    chosen token's log-probability, which cannot be normalised over two letters. Allowing the parameter lets
-    LiteLLM's own mapping send it as generationConfig.logprobs."""
-    if asked(call.params) and call.provider.family == "gemini" and "top_logprobs" in call.params:
-        return {"allowed_openai_params": ["top_logprobs"]}
-    return {}
 
 
 def reply_logprobs(call: ChatCall, choice_logprobs: Any, text: str) -> tuple[TokenChoice, ...] | None:
@@ -113,12 +104,8 @@ def prompt_cache_counts(usage: Any) -> tuple[int, int]:
 def anthropic_cache_breakpoint(call: ChatCall) -> list[dict[str, Any]]:
     """The messages to send: for Anthropic models whose shared prefix reaches the model's minimum cacheable
     length, with a cache_control breakpoint after that prefix (other providers cache prefixes on their own)."""
-    from prbj.llm.prompt_cache import family, min_prefix_tokens, with_cache_breakpoint
+    from prbj.llm.prompt_cache import carries_breakpoint, with_cache_breakpoint
 
-    if call.shared_prefix_chars <= 0 or family(call.provider.model) != "anthropic":
-        return list(call.messages)
-    system = sum(len(m["content"]) for m in call.messages if m.get("role") == "system")
-    # ~4 characters a token: a prefix below the minimum would be refused silently and bill the write premium.
-    if (system + call.shared_prefix_chars) / 4 < min_prefix_tokens(call.provider.model):
+    if not carries_breakpoint(call.provider, call.messages, call.shared_prefix_chars):
         return list(call.messages)
     return with_cache_breakpoint([dict(m) for m in call.messages], call.shared_prefix_chars)

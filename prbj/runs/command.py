@@ -45,6 +45,8 @@ def run_judge_command(
     judging = JudgeOptions.pop_from(options)
     beyond = BeyondOptions.pop_from(options)
     surety = ConfidenceOptions.pop_from(options)
+    # --confidence logprobs is a parameter of the LLM judges' requests (and so of their cache keys).
+    judging = replace(judging, logprobs=surety.confidence == "logprobs")
     if options:
         raise TypeError(f"run_judge_command: unexpected options {sorted(options)}")
     dry_run, cache_only = shared.dry_run, shared.cache_only
@@ -53,7 +55,6 @@ def run_judge_command(
         judges, planner = build_judges(providers, judging, shared, gateway)
         _ = surety.thresholds  # a bad --selective file fails before any call
         escalation = _escalation(surety, judges, judging, shared, gateway, planner)
-        surety.ask_logprobs([*judges, *(escalation.judges.values() if escalation else ())], console)
         judges = beyond.sampled(judges)
         with kept_for_the_run():
             data = load_dataset(dataset).select(subsets, limit)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-from rich.console import Console
 
 from prbj.analysis.calibration import calibration
 from prbj.analysis.cascade import CascadePlan, add_cascades, escalated_label, escalated_pairs
@@ -22,9 +21,6 @@ from prbj.analysis.position import position_fairness
 from prbj.analysis.selective import apply_threshold
 from prbj.data.status import ABSTAINED
 from prbj.errors import ConfigError
-from prbj.judges.base import Judge
-from prbj.judges.generative import LLMJudgeBase
-from prbj.llm.logprobs import DEFAULT_TOP_LOGPROBS
 from prbj.runs.selective_file import SelectiveFile, read_selective
 
 ConfidenceMode = Literal["logprobs", "available"]
@@ -63,24 +59,6 @@ class ConfidenceOptions:
     @property
     def thresholds(self) -> SelectiveFile | None:
         return read_selective(self.selective) if self.selective is not None else None
-
-    def ask_logprobs(self, judges: Sequence[Judge], console: Console | None = None) -> None:
-        """--confidence logprobs: every LLM judge whose model may return log-probabilities asks for them (part
-        of its requests, so of their cache keys); one whose profile says it returns none is left as it is."""
-        if self.confidence != "logprobs":
-            return
-        for judge in judges:
-            if not isinstance(judge, LLMJudgeBase):
-                continue
-            if judge.provider.supports_logprobs is False:
-                if console is not None:
-                    console.print(
-                        f"[yellow]note: {judge.provider.name} returns no token log-probabilities (its profile "
-                        f"says logprobs = false): its probabilities come from both orders, samples or scores "
-                        f"where the run has them.[/yellow]"
-                    )
-                continue
-            judge.top_logprobs = DEFAULT_TOP_LOGPROBS
 
 
 @dataclass
@@ -150,12 +128,15 @@ def _note(judge: str, context: str, applied: dict[str, Any], check: Any, target:
     if applied["accuracy"] is not None:
         kept += f", accuracy {applied['accuracy']:.1%} on those kept"
     if check is None:
-        return kept + "; no held-out pairs (every pair judged here calibrated the threshold): target unchecked"
+        return (
+            kept + "; no held-out pairs (every pair judged here calibrated the threshold): target unchecked"
+        )
     if check.held is None:
         return kept + f"; held-out pairs: none of {check.n} kept, target unchecked"
     verdict = "held" if check.held else "NOT held"
     return (
-        kept + f"; held-out pairs: {check.kept} of {check.n} kept, error {check.error:.1%} against the target "
+        kept
+        + f"; held-out pairs: {check.kept} of {check.n} kept, error {check.error:.1%} against the target "
         f"{target:.1%}: {verdict}"
     )
 
