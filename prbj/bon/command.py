@@ -159,7 +159,13 @@ def run_sample_command(
 
 
 def sampling_settings(
-    n: int, k_profile: int, seed: int | None, *, temperature: float | None, top_p: float | None, max_tokens: int | None
+    n: int,
+    k_profile: int,
+    seed: int | None,
+    *,
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
 ) -> SamplingSettings:
     """The sampling settings: the options given, the official defaults for the rest (and which is which)."""
     given = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
@@ -296,7 +302,9 @@ def run_evaluate_command(
         judge = (
             DemoGoldJudge(gateway)
             if gold == DEMO
-            else gold_judge(resolve_provider(gold, shared, gateway, gold_params(repo)), gateway, gold_mode, repo)
+            else gold_judge(
+                resolve_provider(gold, shared, gateway, gold_params(repo)), gateway, gold_mode, repo
+            )
         )
         started = now()
         try:

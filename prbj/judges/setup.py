@@ -58,7 +58,9 @@ def resolve_provider(
         if provider.transport == LITELLM_TRANSPORT:
             run_params["reasoning_effort"] = Asked(shared.reasoning_effort, "--reasoning-effort", "option")
         else:
-            notes.append(f"--reasoning-effort not sent to {provider.name}: in-process models do not reason on request")
+            notes.append(
+                f"--reasoning-effort not sent to {provider.name}: in-process models do not reason on request"
+            )
     if any(name in run_params for name in LOGPROB_PARAMS) and provider.supports_logprobs is False:
         for name in LOGPROB_PARAMS:
             run_params.pop(name, None)
@@ -66,7 +68,9 @@ def resolve_provider(
             "--confidence logprobs: no log-probabilities asked (the model returns none); its probabilities come "
             "from both orders, samples or scores where the run has them"
         )
-    provider = announce(lifecycle.checked(with_params(provider, run_params), shared.providers_dir), gateway, notes)
+    provider = announce(
+        lifecycle.checked(with_params(provider, run_params), shared.providers_dir), gateway, notes
+    )
     return provider
 
 

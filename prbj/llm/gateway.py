@@ -295,7 +295,9 @@ class Gateway:
         if self.batch is not None and provider.transport == LITELLM_TRANSPORT:
             return await self._queue(state, provider, request, key)
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
-        result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, provider, request, key))
+        result, shared = await _once(
+            self._inflight, key, lambda: self._buy_leased(state, provider, request, key)
+        )
         if shared:
             return replace(result, cost_usd=0.0, cached=result.ok)
         return result
@@ -562,7 +564,9 @@ class Gateway:
                     try:
                         completion = await self._send(state, call, prompt_estimate + completion_bound)
                     except Exception as err:
-                        self._account_failed_attempt(state, err, reserved, None if counted else (spec, request))
+                        self._account_failed_attempt(
+                            state, err, reserved, None if counted else (spec, request)
+                        )
                         reserved = 0.0
                         raise
                     except asyncio.CancelledError:
@@ -702,7 +706,9 @@ class Gateway:
         return LLMResult(
             status="api_error",
             error=_with_note(
-                state.spec, error, describe_error(error, attempts, time.monotonic() - started, secrets=[api_key])
+                state.spec,
+                error,
+                describe_error(error, attempts, time.monotonic() - started, secrets=[api_key]),
             ),
             latency_s=time.monotonic() - started,
             attempts=attempts,
