@@ -75,8 +75,8 @@ def resolve_provider(
 
 
 def announce(provider: ProviderSpec, gateway: Gateway, extra: Sequence[str] = ()) -> ProviderSpec:
-    """Print what the parameter rules and the model's lifecycle say about `provider` (each line once per run)
-    and record its settled parameters in the run's usage."""
+    """Print what the parameter rules and the model's lifecycle say about `provider`, each line once per run
+    (the gateway records the settled parameters in the run's usage when the provider is first called)."""
     settled = provider.settled
     lines = [*(settled.notices if settled is not None else ()), *extra]
     fresh = [line for line in lines if line not in gateway.announced]
@@ -85,7 +85,6 @@ def announce(provider: ProviderSpec, gateway: Gateway, extra: Sequence[str] = ()
         console = Console(stderr=True, highlight=False, soft_wrap=True)
         for line in fresh:
             console.print(f"[yellow]note:[/yellow] {provider.name}: {escape(line)}")
-    gateway.record_params(provider)
     return provider
 
 

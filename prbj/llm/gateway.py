@@ -249,12 +249,9 @@ class Gateway:
         """The providers this gateway has been asked to call, in the order of stats()."""
         return [state.spec for state in self._providers.values()]
 
-    def record_params(self, provider: ProviderSpec) -> None:
-        """Record `provider`'s settled parameters in its usage (run.json), once per distinct setting."""
-        state = self._state(provider)
-        settled = provider.settled
-        if settled is None or any(settled is seen for seen in state.recorded):
-            return
+    @staticmethod
+    def _record_params(state: _ProviderState, settled: SettledParams) -> None:
+        """Record a provider's settled parameters in its usage (run.json), once per distinct setting."""
         state.recorded.append(settled)
         record = settled.record()
         if record not in state.stats.params:
@@ -273,8 +270,9 @@ class Gateway:
 
     async def call(self, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
         state = self._state(provider)
-        if provider.settled is not None and not any(provider.settled is seen for seen in state.recorded):
-            self.record_params(provider)
+        settled = provider.settled
+        if settled is not None and not any(settled is seen for seen in state.recorded):
+            self._record_params(state, settled)
         key = self.request_key(provider, request)
         bought = self._batch_bought.get(key)
         if bought is not None:
