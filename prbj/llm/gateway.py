@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tenacity import (
@@ -34,12 +34,13 @@ from tenacity import (
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
-from prbj.llm.answer import answer_value
+from prbj.llm.answer import answer_value, stored_logprobs
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
+from prbj.llm.logprobs import TokenChoice
 from prbj.llm.param_rules import DEFAULT_MAX_TOKENS, output_cap
 from prbj.llm.prompt_cache import cache_adjustment, cache_write_premium
 from prbj.llm.providers import ProviderSpec
@@ -113,6 +114,8 @@ class LLMResult:
     attempts: int = 0
     cached: bool = False
     error: str | None = None
+    # Letter positions of the reply with their log-probabilities, when the request asked (prbj.llm.logprobs).
+    logprobs: tuple[TokenChoice, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -292,7 +295,7 @@ class Gateway:
             self._inflight, key, lambda: self._buy_leased(state, provider, request, key)
         )
         if shared:
-            return LLMResult(**{**asdict(result), "cost_usd": 0.0, "cached": result.ok})
+            return replace(result, cost_usd=0.0, cached=result.ok)
         return result
 
     async def cached(self, key: str, compute: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -354,6 +357,7 @@ class Gateway:
                 cost_usd=answer.cost_usd,
                 original_cost_usd=answer.cost_usd,
                 attempts=1,
+                logprobs=completion.logprobs,
             )
             stats.batch_calls += 1
             stats.prompt_tokens += answer.completion.prompt_tokens
@@ -401,6 +405,7 @@ class Gateway:
             completion_tokens=int(hit.get("completion_tokens", 0)),
             original_cost_usd=float(hit.get("cost_usd", 0.0)),
             cached=True,
+            logprobs=stored_logprobs(hit),
         )
 
     async def _buy_leased(
@@ -613,7 +618,16 @@ class Gateway:
         stats.cost_usd += cost
         if self.cache is not None:
             self.cache.store_soon(
-                key, answer_value(text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose)
+                key,
+                answer_value(
+                    text,
+                    prompt_tokens,
+                    completion_tokens,
+                    cost,
+                    spec.model,
+                    request.purpose,
+                    logprobs=completion.logprobs,
+                ),
             )
         return LLMResult(
             status="ok",
@@ -624,6 +638,7 @@ class Gateway:
             original_cost_usd=cost,
             latency_s=time.monotonic() - started,
             attempts=attempts,
+            logprobs=completion.logprobs,
         )
 
     async def _send(self, state: _ProviderState, call: ChatCall, tokens: int) -> Completion:

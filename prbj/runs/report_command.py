@@ -143,7 +143,6 @@ def run_check_command(
             f"baseline written: {baseline_path} ({len(baseline.results)} result rows, "
             f"{len(baseline.items)} items, from run {baseline.source_run})",
             highlight=False,
-            soft_wrap=True,
         )
         return 0
     result = check_run(run, read_baseline(baseline_path), settings, baseline_path=str(baseline_path))

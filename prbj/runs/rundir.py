@@ -8,6 +8,7 @@
     <run-id>/downstream.parquet  downstream outcomes, when the directory holds some (a prbj BoN run writes them)
     <run-id>/labels.jsonl        human labels of pairs, appended one line at a time by `prbj view`
     <run-id>/labels_agreement.json   their agreement with the benchmark and between reviewers (`prbj build agreement`)
+    <run-id>/selective.json      confidence thresholds `prbj calibrate` picked from the run (runs.selective_file)
 
 Analyses and reports never touch these files: they get the runs this module loads (`RunData`) and hand back
 what to write. Runs written by other versions of prbj may carry more or fewer columns and fields; the reader
@@ -49,6 +50,7 @@ HTML_FILE = "report.html"
 PLOTS_DIR = "plots"
 LABELS_FILE = "labels.jsonl"
 LABEL_AGREEMENT_FILE = "labels_agreement.json"
+SELECTIVE_FILE = "selective.json"
 # A run directory holding downstream outcomes holds them as a downstream store does.
 DOWNSTREAM_FILE = STORE_FILE
 
