@@ -9,9 +9,11 @@ from typing import Literal, TypeVar, get_args
 # What a call to a model ended in. `ok` is the only status that carries an answer.
 CallStatus = Literal["ok", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
 # What a judgment ended in: a call's status, or an answer that said nothing usable (`parse_error` from the
-# judge, `planner_error` from the planner of the `planner` context: the pair was never judged on that reply).
+# judge, `planner_error` from the planner of the `planner` context: the pair was never judged on that reply),
+# or `abstained`: the judge answered, but less surely than a --selective threshold asks, so its verdict is
+# withheld (counted apart: never a verdict, never a failure).
 Status = Literal[
-    "ok", "parse_error", "planner_error", "api_error", "skipped_budget", "skipped_cache", "dry_run"
+    "ok", "parse_error", "planner_error", "api_error", "skipped_budget", "skipped_cache", "dry_run", "abstained"
 ]
 
 STATUSES: tuple[Status, ...] = get_args(Status)
@@ -36,7 +38,12 @@ STATUS_MEANING: dict[Status, str] = {
     "skipped_budget": "--max-cost reached (rerun with a higher cap)",
     "skipped_cache": "not in the cache (--cache-only)",
     "dry_run": "not sent (--dry-run)",
+    "abstained": "answered below the --selective confidence threshold (verdict withheld)",
 }
+# A verdict withheld for being unsure (`--selective`), and the judgments that answered, withheld or not: the
+# ones with a probability, and the ones a judge is not "without any answer" for.
+ABSTAINED: Status = "abstained"
+ANSWERED_STATUSES: tuple[Status, ...] = ("ok", ABSTAINED)
 # Failures a fresh sample of the same prompt can heal (--retry-failed): an unreadable reply, a provider error.
 # A budget or cache skip cannot be healed by asking again.
 HEALABLE_STATUSES: tuple[Status, ...] = ("parse_error", "api_error")
@@ -44,7 +51,7 @@ HEALABLE_STATUSES: tuple[Status, ...] = ("parse_error", "api_error")
 # When one result needs several calls (both answer orders, one grade per rubric aspect), the result takes the
 # status that explains the most: a call never sent outranks one that failed, which outranks a reply that was
 # unreadable. The three "not sent" statuses come from exclusive modes, so their order among themselves is moot.
-_SEVERITY: dict[str, int] = {
+_SEVERITY: dict[str, float] = {
     "dry_run": 7,
     "skipped_budget": 6,
     "skipped_cache": 5,
@@ -52,11 +59,13 @@ _SEVERITY: dict[str, int] = {
     # Below a failed call (which explains more), above an unreadable verdict (the judge never saw a plan).
     "planner_error": 3,
     "parse_error": 2,
+    # An answer whose verdict was withheld still explains more than a plain ok, and less than any failure.
+    "abstained": 1.5,
     "ok": 1,
 }
 
 
-def severity(status: str) -> int:
+def severity(status: str) -> float:
     """Higher = explains more; a name outside the vocabulary ranks lowest."""
     return _SEVERITY.get(status, 0)
 

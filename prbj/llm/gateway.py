@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tenacity import (
@@ -34,11 +34,12 @@ from tenacity import (
 
 from prbj.data.status import CallStatus
 from prbj.errors import ConfigError
-from prbj.llm.answer import answer_value
+from prbj.llm.answer import answer_value, stored_logprobs
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
 from prbj.llm.litellm_setup import count_prompt_tokens
+from prbj.llm.logprobs import TokenChoice
 from prbj.llm.pacing import ProviderPacing
 from prbj.llm.param_rules import DEFAULT_MAX_TOKENS, output_cap
 from prbj.llm.prompt_cache import cache_adjustment, cache_write_premium
@@ -113,6 +114,8 @@ class LLMResult:
     attempts: int = 0
     cached: bool = False
     error: str | None = None
+    # Letter positions of the reply with their log-probabilities, when the request asked (prbj.llm.logprobs).
+    logprobs: tuple[TokenChoice, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -206,6 +209,9 @@ class Gateway:
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        # --dry-run: the requests planned so far. A request asked again (a planner call shared by several judges,
+        # a pick judged for two RMs) is bought once by a real run, so the plan counts it once.
+        self._planned: set[str] = set()
         # Names this gateway's leases in a shared cache folder (see _buy_leased).
         self._holder = new_lease_holder()
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
@@ -258,12 +264,9 @@ class Gateway:
         """The providers this gateway has been asked to call, in the order of stats()."""
         return [state.spec for state in self._providers.values()]
 
-    def record_params(self, provider: ProviderSpec) -> None:
-        """Record `provider`'s settled parameters in its usage (run.json), once per distinct setting."""
-        state = self._state(provider)
-        settled = provider.settled
-        if settled is None or any(settled is seen for seen in state.recorded):
-            return
+    @staticmethod
+    def _record_params(state: _ProviderState, settled: SettledParams) -> None:
+        """Record a provider's settled parameters in its usage (run.json), once per distinct setting."""
         state.recorded.append(settled)
         record = settled.record()
         if record not in state.stats.params:
@@ -282,8 +285,9 @@ class Gateway:
 
     async def call(self, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
         state = self._state(provider)
-        if provider.settled is not None and not any(provider.settled is seen for seen in state.recorded):
-            self.record_params(provider)
+        settled = provider.settled
+        if settled is not None and not any(settled is seen for seen in state.recorded):
+            self._record_params(state, settled)
         key = self.request_key(provider, request)
         bought = self._batch_bought.get(key)
         if bought is not None:
@@ -292,12 +296,7 @@ class Gateway:
         if hit is not None:
             return self._hit(state, hit)
         if self.mode == "dry_run":
-            planned = planned_keys.get()
-            if planned is not None and key in planned:
-                return LLMResult(status="dry_run", error="not sent (--dry-run; planned by an earlier step)")
-            if planned is not None:
-                planned.add(key)
-            return self._plan(state, provider, request)
+            return self._plan(state, provider, request, key)
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
@@ -308,7 +307,7 @@ class Gateway:
             self._inflight, key, lambda: self._buy_leased(state, provider, request, key)
         )
         if shared:
-            return LLMResult(**{**asdict(result), "cost_usd": 0.0, "cached": result.ok})
+            return replace(result, cost_usd=0.0, cached=result.ok)
         return result
 
     async def cached(self, key: str, compute: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -373,6 +372,7 @@ class Gateway:
                 cost_usd=answer.cost_usd,
                 original_cost_usd=answer.cost_usd,
                 attempts=1,
+                logprobs=completion.logprobs,
             )
             stats.batch_calls += 1
             stats.prompt_tokens += answer.completion.prompt_tokens
@@ -420,6 +420,7 @@ class Gateway:
             completion_tokens=int(hit.get("completion_tokens", 0)),
             original_cost_usd=float(hit.get("cost_usd", 0.0)),
             cached=True,
+            logprobs=stored_logprobs(hit),
         )
 
     async def _buy_leased(
@@ -514,7 +515,18 @@ class Gateway:
             return self._estimate(provider, request)
         return await asyncio.to_thread(self._estimate, provider, request)
 
-    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
+    def completion_bound(self, provider: ProviderSpec, request: LLMRequest) -> int:
+        """The most output tokens `request` may come back with: the largest output bound it is sent with."""
+        return self._completion_bound(provider, request)
+
+    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest, key: str) -> LLMResult:
+        # Each distinct request is planned once: within this gateway, and across the steps of a dry run of
+        # several (planned_keys), since an earlier step's answer would be in the cache when a later one asks.
+        shared = planned_keys.get()
+        planned = self._planned if shared is None else shared
+        if key in planned:
+            return LLMResult(status="dry_run", error="not sent (--dry-run; planned already)")
+        planned.add(key)
         prompt, completion, cost = self._estimate(provider, request)
         state.stats.planned_calls += 1
         state.stats.planned_prompt_tokens += prompt
@@ -620,7 +632,16 @@ class Gateway:
         stats.cost_usd += cost
         if self.cache is not None:
             self.cache.store_soon(
-                key, answer_value(text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose)
+                key,
+                answer_value(
+                    text,
+                    prompt_tokens,
+                    completion_tokens,
+                    cost,
+                    spec.model,
+                    request.purpose,
+                    logprobs=completion.logprobs,
+                ),
             )
         return LLMResult(
             status="ok",
@@ -631,6 +652,7 @@ class Gateway:
             original_cost_usd=cost,
             latency_s=time.monotonic() - started,
             attempts=attempts,
+            logprobs=completion.logprobs,
         )
 
     async def _reserve(self, state: _ProviderState, worst_case: float) -> bool:

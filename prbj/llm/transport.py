@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prbj.llm.litellm_setup import litellm
+from prbj.llm.logprobs import TokenChoice, asked, from_response
 from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
 from prbj.llm.ratelimit_headers import StatedLimits, reply_headers, stated_limits
+from prbj.llm.wire_params import allowed_through
 
 __all__ = ["LITELLM_TRANSPORT", "ChatCall", "Completion", "LiteLLMTransport", "Transport"]
 
@@ -39,6 +41,9 @@ class Completion:
     # Of the prompt tokens: read from, and written to, the provider's prompt cache (billed at other rates).
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    # Where the request asked for log-probabilities (--confidence logprobs): the positions where a letter stood
+    # (prbj.llm.logprobs); None when none were asked for or the provider sent none.
+    logprobs: tuple[TokenChoice, ...] | None = None
     # The rate limits the provider stated in the reply's headers (never cached: they describe the provider now).
     rate_limits: StatedLimits | None = None
 
@@ -63,19 +68,29 @@ class LiteLLMTransport:
             num_retries=0,
             max_retries=0,
             drop_params=True,
+            **allowed_through(spec.model, call.params),
             **call.params,
         )
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         cached, written = prompt_cache_counts(usage)
+        text = choice.message.content or ""
         return Completion(
-            text=choice.message.content or "",
+            text=text,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cached_tokens=cached,
             cache_write_tokens=written,
+            logprobs=reply_logprobs(call, getattr(choice, "logprobs", None), text),
             rate_limits=stated_limits(reply_headers(response)),
         )
+
+
+def reply_logprobs(call: ChatCall, choice_logprobs: Any, text: str) -> tuple[TokenChoice, ...] | None:
+    if not asked(call.params):
+        return None
+    kept = from_response(choice_logprobs, text)
+    return None if kept is None else tuple(kept)
 
 
 def prompt_cache_counts(usage: Any) -> tuple[int, int]:

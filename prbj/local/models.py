@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from prbj.errors import ConfigError
 from prbj.llm.gateway import Gateway
+from prbj.llm.logprobs import asked
 from prbj.llm.transport import ChatCall, Completion
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
 from prbj.local.generator import MODEL_PREFIX, LoadError, LocalGenerator, max_new_tokens
@@ -89,10 +90,14 @@ class LocalModels:
     async def send(self, call: ChatCall) -> Completion:
         try:
             generator = self.generator(call.provider.model.removeprefix(MODEL_PREFIX))
-            generated = await generator.generate(call.messages, max_new_tokens(call.params))
+            generated = await generator.generate(
+                call.messages, max_new_tokens(call.params), top_logprobs=asked(call.params)
+            )
         except (ConfigError, LoadError, ValueError) as err:
             raise LocalModelError(str(err)) from err
-        return Completion(generated.text, generated.prompt_tokens, generated.completion_tokens)
+        return Completion(
+            generated.text, generated.prompt_tokens, generated.completion_tokens, logprobs=generated.logprobs
+        )
 
     def generator(self, path_or_id: str) -> LocalGenerator:
         found = self._generators.get(path_or_id)

@@ -25,6 +25,7 @@ from prbj.llm.batch.wire import (
     provider_params,
     with_unanswered,
 )
+from prbj.llm.logprobs import from_gemini
 from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion
 
@@ -192,9 +193,15 @@ def _outcome(key: str, response: dict[str, Any]) -> Outcome:
     if not candidates:
         return Outcome(key, error=f"no candidates: {json.dumps(response)[:200]}")
     cached = int(usage.get("cachedContentTokenCount") or usage.get("cached_content_token_count") or 0)
+    first = candidates[0] if isinstance(candidates[0], dict) else {}
+    logprobs = from_gemini(first.get("logprobsResult") or first.get("logprobs_result"), text)
     return Outcome(
         key,
         completion=Completion(
-            text=text, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached
+            text=text,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=cached,
+            logprobs=None if logprobs is None else tuple(logprobs),
         ),
     )

@@ -24,6 +24,7 @@ from prbj.llm.batch.wire import (
     with_unanswered,
 )
 from prbj.llm.litellm_setup import litellm
+from prbj.llm.logprobs import from_response
 from prbj.llm.transport import Completion
 
 ENDPOINT = "/v1/chat/completions"
@@ -155,7 +156,9 @@ def _outcome(row: dict[str, Any]) -> Outcome:
         code = error.get("code") or response.get("status_code") or "error"
         return Outcome(cid, error=f"{code}: {error.get('message') or 'no reason given'}")
     usage = body.get("usage") or {}
-    text = ((body.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+    choice = (body.get("choices") or [{}])[0]
+    text = (choice.get("message") or {}).get("content") or ""
+    logprobs = from_response(choice.get("logprobs"), text)
     return Outcome(
         cid,
         completion=Completion(
@@ -163,6 +166,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
+            logprobs=None if logprobs is None else tuple(logprobs),
         ),
     )
 

@@ -266,6 +266,7 @@ class BatchQueue:
                         cost,
                         record.model,
                         entry.purpose,
+                        logprobs=completion.logprobs,
                     ),
                 )
             record.failures.pop(entry.key, None)
