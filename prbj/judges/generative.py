@@ -93,8 +93,9 @@ class ContextBuilder:
             assert self.planner is not None
             planned = await self.planner.aspects(view)
             if planned.result.status == "dry_run":
-                # Nothing was asked, but the judge calls that would follow must still be counted in the plan.
-                rubrics = "\n".join("- (an aspect from the planner)" for _ in range(self.planner.max_aspects))
+                # Nothing was asked, but the judge calls that would follow must still be counted in the plan,
+                # with aspects as long as the planner's reply may be, so that their estimate stays a bound.
+                rubrics = "\n".join(f"- {aspect}" for aspect in self.planner.stand_in_aspects(view))
                 return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
             if not planned.ok:
                 failure = (
@@ -469,7 +470,20 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         usage.context_block = block.text
         if block.failure is not None:
             raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}")
-        return [await self._score_one(view, block, answer, usage) for answer in answers]
+        scores: list[float] = []
+        planned: ScoreFailure | None = None
+        for answer in answers:
+            try:
+                scores.append(await self._score_one(view, block, answer, usage))
+            except ScoreFailure as failure:
+                # A dry run answers nothing, but the calls for the other answers must still be counted in
+                # the plan (a real run sends them all).
+                if failure.status != "dry_run":
+                    raise
+                planned = planned or failure
+        if planned is not None:
+            raise planned
+        return scores
 
     async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
         for sample in self._samples():

@@ -204,6 +204,9 @@ class Gateway:
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        # --dry-run: the requests planned so far. A request asked again (a planner call shared by several judges,
+        # a pick judged for two RMs) is bought once by a real run, so the plan counts it once.
+        self._planned: set[str] = set()
         # Names this gateway's leases in a shared cache folder (see _buy_leased).
         self._holder = new_lease_holder()
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
@@ -281,12 +284,7 @@ class Gateway:
         if hit is not None:
             return self._hit(state, hit)
         if self.mode == "dry_run":
-            planned = planned_keys.get()
-            if planned is not None and key in planned:
-                return LLMResult(status="dry_run", error="not sent (--dry-run; planned by an earlier step)")
-            if planned is not None:
-                planned.add(key)
-            return self._plan(state, provider, request)
+            return self._plan(state, provider, request, key)
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
@@ -503,7 +501,18 @@ class Gateway:
             return self._estimate(provider, request)
         return await asyncio.to_thread(self._estimate, provider, request)
 
-    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
+    def completion_bound(self, provider: ProviderSpec, request: LLMRequest) -> int:
+        """The most output tokens `request` may come back with: the largest output bound it is sent with."""
+        return self._completion_bound(provider, request)
+
+    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest, key: str) -> LLMResult:
+        # Each distinct request is planned once: within this gateway, and across the steps of a dry run of
+        # several (planned_keys), since an earlier step's answer would be in the cache when a later one asks.
+        shared = planned_keys.get()
+        planned = self._planned if shared is None else shared
+        if key in planned:
+            return LLMResult(status="dry_run", error="not sent (--dry-run; planned already)")
+        planned.add(key)
         prompt, completion, cost = self._estimate(provider, request)
         state.stats.planned_calls += 1
         state.stats.planned_prompt_tokens += prompt

@@ -14,9 +14,10 @@ from rich.table import Table
 
 from prbj.analysis.confidence import CONFIDENCE, with_confidence
 from prbj.analysis.selective import apply_threshold, learn_then_test
+from prbj.display.fit import FittingTable
+from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.report import fmt
-from prbj.report.terminal import wide_console
 from prbj.runs import rundir
 from prbj.runs.selective_file import selective_document, write_selective
 
@@ -94,8 +95,8 @@ def run_calibrate_command(
         if split < 1.0:
             row += _held_out_cells(held_out, found.threshold, target_error)
         table.add_row(*row)
-    console = wide_console(160)
-    console.print(table)
+    console = output_console()
+    console.print(FittingTable(table, key_columns=2))
     if not picked:
         console.print(
             f"[bold red]no threshold[/bold red] keeps the error at or below {fmt.percent(target_error)}% with "
@@ -122,7 +123,7 @@ def run_calibrate_command(
         "sequence). The guarantee assumes later pairs are drawn like these.",
         highlight=False,
     )
-    console.print(f"selective.json: {target}", highlight=False, soft_wrap=True)
+    console.print(f"selective.json: {target}", highlight=False)
     return 0
 
 

@@ -12,6 +12,7 @@ from rich.console import Console
 from prbj.context.planner import Planner
 from prbj.data import load_dataset
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
+from prbj.display.width import output_console
 from prbj.errors import ConfigError, DataError
 from prbj.judges.base import Judge
 from prbj.judges.registry import build_judges, resolve_judges
@@ -50,7 +51,7 @@ def run_judge_command(
     if options:
         raise TypeError(f"run_judge_command: unexpected options {sorted(options)}")
     dry_run, cache_only = shared.dry_run, shared.cache_only
-    console = Console()
+    console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         judges, planner = build_judges(providers, judging, shared, gateway)
         _ = surety.thresholds  # a bad --selective file fails before any call
@@ -80,7 +81,7 @@ def run_judge_command(
         return 0
     print_leaderboard(result.summary, console)
     for note in result.extra.get("selective_notes", []):
-        console.print(f"selective: {note}", highlight=False, soft_wrap=True)
+        console.print(f"selective: {note}", highlight=False)
     print_failure_causes(result.judgments.select("status", "error").iter_rows(), console)
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
