@@ -4,11 +4,14 @@
 - Anthropic messages:      POST /v1/messages, `x-api-key`, `anthropic-version`
 - Gemini generateContent:  POST /models/<model>:generateContent (also under /v1beta), `x-goog-api-key`
 
-Tests script it: `server.reply` maps each parsed request to the text to answer; `server.inject(...)` queues
-faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage body) for the next requests;
-`server.latency` delays every answer. Every request is recorded (path, headers, body, arrival time), so tests
-count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
-tests and subprocesses (the real `prbj` CLI) can talk to it.
+Tests script it: `server.reply` maps each parsed request to the text to answer, or to a `Reply` that also says
+how the provider ended it (cut at the output cap, refused, a blocked prompt); `server.reasoning` makes the model
+spend hidden reasoning tokens out of the request's output cap first, as reasoning models do (DESIGN §8);
+`server.inject(...)` queues faults (429 with Retry-After, Gemini's 429 with RetryInfo and QuotaFailure, OpenAI's
+insufficient_quota and x-ratelimit-reset headers, Anthropic's 529, 500, a hang past the client's timeout, a
+garbage body) for the next requests; `server.latency` delays every answer. Every request is recorded (path,
+headers, body, arrival time), so tests count at the server what really went over the wire. It runs on its own
+thread and event loop, so synchronous tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
 
 from __future__ import annotations
@@ -27,9 +30,73 @@ from aiohttp import web
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # "429" | "500" | "503" | "401" | "echo-key" | "hang" | "garbage" | "empty"
+    # "429" | "500" | "503" | "401" | "echo-key" | "hang" | "garbage" | "empty", and providers' own shapes:
+    # "429-gemini" (RESOURCE_EXHAUSTED: RetryInfo.retryDelay = `retry_after`, QuotaFailure naming `quota_id`, no
+    # Retry-After header), "insufficient_quota" (OpenAI's billing 429), "529" (Anthropic's overloaded_error).
+    kind: str
     retry_after: float | None = None
     seconds: float = 30.0
+    quota_id: str = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+    # Extra response headers, e.g. OpenAI's x-ratelimit-reset-requests / -tokens on a 429.
+    headers: tuple[tuple[str, str], ...] = ()
+    # "429-gemini" without its RetryInfo detail: the delay is then only in the message ("Please retry in 2s").
+    retry_info: bool = True
+    # Only the next request of this family ("openai", "anthropic", "gemini") gets the fault; None: any request.
+    family: str | None = None
+
+
+# How a reply ended, in provider-neutral words; each family spells it its own way (`_NATIVE_END`).
+STOP, LENGTH, REFUSED = "stop", "length", "refused"
+_NATIVE_END = {
+    "openai": {STOP: "stop", LENGTH: "length", REFUSED: "content_filter"},
+    "anthropic": {STOP: "end_turn", LENGTH: "max_tokens", REFUSED: "refusal"},
+    "gemini": {STOP: "STOP", LENGTH: "MAX_TOKENS", REFUSED: "SAFETY"},
+}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A scripted reply beyond its text: how the provider ended it and what hidden reasoning it spent."""
+
+    text: str = ""
+    end: str = STOP  # STOP | LENGTH | REFUSED
+    # The provider's own word for the end when a test needs a particular one (Gemini "PROHIBITED_CONTENT",
+    # "RECITATION"); else the family's usual one.
+    native: str | None = None
+    # Hidden reasoning tokens spent before the visible text: counted in the output tokens and in the cap.
+    reasoning_tokens: int = 0
+    # Gemini: the prompt itself was blocked (`promptFeedback.blockReason`): no candidates at all. Other
+    # families answer it as a refusal.
+    blocked: str | None = None
+
+
+def output_cap(request: ChatRequest) -> int | None:
+    """The output-token cap the request sent, however its family spells it."""
+    body = request.body
+    config = body.get("generationConfig") or body.get("generation_config") or {}
+    for value in (
+        body.get("max_completion_tokens"),
+        body.get("max_tokens"),
+        config.get("maxOutputTokens"),
+        config.get("max_output_tokens"),
+    ):
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def spend_cap(reply: Reply, cap: int | None) -> Reply:
+    """`reply` as a reasoning model delivers it under `cap`: reasoning first, then as much visible text as fits;
+    a reply that did not fit ends at the cap (`length`), with no text at all when reasoning took it all."""
+    if cap is None or reply.end != STOP or reply.blocked:
+        return reply
+    room = cap - reply.reasoning_tokens
+    words = reply.text.split()
+    if room <= 0:
+        return Reply("", LENGTH, reasoning_tokens=cap)
+    if len(words) > room:
+        return Reply(" ".join(words[:room]), LENGTH, reasoning_tokens=reply.reasoning_tokens)
+    return reply
 
 
 @dataclass
@@ -106,11 +173,22 @@ def _tokens(text: str) -> int:
     return max(1, len(text.split()))
 
 
-def _answer(family: str, request: ChatRequest, text: str, cache: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+def _answer(
+    family: str, request: ChatRequest, reply: str | Reply, cache: tuple[int, int] = (0, 0)
+) -> dict[str, Any]:
     """The provider's reply; `cache` = (tokens read from, written to) its prompt cache, reported in each
     provider's own usage fields (OpenAI prompt_tokens_details, Anthropic cache_*_input_tokens, Gemini
-    cachedContentTokenCount) only when non-zero."""
-    prompt_tokens, completion_tokens = _tokens(request.prompt), _tokens(text)
+    cachedContentTokenCount) only when non-zero. A `Reply` adds how it ended and the hidden reasoning spent
+    (OpenAI completion_tokens_details.reasoning_tokens, Anthropic thinking blocks, Gemini thoughtsTokenCount)."""
+    if isinstance(reply, str):
+        reply = Reply(reply)
+    if reply.blocked and family != "gemini":
+        reply = Reply("", REFUSED)
+    text = reply.text
+    end = reply.native or _NATIVE_END[family][reply.end]
+    prompt_tokens = _tokens(request.prompt)
+    visible = _tokens(text) if text else 0
+    completion_tokens = visible + reply.reasoning_tokens
     read, written = cache
     if family == "openai":
         answer = {
@@ -119,7 +197,11 @@ def _answer(family: str, request: ChatRequest, text: str, cache: tuple[int, int]
             "created": int(time.time()),
             "model": request.model,
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text if text or reply.end == STOP else None},
+                    "finish_reason": end,
+                }
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
@@ -129,40 +211,99 @@ def _answer(family: str, request: ChatRequest, text: str, cache: tuple[int, int]
         }
         if read:
             answer["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
+        if reply.reasoning_tokens:
+            answer["usage"]["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
         return answer
     if family == "anthropic":
         usage: dict[str, Any] = {"input_tokens": prompt_tokens - read - written, "output_tokens": completion_tokens}
         if read or written:
             usage |= {"cache_read_input_tokens": read, "cache_creation_input_tokens": written}
+        content: list[dict[str, Any]] = []
+        if reply.reasoning_tokens:
+            thinking = " ".join(["hmm"] * reply.reasoning_tokens)
+            content.append({"type": "thinking", "thinking": thinking, "signature": "loopback-signature"})
+        if text or reply.end == STOP:
+            content.append({"type": "text", "text": text})
         return {
             "id": "msg_loopback",
             "type": "message",
             "role": "assistant",
             "model": request.model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": content,
+            "stop_reason": end,
             "stop_sequence": None,
             "usage": usage,
         }
     metadata: dict[str, Any] = {
         "promptTokenCount": prompt_tokens,
-        "candidatesTokenCount": completion_tokens,
         "totalTokenCount": prompt_tokens + completion_tokens,
     }
+    if visible:
+        metadata["candidatesTokenCount"] = visible
+    if reply.reasoning_tokens:
+        metadata["thoughtsTokenCount"] = reply.reasoning_tokens
     if read:
         metadata["cachedContentTokenCount"] = read
+    if reply.blocked:
+        # No candidates: the prompt was refused before any generation.
+        return {
+            "promptFeedback": {"blockReason": reply.blocked},
+            "usageMetadata": metadata,
+            "modelVersion": request.model,
+        }
+    # A candidate cut before any visible text has content without parts (Gemini's MAX_TOKENS shape).
+    candidate_content: dict[str, Any] = {"role": "model"}
+    if text or reply.end == STOP:
+        candidate_content["parts"] = [{"text": text}]
     return {
-        "candidates": [
-            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}
-        ],
+        "candidates": [{"content": candidate_content, "finishReason": end, "index": 0}],
         "usageMetadata": metadata,
         "modelVersion": request.model,
     }
 
 
+def gemini_resource_exhausted(fault: Fault) -> dict[str, Any]:
+    """Gemini's 429 as the Gemini API sends it: the quota that ran out and the delay before a retry are in the
+    body's `error.details`, and in the message's "Please retry in …"; there is no Retry-After header."""
+    delay = fault.retry_after if fault.retry_after is not None else 53.0
+    violation = {
+        "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+        "quotaId": fault.quota_id,
+        "quotaDimensions": {"location": "global", "model": "gemini-3-flash"},
+        "quotaValue": "10",
+    }
+    help_link = {"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api"}
+    details: list[dict[str, Any]] = [
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]},
+        {"@type": "type.googleapis.com/google.rpc.Help", "links": [help_link]},
+    ]
+    if fault.retry_info:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay:g}s"})
+    message = (
+        "You exceeded your current quota, please check your plan and billing details. "
+        f"Please retry in {delay:.6g}s."
+    )
+    return {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}}
+
+
+def model_not_found(family: str, model: str) -> dict[str, Any]:
+    """Each provider's 404 for a model it does not serve (any more)."""
+    if family == "openai":
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        error = {"message": message, "type": "invalid_request_error", "param": None, "code": "model_not_found"}
+        return {"error": error}
+    if family == "anthropic":
+        return {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model}"}}
+    message = f"models/{model} is not found for API version v1beta, or is not supported for generateContent."
+    return {"error": {"code": 404, "message": message, "status": "NOT_FOUND"}}
+
+
 @dataclass
 class ProviderServer:
-    reply: Callable[[ChatRequest], str] = field(default=lambda request: "Result: A")
+    reply: Callable[[ChatRequest], str | Reply] = field(default=lambda request: "Result: A")
+    # Hidden reasoning tokens each reply spends out of the request's output cap before its text (a number, or
+    # a function of the request); 0: none, and the cap is not enforced.
+    reasoning: int | Callable[[ChatRequest], int] = 0
     latency: float = 0.0
     requests: list[ChatRequest] = field(default_factory=list)
     _faults: deque[Fault] = field(default_factory=deque)
@@ -174,6 +315,8 @@ class ProviderServer:
     _prefixes: set[str] = field(default_factory=set)
     # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
     batches: Any = None
+    # Models that no longer exist: every request naming one answers 404 "model not found" in its family's shape.
+    retired: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         from loopback_batches import BatchService
@@ -186,11 +329,21 @@ class ProviderServer:
         with self._lock:
             self._faults.extend(Fault(f) if isinstance(f, str) else f for f in faults)
 
+    def _take_fault(self, family: str) -> Fault | None:
+        """The first queued fault meant for a request of `family` (taken off the queue), if any."""
+        for fault in self._faults:
+            if fault.family in (None, family):
+                self._faults.remove(fault)
+                return fault
+        return None
+
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
             self._faults.clear()
             self._prefixes.clear()
+            self.retired.clear()
+            self.reasoning = 0
         self.batches.reset()
 
     @property
@@ -212,16 +365,28 @@ class ProviderServer:
         parsed = _parse(family, request.path, model, body, dict(request.headers))
         with self._lock:
             self.requests.append(parsed)
-            fault = self._faults.popleft() if self._faults else None
+            fault = self._take_fault(family)
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:
             return await self._fault(fault, parsed)
+        if parsed.model in self.retired:
+            return web.json_response(model_not_found(family, parsed.model), status=404)
         try:
-            text = self.reply(parsed)
+            reply = self.answer(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
-        return web.json_response(_answer(family, parsed, text, self.prompt_cache(family, parsed)))
+        return web.json_response(_answer(family, parsed, reply, self.prompt_cache(family, parsed)))
+
+    def answer(self, request: ChatRequest) -> Reply:
+        """The scripted reply to `request`, after the hidden reasoning it spends out of the output cap."""
+        reply = self.reply(request)
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        reasoning = self.reasoning(request) if callable(self.reasoning) else self.reasoning
+        if reasoning:
+            reply = Reply(reply.text, reply.end, reply.native, reply.reasoning_tokens + reasoning, reply.blocked)
+        return spend_cap(reply, output_cap(request)) if reply.reasoning_tokens else reply
 
     def prompt_cache(self, family: str, request: ChatRequest) -> tuple[int, int]:
         """(tokens read, tokens written) of the provider's prompt cache for `request`, remembering its prefix."""
@@ -252,13 +417,28 @@ class ProviderServer:
                 if k.lower() in ("authorization", "x-api-key", "x-goog-api-key")
             )
             return web.json_response({"error": {"message": f"invalid credential: {sent}"}}, status=401)
+        extra = dict(fault.headers)
         if fault.kind in ("429", "500", "503", "401"):
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             return web.json_response(
                 {"error": {"message": f"injected {fault.kind}", "type": "injected", "code": int(fault.kind)}},
                 status=int(fault.kind),
-                headers=headers,
+                headers=headers | extra,
             )
+        if fault.kind == "429-gemini":
+            return web.json_response(gemini_resource_exhausted(fault), status=429, headers=extra)
+        if fault.kind == "insufficient_quota":
+            error = {
+                "message": "You exceeded your current quota, please check your plan and billing details.",
+                "type": "insufficient_quota",
+                "param": None,
+                "code": "insufficient_quota",
+            }
+            return web.json_response({"error": error}, status=429, headers=extra)
+        if fault.kind == "529":
+            headers = {"retry-after": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+            body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+            return web.json_response(body, status=529, headers=headers | extra)
         if fault.kind == "hang":
             await asyncio.sleep(fault.seconds)
             return web.json_response({"error": {"message": "too late"}}, status=504)
