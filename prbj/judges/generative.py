@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from prbj.context.planner import Planner, format_profile
 from prbj.data.schema import Context, JudgeView, Pair
-from prbj.data.status import CALL_STATUSES, HEALABLE_STATUSES, Status, most_severe
+from prbj.data.status import HEALABLE_STATUSES, STATUSES, Status, most_severe
 from prbj.errors import ConfigError
 from prbj.judges.base import (
     Judge,
@@ -31,6 +31,7 @@ from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.prompt_cache import shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.reading import Reading, may_repair, read_reply
 from prbj.prompts import Template, builtin, combined_sha
 
 OrderMode = Literal["random", "both"]
@@ -96,9 +97,9 @@ class ContextBuilder:
                 return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
             if not planned.ok:
                 failure = (
-                    planned.result
-                    if not planned.result.ok
-                    else LLMResult("ok", error=f"no aspect in reply: {_snippet(planned.result.text)}")
+                    LLMResult("ok", error=f"no aspect in reply: {_snippet(planned.result.text)}")
+                    if planned.status == "planner_error"
+                    else planned.result
                 )
                 return ContextBlock(failure=failure, failure_status=planned.status)
             rubrics = "\n".join(f"- {aspect}" for aspect in planned.aspects)
@@ -317,20 +318,19 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         block = await self.contexts.build(view)
         usage.context_block = block.text
         if block.failure is not None:
-            return self._judgment(task, status=_block_status(block), error=f"planner: {block.failure.error}")
+            return self._judgment(
+                task, status=_block_status(block), error=f"planner: {block.failure.error}", cause=block.failure.cause
+            )
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
         picks: dict[str, str | None] = {}
-        statuses: list[Status] = []
-        errors: list[str] = []
+        readings: list[Reading[str]] = []
         for position in positions:
             first, second = (pair.chosen, pair.rejected) if position == "A" else (pair.rejected, pair.chosen)
-            status, letter, error = await self._verdict(view, block, first, second, usage)
-            statuses.append(status)
-            if error:
-                errors.append(error)
-            if letter is not None:
-                picks[position] = "chosen" if letter == position else "rejected"
-        status = most_severe(statuses)
+            reading = await self._verdict(view, block, first, second, usage)
+            readings.append(reading)
+            if reading.value is not None:
+                picks[position] = "chosen" if reading.value == position else "rejected"
+        status = most_severe(r.status for r in readings)
         verdict = None
         if status == "ok":
             values = set(picks.values())
@@ -342,23 +342,24 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             chosen_position="both" if self.order == "both" else positions[0],
             verdict_chosen_a=picks.get("A"),
             verdict_chosen_b=picks.get("B"),
-            error="; ".join(errors) or None,
+            error="; ".join(r.error for r in readings if r.error) or None,
+            cause=next((r.cause for r in readings if r.status == status), None),
             **usage.fields(),
         )
 
     async def _verdict(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage
-    ) -> tuple[Status, str | None, str | None]:
+    ) -> Reading[str]:
         for sample in self._samples():
-            status, letter, error = await self._verdict_sample(view, block, answer_a, answer_b, usage, sample)
-            if status not in HEALABLE_STATUSES:
+            reading = await self._verdict_sample(view, block, answer_a, answer_b, usage, sample)
+            if reading.status not in HEALABLE_STATUSES:
                 break
         usage.sample_index = max(usage.sample_index, sample)
-        return status, letter, error
+        return reading
 
     async def _verdict_sample(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage, sample: int
-    ) -> tuple[Status, str | None, str | None]:
+    ) -> Reading[str]:
         prompt = self._prompt(
             {
                 "context": block.text,
@@ -370,16 +371,16 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             }
         )
         result = await self._ask(prompt, usage, sample, varying=(answer_a, answer_b))
-        if not result.ok:
-            return _status(result), None, result.error
-        letter = self._read_verdict(result.text, [answer_a, answer_b])
-        if letter is None and self.repair:
-            repaired = await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage)
+
+        def verdict(text: str) -> str | None:
+            return self._read_verdict(text, [answer_a, answer_b])
+
+        reading = read_reply(result, verdict)
+        if self.repair and may_repair(reading, result):
+            repaired = read_reply(await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage), verdict)
             if repaired.ok:
-                letter = self._read_verdict(repaired.text, [answer_a, answer_b])
-        if letter is None:
-            return "parse_error", None, f"no verdict in reply: {_snippet(result.text)}"
-        return "ok", letter, None
+                return repaired
+        return reading
 
 
 class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
@@ -416,7 +417,9 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         try:
             chosen, rejected = await self._score_all(task.view, [pair.chosen, pair.rejected], usage)
         except ScoreFailure as failure:
-            return self._judgment(task, status=failure.status, error=failure.message, **usage.fields())
+            return self._judgment(
+                task, status=failure.status, error=failure.message, cause=failure.cause, **usage.fields()
+            )
         return self._judgment(
             task,
             verdict=verdict_from_scores(chosen, rejected),
@@ -432,7 +435,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         block = await self.contexts.build(view)
         usage.context_block = block.text
         if block.failure is not None:
-            raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}")
+            raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}", block.failure.cause)
         return [await self._score_one(view, block, answer, usage) for answer in answers]
 
     async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
@@ -461,25 +464,28 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
             }
         )
         result = await self._ask(prompt, usage, sample, varying=(answer,))
-        if not result.ok:
-            raise ScoreFailure(_status(result), result.error or "call failed")
-        value = parse_score(result.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
-        if value is None and self.repair:
-            repaired = await self._repair(prompt, result.text or "", "Score: <integer from 1 to 10>", usage)
+
+        def score(text: str) -> float | None:
+            return parse_score(text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
+
+        reading = read_reply(result, score, "score")
+        if self.repair and may_repair(reading, result):
+            asked = await self._repair(prompt, result.text or "", "Score: <integer from 1 to 10>", usage)
+            repaired = read_reply(asked, score, "score")
             if repaired.ok:
-                value = parse_score(repaired.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
-        if value is None:
-            raise ScoreFailure("parse_error", f"no score in reply: {_snippet(result.text)}")
-        return value
+                reading = repaired
+        if reading.value is None:
+            raise ScoreFailure(_status(reading.status), reading.error or "call failed", reading.cause)
+        return reading.value
 
 
-def _status(result: LLMResult) -> Status:
-    return result.status if result.status in CALL_STATUSES else "api_error"
+def _status(status: str) -> Status:
+    return status if status in STATUSES else "api_error"
 
 
 def _block_status(block: ContextBlock) -> Status:
     assert block.failure is not None
-    return block.failure_status or _status(block.failure)
+    return block.failure_status or _status(block.failure.status)
 
 
 def _snippet(text: str | None, limit: int = 120) -> str:

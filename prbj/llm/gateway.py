@@ -32,26 +32,30 @@ from tenacity import (
     stop_after_delay,
 )
 
-from prbj.data.status import CallStatus
+from prbj.data.status import REPLIED_STATUSES, CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.answer import answer_value
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
+from prbj.llm.finish import COMPLETE, ReplyEnd, end_cause, end_message, end_of
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
 from prbj.llm.prompt_cache import cache_adjustment
+from prbj.llm.provider_errors import causes
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import (
+    AskedTooLong,
     BackoffWait,
     RetryPolicy,
-    causes,
+    cause_of,
     http_status,
     is_rate_limit,
     is_retryable,
     is_timeout,
     is_unreachable,
     raised_before_sending,
+    retry_after_seconds,
     status_of,
 )
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
@@ -110,10 +114,21 @@ class LLMResult:
     attempts: int = 0
     cached: bool = False
     error: str | None = None
+    # Why the call did not end ok, in the short words failures are counted by ("429 Too Many Requests", "quota
+    # exhausted", "truncated", "refused (SAFETY)"); None when it did (or when its status says it all).
+    cause: str | None = None
+    # How the reply ended (cut at the output cap, refused) and the hidden reasoning tokens it spent.
+    end: ReplyEnd = COMPLETE
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def replied(self) -> bool:
+        """The provider answered (and billed) it: ok, or a reply cut at its cap or refused, whose text (if any)
+        a reader may still look at."""
+        return self.status in REPLIED_STATUSES
 
 
 @dataclass
@@ -122,6 +137,9 @@ class ProviderStats:
     model: str
     requests_sent: int = 0
     calls_ok: int = 0
+    # Paid replies that reached their output cap, or that the provider refused (filter, safety block, refusal).
+    truncated: int = 0
+    refused: int = 0
     cache_hits: int = 0
     retries: int = 0
     rate_limited: int = 0
@@ -185,7 +203,11 @@ class Gateway:
         # `iter` runs to completion without yielding to the event loop, so concurrent calls never interleave in it.
         self._retrying = Retrying(
             retry=retry_if_exception(is_retryable),
-            stop=stop_after_attempt(self.retry.max_attempts) | stop_after_delay(self.retry.max_total_seconds),
+            stop=(
+                stop_after_attempt(self.retry.max_attempts)
+                | stop_after_delay(self.retry.max_total_seconds)
+                | AskedTooLong(self.retry)
+            ),
             wait=BackoffWait(self.retry),
             reraise=False,
         )
@@ -251,7 +273,7 @@ class Gateway:
             return bought
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            return self._hit(state, hit)
+            return self._hit(state, hit, request)
         if self.mode == "dry_run":
             return self._plan(state, request)
         if self.mode == "cache_only":
@@ -262,7 +284,7 @@ class Gateway:
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
         result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, request, key))
         if shared:
-            return LLMResult(**{**asdict(result), "cost_usd": 0.0, "cached": result.ok})
+            return LLMResult(**{**asdict(result), "end": result.end, "cost_usd": 0.0, "cached": result.replied})
         return result
 
     async def cached(self, key: str, compute: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -316,15 +338,17 @@ class Gateway:
                 continue
             self.budget.settle(pending.reserved, answer.cost_usd)
             completion = answer.completion
-            self._batch_bought[answer.key] = LLMResult(
-                status="ok",
-                text=completion.text,
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
+            self._batch_bought[answer.key] = replied(
+                completion.text,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                completion.end,
+                pending.call.params,
                 cost_usd=answer.cost_usd,
                 original_cost_usd=answer.cost_usd,
                 attempts=1,
             )
+            _count_end(stats, completion.end)
             stats.batch_calls += 1
             stats.prompt_tokens += answer.completion.prompt_tokens
             stats.completion_tokens += answer.completion.completion_tokens
@@ -360,14 +384,18 @@ class Gateway:
             batch.enqueue(pending)
         return LLMResult(status="skipped_cache", error="queued for a provider batch job")
 
-    def _hit(self, state: _ProviderState, hit: Mapping[str, Any]) -> LLMResult:
+    def _hit(self, state: _ProviderState, hit: Mapping[str, Any], request: LLMRequest) -> LLMResult:
         state.stats.cache_hits += 1
         state.stats.saved_usd += float(hit.get("cost_usd", 0.0))
-        return LLMResult(
-            status="ok",
-            text=hit["text"],
-            prompt_tokens=int(hit.get("prompt_tokens", 0)),
-            completion_tokens=int(hit.get("completion_tokens", 0)),
+        end = end_of(hit)
+        # The request's parameters name the cap in a cut-off reply's message; an ordinary answer needs none.
+        params = {} if end.plain else self._params(state.spec, request)
+        return replied(
+            hit["text"],
+            int(hit.get("prompt_tokens", 0)),
+            int(hit.get("completion_tokens", 0)),
+            end,
+            params,
             original_cost_usd=float(hit.get("cost_usd", 0.0)),
             cached=True,
         )
@@ -385,13 +413,13 @@ class Gateway:
         claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
         while not claimed:
             if hit is not None:  # the holder stored it
-                return self._hit(state, hit)
+                return self._hit(state, hit, request)
             await asyncio.sleep(LEASE_POLL_SECONDS)
             claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
         try:
             # Stored by another process between our lookup and our claim.
             if hit is not None:
-                return self._hit(state, hit)
+                return self._hit(state, hit, request)
             renewal = _LeaseRenewal(cache, key, self._holder, seconds)
             try:
                 return await self._buy(state, request, key)
@@ -522,10 +550,13 @@ class Gateway:
             )
         except RetryError as err:
             return self._failed(state, err.last_attempt.exception(), attempts, started, call.api_key)
-        except (BreakerOpen, _Interrupted) as err:
-            # Not sent (the provider's breaker is open, or Ctrl-C): the message says why, with no attempt count.
+        except BreakerOpen as err:
+            # Not sent: the message says why the breaker opened, the cause is that of the failures that opened it.
             state.stats.errors += 1
-            return LLMResult(status="api_error", error=str(err), attempts=attempts - 1)
+            return LLMResult(status="api_error", error=str(err), cause=err.cause, attempts=attempts - 1)
+        except _Interrupted as err:
+            state.stats.errors += 1
+            return LLMResult(status="api_error", error=str(err), cause="interrupted", attempts=attempts - 1)
         except Exception as err:  # not retryable: auth, bad request, unknown model...
             if not _is_provider_error(err):
                 self.budget.release(reserved)
@@ -543,19 +574,24 @@ class Gateway:
         stats.provider_cache_saved_usd -= provider_cache
         self.budget.settle(reserved, cost)
         state.tokens.correct(prompt_estimate + completion_bound, prompt_tokens + completion_tokens)
-        stats.calls_ok += 1
+        _count_end(stats, completion.end)
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += completion_tokens
         stats.cost_usd += cost
         if self.cache is not None:
+            # A cut-off or refused reply is stored too, with its end: it was paid for, and a rerun replays it.
             self.cache.store_soon(
-                key, answer_value(text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose)
+                key,
+                answer_value(
+                    text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose, completion.end
+                ),
             )
-        return LLMResult(
-            status="ok",
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+        return replied(
+            text,
+            prompt_tokens,
+            completion_tokens,
+            completion.end,
+            call.params,
             cost_usd=cost,
             original_cost_usd=cost,
             latency_s=time.monotonic() - started,
@@ -634,9 +670,41 @@ class Gateway:
         return LLMResult(
             status="api_error",
             error=describe_error(error, attempts, time.monotonic() - started, secrets=[api_key]),
+            cause=cause_of(error),
             latency_s=time.monotonic() - started,
             attempts=attempts,
         )
+
+
+def replied(
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    end: ReplyEnd,
+    params: Mapping[str, Any],
+    **fields: Any,
+) -> LLMResult:
+    """The result of a reply the provider sent (bought now, in a batch, or read from the cache): `ok`, or
+    `truncated` / `refused` with the cause and what to do about it."""
+    return LLMResult(
+        status=end.status,
+        text=text,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        error=end_message(end, completion_tokens, params),
+        cause=end_cause(end),
+        end=end,
+        **fields,
+    )
+
+
+def _count_end(stats: ProviderStats, end: ReplyEnd) -> None:
+    if end.status == "truncated":
+        stats.truncated += 1
+    elif end.status == "refused":
+        stats.refused += 1
+    else:
+        stats.calls_ok += 1
 
 
 # What a round of calls counts that a later round counts again (see Gateway.in_rounds).
@@ -707,7 +775,10 @@ def describe_error(
         return f"gave up after {attempts} attempts ({elapsed:.1f}s)"
     what, _, detail = one_line(error, secrets=secrets).partition(": ")
     plural = "s" if attempts != 1 else ""
-    return f"{what} after {attempts} attempt{plural} ({elapsed:.1f}s): {detail}"
+    asked = retry_after_seconds(error) if is_retryable(error) else None
+    # A provider that asked for a longer wait than the call had left ended it: say so, with the delay.
+    waited = f"; the provider asked to retry in {asked:g}s" if asked is not None else ""
+    return f"{what} after {attempts} attempt{plural} ({elapsed:.1f}s{waited}): {detail}"
 
 
 def one_line(error: BaseException, *, secrets: Sequence[str | None] = ()) -> str:

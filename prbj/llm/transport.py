@@ -12,7 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from prbj.llm.finish import COMPLETE, ReplyEnd
+from prbj.llm.litellm_finish import RawBody, reply_end
 from prbj.llm.litellm_setup import litellm
+from prbj.llm.prompt_cache import family
 from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
 
 __all__ = ["LITELLM_TRANSPORT", "ChatCall", "Completion", "LiteLLMTransport", "Transport"]
@@ -38,6 +41,8 @@ class Completion:
     # Of the prompt tokens: read from, and written to, the provider's prompt cache (billed at other rates).
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    # How the reply ended (cut at the output cap, refused) and the hidden reasoning it spent: prbj.llm.finish.
+    end: ReplyEnd = COMPLETE
 
 
 class Transport(Protocol):
@@ -51,6 +56,9 @@ class LiteLLMTransport:
 
     async def send(self, call: ChatCall) -> Completion:
         spec = call.provider
+        # Gemini's own reason for a safety block is only in the raw body (see litellm_finish.RawBody).
+        raw = RawBody() if family(spec.model) == "gemini" else None
+        extra: dict[str, Any] = {"logger_fn": raw} if raw is not None else {}
         response = await litellm().acompletion(
             model=spec.model,
             messages=anthropic_cache_breakpoint(call),
@@ -60,6 +68,7 @@ class LiteLLMTransport:
             num_retries=0,
             max_retries=0,
             drop_params=True,
+            **extra,
             **call.params,
         )
         choice = response.choices[0]
@@ -71,6 +80,7 @@ class LiteLLMTransport:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cached_tokens=cached,
             cache_write_tokens=written,
+            end=reply_end(response, raw),
         )
 
 

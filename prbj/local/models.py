@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prbj.errors import ConfigError
+from prbj.llm.finish import LENGTH, STOP, ReplyEnd
 from prbj.llm.gateway import Gateway
 from prbj.llm.transport import ChatCall, Completion
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
@@ -92,7 +93,9 @@ class LocalModels:
             generated = await generator.generate(call.messages, max_new_tokens(call.params))
         except (ConfigError, LoadError, ValueError) as err:
             raise LocalModelError(str(err)) from err
-        return Completion(generated.text, generated.prompt_tokens, generated.completion_tokens)
+        # A reply that hit max_new_tokens ended at its output cap, as a provider's `length`.
+        end = ReplyEnd(LENGTH if generated.finish_reason == LENGTH else STOP)
+        return Completion(generated.text, generated.prompt_tokens, generated.completion_tokens, end=end)
 
     def generator(self, path_or_id: str) -> LocalGenerator:
         found = self._generators.get(path_or_id)

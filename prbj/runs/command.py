@@ -67,7 +67,7 @@ def run_judge_command(
         console.print(usage_table(usage, dry_run=True))
         return 0
     print_leaderboard(result.summary, console)
-    print_failure_causes(result.judgments.select("status", "error").iter_rows(), console)
+    print_failure_causes(result.judgments.select("status", "cause", "error").iter_rows(), console)
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
         console.print(usage_table(usage))
