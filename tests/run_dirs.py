@@ -13,7 +13,7 @@ import polars as pl
 from prbj.analysis.stats import summarize
 from prbj.runs.execute import JUDGMENT_SCHEMA
 
-EXTRA_TYPES = {"cost_usd": pl.Float64, "cached": pl.Boolean, "latency_s": pl.Float64}
+EXTRA_TYPES = {"cost_usd": pl.Float64, "cached": pl.Boolean, "latency_s": pl.Float64, "p_chosen": pl.Float64}
 
 
 def judgment(

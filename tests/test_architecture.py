@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "bon": 8,
     "build": 8,
     "serve": 8,
+    "view": 8,
     "cli": 9,
 }
 # Modules directly under prbj/ that every layer may use.

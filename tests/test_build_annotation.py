@@ -19,6 +19,10 @@ JUDGE_REJECTED = {"factuality": 5, "relevance": 5, "helpfulness": 4, "adherence"
 
 @pytest.fixture
 def build_dir(tmp_path: Path) -> Path:
+    return make_build_dir(tmp_path)
+
+
+def make_build_dir(tmp_path: Path) -> Path:
     """A build directory as `prbj build` leaves it: five kept pairs and their provenance."""
     out = tmp_path / "build"
     out.mkdir()

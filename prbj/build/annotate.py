@@ -3,27 +3,21 @@ answers shown as A and B in an order drawn per sheet and pair, and the labels in
 
 from __future__ import annotations
 
-import csv
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prbj.build.checks import DIMENSIONS
 from prbj.build.output import PAIRS_FILE, PROVENANCE_FILE
 from prbj.context.retrieval import rank_profile
 from prbj.data import Pair, load_dataset
+from prbj.data.annotation import SHEET_COLUMNS, write_csv
 from prbj.data.loaders import jsonl_records
 from prbj.errors import DataError
 
 ANNOTATION_DIR = "annotation"
 KEY_FILE = "key.csv"
 INSTRUCTIONS_FILE = "instructions.md"
-PREFERENCES = ("A", "B", "tie")
-SHOWN_COLUMNS = ("sheet", "item", "question", "profile", "aspects", "answer_a", "answer_b")
-RATING_COLUMNS = tuple(f"{side}_{d}" for side in ("a", "b") for d in DIMENSIONS)
-SHEET_COLUMNS = (*SHOWN_COLUMNS, *RATING_COLUMNS, "preference", "comment")
 KEY_COLUMNS = ("sheet", "item", "pair_id", "answer_a")
 
 INSTRUCTIONS = """# Annotation instructions
@@ -120,17 +114,10 @@ def write_sheets(
                 }
             )
         path = folder / f"{name}.csv"
-        _write_csv(path, SHEET_COLUMNS, rows)
+        write_csv(path, SHEET_COLUMNS, rows)
         sheets.append(path)
     key = folder / KEY_FILE
-    _write_csv(key, KEY_COLUMNS, key_rows)
+    write_csv(key, KEY_COLUMNS, key_rows)
     (folder / INSTRUCTIONS_FILE).write_text(INSTRUCTIONS, encoding="utf-8")
     return WrittenSheets(sheets, key, len(drawn))
 
-
-def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
-    # utf-8-sig: spreadsheet programs then read accents and dashes correctly.
-    with path.open("w", encoding="utf-8-sig", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(columns))
-        writer.writeheader()
-        writer.writerows(rows)

@@ -13,13 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from prbj.data.annotation import DIMENSIONS
 from prbj.judges.verdict import final_part
 
 CHECK_PARSER_VERSION = "1"
 QUALITY_DIMENSIONS: tuple[str, ...] = ("factuality", "relevance", "helpfulness")
 # How the check model is named beside the human annotators in agreement tables.
 CHECK_JUDGE = "check model"
-DIMENSIONS: tuple[str, ...] = (*QUALITY_DIMENSIONS, "adherence")
+__all__ = ["DIMENSIONS"]
 SCALE = (1, 5)
 
 # Judges rename keys ("Factual accuracy", "personal_adherence"); a stem identifies the dimension.

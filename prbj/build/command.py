@@ -194,6 +194,23 @@ def run_annotate_command(out_dir: Path, *, annotators: int, sample: int, seed: i
     return 0
 
 
+def run_label_agreement_command(run_dir: Path) -> int:
+    """`prbj build agreement RUN_DIR`: agreement of the labels reviewers gave the run's pairs in `prbj view`."""
+    from prbj.build.label_agreement import label_agreement, label_tables
+    from prbj.runs import rundir
+
+    labels = rundir.read_labels(run_dir)
+    if not labels:
+        raise DataError(f"{run_dir}: no {rundir.LABELS_FILE}; label pairs with `prbj view {run_dir}` first")
+    report = label_agreement(labels)
+    console = Console()
+    for table in label_tables(report):
+        console.print(table)
+    path = rundir.write_label_agreement(run_dir, report)
+    console.print(f"wrote {path}")
+    return 0
+
+
 def run_agreement_command(out_dir: Path, sheets: Sequence[Path]) -> int:
     """`prbj build agreement`: the human evaluation of a build from filled sheets."""
     from prbj.build.agreement import agreement_report, read_sheets, write_agreement

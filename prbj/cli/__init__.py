@@ -21,6 +21,7 @@ from prbj.cli.power import power
 from prbj.cli.report import check, report
 from prbj.cli.serve import serve
 from prbj.cli.support import EXIT_INTERRUPTED, friendly_errors
+from prbj.cli.view import view
 
 __all__ = ["EXIT_INTERRUPTED", "friendly_errors", "main"]
 
@@ -54,6 +55,7 @@ for command in (
     serve,
     bon,
     build,
+    view,
 ):
     main.add_command(command)
 

@@ -186,21 +186,31 @@ def build_annotate(out_dir: Path, annotators: int, sample: int, seed: int, profi
 
 @build.command("agreement")
 @click.argument("out_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
-@click.argument(
-    "sheets", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path)
-)
+@click.argument("sheets", nargs=-1, type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @friendly_errors
 def build_agreement(out_dir: Path, sheets: tuple[Path, ...]) -> None:
-    """Read filled annotation sheets and report the human evaluation of a build.
+    """Read filled annotation sheets and report the human evaluation of a build; or, for a run directory
+    (no SHEETS), the agreement of the labels reviewers gave its pairs in `prbj view`.
 
-    Per dimension, mean ratings of chosen and rejected answers; Cohen's κ between annotators and between
-    each annotator and the check model (quadratic-weighted for the 1-5 ratings, unweighted for the
+    Sheets: per dimension, mean ratings of chosen and rejected answers; Cohen's κ between annotators and
+    between each annotator and the check model (quadratic-weighted for the 1-5 ratings, unweighted for the
     preference). Writes OUT_DIR/annotation/agreement.json and agreement.md.
+
+    Labels (OUT_DIR/labels.jsonl): per reviewer, the share of decided pairs where they prefer the benchmark's
+    chosen answer and κ against the benchmark's label (by the slot, A or B, each answer was shown in); κ
+    between every two reviewers. Writes OUT_DIR/labels_agreement.json.
 
     \b
     Examples:
       prbj build agreement builds/b1 builds/b1/annotation/sheet-1.csv builds/b1/annotation/sheet-2.csv
+      prbj build agreement reports/<run-id>
     """
-    from prbj.build.command import run_agreement_command
+    from prbj.build.command import run_agreement_command, run_label_agreement_command
 
+    if not sheets:
+        from prbj.runs.rundir import is_run_dir
+
+        if not is_run_dir(out_dir):
+            raise click.UsageError("name the filled sheets (SHEETS), or give a run directory with labels")
+        sys.exit(run_label_agreement_command(out_dir))
     sys.exit(run_agreement_command(out_dir, sheets))

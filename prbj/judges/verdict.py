@@ -74,26 +74,36 @@ def _final_answer(reply: str, shown: Sequence[str]) -> str:
     return final_part(strip_quotes(reply, shown))
 
 
+def verdict_spans(text: str) -> list[tuple[int, int, str]]:
+    """Every explicit verdict in `text` that is not cited between quotes: (start, end, letter), by start.
+    parse_verdict takes the last; the viewer marks it in the reply."""
+    found: list[tuple[int, int, str]] = []
+    for pattern in _VERDICT_PATTERNS:
+        found.extend(
+            (m.start(), m.end(), m.group(1).upper())
+            for m in pattern.finditer(text)
+            if not _inside_quotes(text, m.start(), m.end())
+        )
+    return sorted(found)
+
+
+def bare_verdict(line: str) -> str | None:
+    """A last line that is only a letter ("B", "**Answer A**"): the verdict when no explicit one was given."""
+    bare = _BARE.match(line)
+    return bare.group(1).upper() if bare else None
+
+
 def parse_verdict(reply: str | None, shown: Sequence[str] = ()) -> str | None:
     """'A', 'B' or None when the reply holds no readable final verdict."""
     if not reply:
         return None
     text = _final_answer(reply, shown)
-    found: list[tuple[int, str]] = []
-    for pattern in _VERDICT_PATTERNS:
-        found.extend(
-            (m.start(), m.group(1).upper())
-            for m in pattern.finditer(text)
-            if not _inside_quotes(text, m.start(), m.end())
-        )
+    found = verdict_spans(text)
     if found:
-        return max(found)[1]
+        # The last explicit verdict wins; of two starting at one place, the higher letter (as before).
+        return max((start, letter) for start, _, letter in found)[1]
     lines = [line for line in text.strip().splitlines() if line.strip()]
-    if lines:
-        bare = _BARE.match(lines[-1])
-        if bare:
-            return bare.group(1).upper()
-    return None
+    return bare_verdict(lines[-1]) if lines else None
 
 
 def parse_score(

@@ -6,6 +6,8 @@
     <run-id>/planner.jsonl       the planner's aspects per pair, when a planner ran
     <run-id>/report.md, report.html, plots/*.svg   the rendered report
     <run-id>/downstream.parquet  downstream outcomes, when the directory holds some (a prbj BoN run writes them)
+    <run-id>/labels.jsonl        human labels of pairs, appended one line at a time by `prbj view`
+    <run-id>/labels_agreement.json   their agreement with the benchmark and between reviewers (`prbj build agreement`)
 
 Analyses and reports never touch these files: they get the runs this module loads (`RunData`) and hand back
 what to write. Runs written by other versions of prbj may carry more or fewer columns and fields; the reader
@@ -14,6 +16,9 @@ takes what it knows and only insists on what a report cannot do without.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import platform
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +34,7 @@ from prbj.analysis.downstream import STORE_FILE, outcomes_frame, read_outcomes
 from prbj.analysis.run_data import RunData, result_rows
 from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import read_json, write_json, write_jsonl, write_parquet, write_text
+from prbj.data.labels import Label, parse_label_lines
 from prbj.data.loaders import Dataset
 from prbj.errors import DataError
 from prbj.report.content import ReportContent
@@ -41,6 +47,8 @@ PLANNER_FILE = "planner.jsonl"
 MARKDOWN_FILE = "report.md"
 HTML_FILE = "report.html"
 PLOTS_DIR = "plots"
+LABELS_FILE = "labels.jsonl"
+LABEL_AGREEMENT_FILE = "labels_agreement.json"
 # A run directory holding downstream outcomes holds them as a downstream store does.
 DOWNSTREAM_FILE = STORE_FILE
 
@@ -181,7 +189,22 @@ def select_run_dirs(paths: Sequence[Path], note: Callable[[str], None]) -> list[
     return runs
 
 
-def load_run(run_dir: Path) -> RunData:
+@dataclass(frozen=True)
+class RunHeader:
+    """What a run directory says about itself without its judgments: enough to list and rank it."""
+
+    run_dir: Path
+    run_id: str
+    run: dict[str, Any]
+    summary: dict[str, Any]
+    results: list[GroupStats]
+
+    @property
+    def dataset(self) -> dict[str, Any]:
+        return self.summary.get("dataset") or self.run.get("dataset") or {}
+
+
+def load_run_header(run_dir: Path) -> RunHeader:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise DataError(f"{run_dir}: not a run directory (no such folder)")
@@ -192,14 +215,21 @@ def load_run(run_dir: Path) -> RunData:
     results = result_rows(summary, summary_path)
     run_path = run_dir / RUN_FILE
     run = read_json(run_path) if run_path.exists() else {}
+    if not isinstance(run, dict):
+        raise DataError(f"{run_path}: expected a JSON object")
+    return RunHeader(run_dir, str(run.get("run_id") or run_dir.name), run, summary, results)
+
+
+def load_run(run_dir: Path) -> RunData:
+    header = load_run_header(run_dir)
     return RunData(
-        run_dir=run_dir,
-        run_id=str(run.get("run_id") or run_dir.name),
-        run=run,
-        summary=summary,
-        results=results,
-        judgments=_read_judgments(run_dir / JUDGMENTS_FILE),
-        downstream=load_downstream(run_dir),
+        run_dir=header.run_dir,
+        run_id=header.run_id,
+        run=header.run,
+        summary=header.summary,
+        results=header.results,
+        judgments=_read_judgments(header.run_dir / JUDGMENTS_FILE),
+        downstream=load_downstream(header.run_dir),
     )
 
 
@@ -227,3 +257,84 @@ def read_downstream(path: Path) -> pl.DataFrame:
     """Any input `prbj downstream add` reads without --rm: a store folder, a downstream .parquet, or CSV/JSON
     records with rm, subset, score (source, k, n, std optional)."""
     return outcomes_frame(read_outcomes(Path(path)))
+
+
+def read_planner_outputs(run_dir: Path) -> dict[str, list[str]]:
+    """The planner's aspects per pair id, when a planner ran (else empty). Lines that hold no aspects are left
+    out: the pair's judgment says why (planner_error)."""
+    path = Path(run_dir) / PLANNER_FILE
+    if not path.is_file():
+        return {}
+    aspects: dict[str, list[str]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}:{number}: invalid JSON: {err.msg}") from None
+        listed = record.get("aspects") if isinstance(record, dict) else None
+        if isinstance(record, dict) and isinstance(record.get("pair_id"), str) and isinstance(listed, list):
+            aspects[record["pair_id"]] = [str(a) for a in listed]
+    return aspects
+
+
+# Labels ------------------------------------------------------------------------------------------------------
+
+
+def read_labels(run_dir: Path) -> list[Label]:
+    """Every label written to the run, oldest first (empty when none was); a malformed line is a DataError
+    naming the file and line."""
+    path = Path(run_dir) / LABELS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: cannot read: {err}") from None
+    return parse_label_lines(str(path), text)
+
+
+def append_label(run_dir: Path, label: Label) -> Path:
+    """Add one label as one line, the only write prbj makes to a finished run. The line goes out in a single
+    O_APPEND write under an exclusive lock, so two writers never interleave; a line an earlier writer left
+    unfinished (it died mid-write; readers never counted it) is cut off first."""
+    path = Path(run_dir) / LABELS_FILE
+    data = label.line().encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            _cut_torn_line(fd, size)
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # closing releases the lock
+    return path
+
+
+def _cut_torn_line(fd: int, size: int) -> None:
+    start = max(0, size - 1_000_000)
+    tail = os.pread(fd, size - start, start)
+    cut = tail.rfind(b"\n")
+    os.ftruncate(fd, start + cut + 1 if cut >= 0 else start)
+
+
+def write_label_agreement(run_dir: Path, report: dict[str, Any]) -> Path:
+    return write_json(Path(run_dir) / LABEL_AGREEMENT_FILE, report)
+
+
+def run_file(run_dir: Path, relative: str) -> Path | None:
+    """A file inside the run directory named by a relative path from a URL, or None when the name leaves the
+    directory: `..`, an absolute path, or a symlink (at any level) that points outside. Only regular files."""
+    if not relative or "\x00" in relative or relative.startswith(("/", "\\")):
+        return None
+    root = Path(run_dir).resolve()
+    try:
+        target = (root / relative).resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if not target.is_relative_to(root) or not target.is_file():
+        return None
+    return target

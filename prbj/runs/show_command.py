@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from prbj.analysis.run_data import RunData
-from prbj.data.loaders import load_dataset
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
-from prbj.errors import DataError, PrbjError
+from prbj.errors import DataError
 from prbj.runs import rundir
+from prbj.runs.run_pairs import read_run_pairs
 
 Outcome = Literal["correct", "incorrect", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "incorrect", "failed")
@@ -71,23 +71,10 @@ def select_judgments(judgments: pl.DataFrame, chosen: ShowFilter) -> pl.DataFram
 
 def _pairs_of(run: RunData, dataset: str | None, note: Console) -> dict[str, Pair]:
     """The run's pairs by id (to show question and answers); empty, with a note, when they cannot be read."""
-    source = dataset or run.dataset.get("source")
-    if not source:
-        note.print("note: run.json names no dataset; question and answers are not shown (use --dataset)")
-        return {}
-    try:
-        loaded = load_dataset(str(source))
-    except PrbjError as err:
-        note.print(f"note: cannot read the dataset {source} ({err}); question and answers are not shown")
-        return {}
-    fingerprint = run.dataset.get("fingerprint")
-    if fingerprint and loaded.fingerprint() != fingerprint:
-        note.print(
-            f"note: {source} has changed since the run (fingerprint {loaded.fingerprint()}, run "
-            f"{fingerprint}); question and answers are not shown"
-        )
-        return {}
-    return {pair.id: pair for pair in loaded.pairs}
+    found = read_run_pairs(run.dataset, run.run.get("config"), source=dataset, run_dir=run.run_dir)
+    if found.note is not None:
+        note.print(f"note: {found.note}; question and answers are not shown (use --dataset)")
+    return found.pairs
 
 
 def _answers_in_order(row: dict[str, Any], pair: Pair) -> list[tuple[str, str, str]]:

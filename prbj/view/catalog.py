@@ -1,0 +1,179 @@
+"""What the viewer shows: the run directories (and build annotation folders) it was given, each under a short
+URL key, read through runs.rundir once and kept in memory. A folder that cannot be read is kept too, with the
+reason, so that its page says what is wrong instead of failing."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from prbj.analysis.run_data import RunData
+from prbj.data.schema import Pair
+from prbj.errors import DataError, PrbjError
+from prbj.runs import rundir
+from prbj.runs.run_pairs import RunPairs, read_run_pairs
+
+ANNOTATION_DIR = "annotation"
+SHEET_GLOB = "sheet-*.csv"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    key: str
+    path: Path
+    header: rundir.RunHeader | None
+    error: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.header.run_id if self.header is not None else self.path.name
+
+    @property
+    def fingerprint(self) -> str:
+        dataset = self.header.dataset if self.header is not None else {}
+        return str(dataset.get("fingerprint") or dataset.get("source") or "?")
+
+    def cost(self) -> tuple[float, float] | None:
+        """USD spent by the run, and what its answers cost when first bought, from run.json usage."""
+        usage = self.header.run.get("usage") if self.header is not None else None
+        if not isinstance(usage, list) or not usage:
+            return None
+        spent = saved = 0.0
+        for row in usage:
+            if isinstance(row, dict):
+                spent += _number(row.get("cost_usd"))
+                saved += _number(row.get("saved_usd"))
+        return spent, spent + saved
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
+
+
+@dataclass(frozen=True)
+class BuildEntry:
+    key: str
+    path: Path
+    sheets: list[Path]
+
+
+@dataclass
+class LoadedRun:
+    entry: RunEntry
+    data: RunData
+    pairs: RunPairs
+    # pair_id, text: lower-cased question, profile posts and answers, for the text search.
+    texts: pl.DataFrame | None
+    planner: dict[str, list[str]]
+
+    def pair(self, pair_id: str) -> Pair | None:
+        return self.pairs.pairs.get(pair_id)
+
+
+def _search_texts(pairs: dict[str, Pair]) -> pl.DataFrame | None:
+    if not pairs:
+        return None
+    rows = [
+        (
+            pair.id,
+            "\n".join([pair.question, *(p.text for p in pair.profile), pair.chosen, pair.rejected]).lower(),
+        )
+        for pair in pairs.values()
+    ]
+    return pl.DataFrame(rows, schema={"pair_id": pl.String, "text": pl.String}, orient="row")
+
+
+def _is_build(path: Path) -> bool:
+    return any((path / ANNOTATION_DIR).glob(SHEET_GLOB))
+
+
+def _expand(path: Path) -> list[Path]:
+    """A run directory or build folder as given; a folder of runs (reports/) as the runs in it."""
+    if rundir.is_run_dir(path) or _is_build(path) or not path.is_dir():
+        return [path]
+    inside = sorted(p for p in path.iterdir() if rundir.is_run_dir(p) or (p.is_dir() and _is_build(p)))
+    return inside or [path]
+
+
+@dataclass
+class Catalog:
+    runs: dict[str, RunEntry] = field(default_factory=dict)
+    builds: dict[str, BuildEntry] = field(default_factory=dict)
+    dataset: str | None = None
+    _loaded: dict[str, LoadedRun] = field(default_factory=dict)
+    _datasets: dict[tuple[str, str], RunPairs] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, paths: Sequence[Path], *, dataset: str | None = None) -> Catalog:
+        for path in paths:
+            if not path.exists():
+                raise DataError(f"{path}: no such run directory")
+        catalog = cls(dataset=dataset)
+        for path in (p for given in paths for p in _expand(given)):
+            catalog._add(path)
+        return catalog
+
+    def _key(self, name: str, taken: dict[str, Any]) -> str:
+        base = _UNSAFE.sub("_", name).strip("._") or "run"
+        key, n = base, 1
+        while key in taken:
+            n += 1
+            key = f"{base}-{n}"
+        return key
+
+    def _add(self, path: Path) -> None:
+        if _is_build(path) and not rundir.is_run_dir(path):
+            key = self._key(path.resolve().name, self.builds)
+            sheets = sorted((path / ANNOTATION_DIR).glob(SHEET_GLOB))
+            self.builds[key] = BuildEntry(key, path, sheets)
+            return
+        key = self._key(path.resolve().name, self.runs)
+        try:
+            self.runs[key] = RunEntry(key, path, rundir.load_run_header(path))
+        except PrbjError as err:
+            self.runs[key] = RunEntry(key, path, None, str(err))
+
+    def load(self, key: str) -> LoadedRun:
+        """The run with its judgments, pairs and planner outputs, read once; a DataError says why not."""
+        if key in self._loaded:
+            return self._loaded[key]
+        entry = self.runs.get(key)
+        if entry is None:
+            raise KeyError(key)
+        if entry.error is not None:
+            raise DataError(entry.error)
+        data = rundir.load_run(entry.path)
+        pairs = self._pairs(data)
+        loaded = LoadedRun(
+            entry, data, pairs, _search_texts(pairs.pairs), rundir.read_planner_outputs(entry.path)
+        )
+        self._loaded[key] = loaded
+        return loaded
+
+    def _pairs(self, data: RunData) -> RunPairs:
+        dataset = data.dataset
+        cache_key = (str(self.dataset or dataset.get("source")), str(dataset.get("fingerprint")))
+        if cache_key not in self._datasets:
+            self._datasets[cache_key] = read_run_pairs(
+                dataset, data.run.get("config"), source=self.dataset, run_dir=data.run_dir
+            )
+        return self._datasets[cache_key]
+
+    def groups(self) -> list[list[RunEntry]]:
+        """Readable runs grouped by dataset fingerprint, as `prbj report` ranks them."""
+        grouped: dict[str, list[RunEntry]] = {}
+        for entry in self.runs.values():
+            if entry.header is not None:
+                grouped.setdefault(entry.fingerprint, []).append(entry)
+        return list(grouped.values())
+
+    @property
+    def broken(self) -> list[RunEntry]:
+        return [entry for entry in self.runs.values() if entry.error is not None]

@@ -1,0 +1,135 @@
+"""The Pair page: one pair as each judge saw it, every judge's reply in each order with its verdict and quoted
+passages marked, the reviewers' labels, and the way to the previous and next pair of the current selection."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from prbj.context.retrieval import rank_profile
+from prbj.data.labels import Label, latest_labels
+from prbj.data.schema import Pair
+from prbj.judges.generative import REPLY_SEPARATOR
+from prbj.view.catalog import Catalog, LoadedRun
+from prbj.view.links import Links
+from prbj.view.marks import Piece, mark_reply
+from prbj.view.query import Query
+from prbj.view.table import select
+
+# Posts an LLM judge sees in the profile context by default (--profile-k); the rest are listed below them.
+SHOWN_POSTS = 10
+# Columns other parts of prbj add, shown on a judge's card when the run has them.
+EXTRA_FIELDS = ("cause", "p_chosen", "confidence", "confidence_source", "sample_verdicts", "sample_index")
+
+
+@dataclass(frozen=True)
+class Call:
+    label: str
+    pieces: list[Piece]
+
+
+def display_order(rows: list[dict[str, Any]], pair_id: str, seed: int) -> str:
+    """Which answer the page shows as A: as the first judge that saw one order saw it, else a seeded draw."""
+    for row in rows:
+        if row.get("chosen_position") in ("A", "B"):
+            return "chosen" if row["chosen_position"] == "A" else "rejected"
+    return "chosen" if random.Random(f"{seed}:{pair_id}").random() < 0.5 else "rejected"
+
+
+def _call_labels(row: dict[str, Any], count: int) -> list[str]:
+    position = row.get("chosen_position")
+    if position == "both" and count == 2:
+        return ["chosen shown as A", "chosen shown as B"]
+    if position in ("A", "B") and count == 1:
+        return [f"chosen shown as {position}"]
+    if position is None and count == 2:
+        return ["chosen answer scored alone", "rejected answer scored alone"]
+    return [f"call {i}" for i in range(1, count + 1)]
+
+
+def judge_card(row: dict[str, Any], pair: Pair | None) -> dict[str, Any]:
+    reply = row.get("reply")
+    texts = reply.split(REPLY_SEPARATOR) if reply else []
+    shown = [pair.chosen, pair.rejected] if pair is not None else []
+    calls = [
+        Call(label, mark_reply(text, shown))
+        for label, text in zip(_call_labels(row, len(texts)), texts, strict=True)
+    ]
+    ok = row.get("status") == "ok"
+    outcome = "failed" if not ok else "correct" if row.get("correct") else "wrong"
+    extras = {name: row[name] for name in EXTRA_FIELDS if row.get(name) is not None}
+    return {"row": row, "outcome": outcome, "calls": calls, "extras": extras}
+
+
+def _neighbours(
+    catalog: Catalog, run: LoadedRun, pair_id: str, query: Query
+) -> tuple[str | None, str | None, int, int]:
+    """Previous and next pair id in the current selection's order, this pair's place (1-based) and the count."""
+    order = select(catalog, run, query).frame.select("pair_id").unique(maintain_order=True).collect()
+    ids = order["pair_id"]
+    found = ids.index_of(pair_id)
+    if found is None:
+        return None, None, 0, len(ids)
+    place = int(found)
+    before = ids[place - 1] if place > 0 else None
+    after = ids[place + 1] if place + 1 < len(ids) else None
+    return before, after, place + 1, len(ids)
+
+
+def pair_page(
+    catalog: Catalog,
+    run: LoadedRun,
+    pair_id: str,
+    query: Query,
+    links: Links,
+    *,
+    labels: list[Label],
+    blind: bool = False,
+) -> dict[str, Any] | None:
+    """The page's content, or None when the run never judged this pair."""
+    rows = run.data.judgments.filter(pl.col("pair_id") == pair_id).sort(["judge", "context"]).to_dicts()
+    if not rows:
+        return None
+    pair = run.pair(pair_id)
+    seed = run.data.summary.get("seed")
+    in_a = display_order(rows, pair_id, seed if isinstance(seed, int) else 0)
+    answers = []
+    if pair is not None:
+        texts = {"chosen": pair.chosen, "rejected": pair.rejected}
+        in_b = "rejected" if in_a == "chosen" else "chosen"
+        answers = [("A", in_a, texts[in_a]), ("B", in_b, texts[in_b])]
+    ranked = rank_profile(pair.question, pair.profile) if pair is not None else []
+    before, after, place, count = _neighbours(catalog, run, pair_id, query)
+    key = run.entry.key
+    mine = [label for label in labels if label.pair_id == pair_id]
+    return {
+        "title": f"{pair_id} · {run.entry.run_id}",
+        "run": run.entry,
+        "pair_id": pair_id,
+        "subset": rows[0]["subset"],
+        "pair": pair,
+        "pairs_note": run.pairs.note,
+        "answers": answers,
+        "shown_as_a": in_a,
+        "profile": [(rank, post, rank <= SHOWN_POSTS) for rank, post in enumerate(ranked, start=1)],
+        "aspects": run.planner.get(pair_id, []),
+        "judges": [judge_card(row, pair) for row in rows],
+        "labels": sorted(latest_labels(mine).values(), key=lambda label: label.time),
+        "label_history": len(mine),
+        "blind": blind,
+        "query": query,
+        "place": place,
+        "count": count,
+        "prev": links.pair(key, before, query, **_flags(blind)) if before else None,
+        "next": links.pair(key, after, query, **_flags(blind)) if after else None,
+        "back": links.judgments(key, query),
+        "label_action": links.label(key, pair_id, query),
+        "blind_link": links.pair(key, pair_id, query, **_flags(not blind)) if links.live else None,
+    }
+
+
+def _flags(blind: bool) -> dict[str, str]:
+    return {"blind": "1"} if blind else {}

@@ -1,0 +1,302 @@
+"""The live viewer: an aiohttp application on 127.0.0.1 serving the pages of a Catalog.
+
+Safe by default: every write (a label, a sheet's ratings) must carry the per-process token that only this
+server's pages hold; requests whose Host is not the address served are refused (a page elsewhere cannot reach
+the viewer through a name that resolves to 127.0.0.1); the only files served are the package's own assets and
+files inside a run directory (runs.rundir.run_file refuses `..`, absolute paths and symlinks that leave it); every
+text is escaped by the templates. A run that cannot be read gets a page that says why."""
+
+from __future__ import annotations
+
+import hmac
+import mimetypes
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from prbj.data.labels import MAX_NOTE_CHARS, Label
+from prbj.errors import DataError
+from prbj.runs import rundir
+from prbj.view import overview, pair, sheets, table
+from prbj.view.catalog import BuildEntry, Catalog, LoadedRun
+from prbj.view.links import LiveLinks
+from prbj.view.query import Query
+from prbj.view.render import render, static_file
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+LINKS = LiveLinks()
+# Form posts are small: a label note or one sheet row's ratings.
+MAX_BODY = 64 * 1024
+
+
+@dataclass
+class Viewer:
+    catalog: Catalog
+    reviewer: str
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    # host:port values a request may name; empty accepts any (set by serve() once the port is known).
+    hosts: set[str] = field(default_factory=set)
+    _reports: dict[tuple[str, ...], overview.ReportView] = field(default_factory=dict)
+
+    def page(self, template: str, context: dict[str, Any], *, status: int = 200) -> web.Response:
+        html = render(template, context, LINKS, reviewer=self.reviewer, token=self.token)
+        return web.Response(text=html, content_type="text/html", status=status, headers=_NO_STORE)
+
+    def problem(self, title: str, message: str, *, status: int, hint: str | None = None) -> web.Response:
+        return self.page("error.html", {"title": title, "message": message, "hint": hint}, status=status)
+
+    def report(self, runs: list[LoadedRun]) -> overview.ReportView:
+        """The report's sections for these runs, computed once (bootstrap intervals take a while)."""
+        keys = tuple(run.entry.key for run in runs)
+        if keys not in self._reports:
+            self._reports[keys] = overview.report_view([run.data for run in runs], LINKS, keys)
+        return self._reports[keys]
+
+
+_NO_STORE = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+# Pages run only their own script and styles; SVG charts are inline markup.
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def _viewer(request: web.Request) -> Viewer:
+    viewer: Viewer = request.app[VIEWER]
+    return viewer
+
+
+VIEWER = web.AppKey("viewer", Viewer)
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Host check, token check on writes, security headers; a failure inside a page is a page, not a trace."""
+    viewer = _viewer(request)
+    if viewer.hosts and request.host not in viewer.hosts:
+        return web.Response(status=421, text="unknown host: open the address prbj view printed\n")
+    if request.method not in ("GET", "HEAD"):
+        form = await request.post()
+        sent = str(form.get("token") or request.headers.get("X-Prbj-Token") or "")
+        if not hmac.compare_digest(sent.encode(), viewer.token.encode()):
+            return viewer.problem(
+                "Not saved",
+                "This write did not carry the viewer's token: reload the page and try again.",
+                status=403,
+            )
+    try:
+        response = await handler(request)
+    except web.HTTPException:
+        raise
+    except DataError as err:
+        response = viewer.problem("Cannot read this", str(err), status=422)
+    response.headers.setdefault("Content-Security-Policy", _CSP)
+    return response
+
+
+def _loaded(request: web.Request) -> LoadedRun | web.Response:
+    viewer = _viewer(request)
+    key = request.match_info["key"]
+    if key not in viewer.catalog.runs:
+        return viewer.problem("No such run", f"the viewer was not given a run {key!r}", status=404)
+    try:
+        return viewer.catalog.load(key)
+    except DataError as err:
+        return viewer.problem(
+            "This run cannot be read",
+            str(err),
+            status=422,
+            hint="A run directory holds summary.json, run.json and judgments.parquet as prbj judge writes them.",
+        )
+
+
+async def runs_page(request: web.Request) -> web.StreamResponse:
+    viewer = _viewer(request)
+    return viewer.page("runs.html", overview.runs_page(viewer.catalog, LINKS))
+
+
+async def run_page(request: web.Request) -> web.StreamResponse:
+    run = _loaded(request)
+    if isinstance(run, web.Response):
+        return run
+    return _viewer(request).page(
+        "report.html", overview.report_page([run.entry], _viewer(request).report([run]))
+    )
+
+
+async def compare_page(request: web.Request) -> web.StreamResponse:
+    viewer = _viewer(request)
+    keys = list(dict.fromkeys(request.query.getall("run", [])))
+    unknown = [k for k in keys if k not in viewer.catalog.runs]
+    if len(keys) < 2 or unknown:
+        return viewer.problem(
+            "Pick two runs or more", "Tick at least two runs on the Runs page to compare them.", status=400
+        )
+    runs = [viewer.catalog.load(key) for key in keys]
+    return viewer.page("report.html", overview.report_page([run.entry for run in runs], viewer.report(runs)))
+
+
+def _query(request: web.Request) -> Query:
+    return Query.from_params({name: request.query.getall(name) for name in request.query})
+
+
+async def judgments_page(request: web.Request) -> web.StreamResponse:
+    run = _loaded(request)
+    if isinstance(run, web.Response):
+        return run
+    viewer = _viewer(request)
+    context = table.judgments_page(viewer.catalog, run, _query(request), LINKS)
+    return viewer.page("judgments.html", {**context, "blank": Query()})
+
+
+async def export(request: web.Request) -> web.StreamResponse:
+    run = _loaded(request)
+    if isinstance(run, web.Response):
+        return run
+    kind = request.match_info["kind"]
+    body = table.export(_viewer(request).catalog, run, _query(request), kind)
+    name = f"{run.entry.key}-judgments.{kind}"
+    return web.Response(
+        body=body,
+        content_type="text/csv" if kind == "csv" else "application/x-ndjson",
+        headers={**_NO_STORE, "Content-Disposition": f'attachment; filename="{name}"'},
+    )
+
+
+async def pair_page(request: web.Request) -> web.StreamResponse:
+    run = _loaded(request)
+    if isinstance(run, web.Response):
+        return run
+    viewer = _viewer(request)
+    pair_id = request.match_info["pair_id"]
+    context = pair.pair_page(
+        viewer.catalog,
+        run,
+        pair_id,
+        _query(request),
+        LINKS,
+        labels=rundir.read_labels(run.entry.path),
+        blind=request.query.get("blind") == "1",
+    )
+    if context is None:
+        return viewer.problem(
+            "No such pair", f"{run.entry.run_id} has no judgment of pair {pair_id!r}", status=404
+        )
+    return viewer.page("pair.html", {**context, "saved": request.query.get("saved") == "1"})
+
+
+_SLOTS = {"A": 0, "B": 1}
+
+
+async def save_label(request: web.Request) -> web.StreamResponse:
+    run = _loaded(request)
+    if isinstance(run, web.Response):
+        return run
+    viewer = _viewer(request)
+    pair_id = request.match_info["pair_id"]
+    if run.data.judgments.filter(run.data.judgments["pair_id"] == pair_id).height == 0:
+        return viewer.problem("No such pair", f"{run.entry.run_id} has no pair {pair_id!r}", status=404)
+    form = await request.post()
+    picked, shown_as_a = str(form.get("preference", "")), str(form.get("shown_as_a", ""))
+    if picked not in ("A", "B", "cant_tell") or shown_as_a not in ("chosen", "rejected"):
+        return viewer.problem("Not saved", "pick A, B or can't tell", status=400)
+    other = "rejected" if shown_as_a == "chosen" else "chosen"
+    preference = "cant_tell" if picked == "cant_tell" else (shown_as_a, other)[_SLOTS[picked]]
+    label = Label(
+        pair_id=pair_id,
+        preference=preference,  # type: ignore[arg-type]  # one of the three Preference values, checked above
+        reviewer=viewer.reviewer,
+        time=datetime.now(UTC).isoformat(timespec="seconds"),
+        note=str(form.get("note", "")).strip()[:MAX_NOTE_CHARS],
+        shown_as_a=shown_as_a,
+        run_id=run.entry.run_id,
+    )
+    rundir.append_label(run.entry.path, label)
+    params = [*_query(request).params(), ("saved", "1")]
+    raise web.HTTPSeeOther(LINKS.pair(run.entry.key, pair_id) + "?" + urlencode(params))
+
+
+async def run_file(request: web.Request) -> web.StreamResponse:
+    viewer = _viewer(request)
+    entry = viewer.catalog.runs.get(request.match_info["key"])
+    found = rundir.run_file(entry.path, request.match_info["path"]) if entry is not None else None
+    if found is None:
+        return viewer.problem("Not found", "no such file in this run directory", status=404)
+    kind = mimetypes.guess_type(found.name)[0] or "application/octet-stream"
+    return web.Response(body=found.read_bytes(), content_type=kind, headers=_NO_STORE)
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    body = static_file(request.match_info["name"])
+    if body is None:
+        raise web.HTTPNotFound()
+    kind = "text/css" if request.match_info["name"].endswith(".css") else "text/javascript"
+    return web.Response(body=body, content_type=kind)
+
+
+def _build(request: web.Request) -> BuildEntry | None:
+    return _viewer(request).catalog.builds.get(request.match_info["key"])
+
+
+async def build_page(request: web.Request) -> web.StreamResponse:
+    viewer = _viewer(request)
+    build = _build(request)
+    if build is None:
+        return viewer.problem("No such folder", "the viewer was not given this build folder", status=404)
+    return viewer.page("build.html", sheets.build_page(build, LINKS))
+
+
+def _item(request: web.Request) -> int:
+    text = request.match_info["item"]
+    return int(text) if text.isdigit() and len(text) < 7 else 0
+
+
+async def sheet_item(request: web.Request) -> web.StreamResponse:
+    viewer = _viewer(request)
+    build = _build(request)
+    context = sheets.item_page(build, request.match_info["sheet"], _item(request), LINKS) if build else None
+    if context is None:
+        return viewer.problem("No such item", "this sheet has no such item", status=404)
+    return viewer.page("sheet_item.html", {**context, "saved": request.query.get("saved") == "1"})
+
+
+async def save_sheet_item(request: web.Request) -> web.StreamResponse:
+    viewer = _viewer(request)
+    build = _build(request)
+    name, item = request.match_info["sheet"], _item(request)
+    if build is None or sheets.item_page(build, name, item, LINKS) is None:
+        return viewer.problem("No such item", "this sheet has no such item", status=404)
+    form = await request.post()
+    try:
+        sheets.save_item(build, name, item, {k: str(v) for k, v in form.items()})
+    except DataError as err:
+        context = sheets.item_page(build, name, item, LINKS) or {}
+        return viewer.page("sheet_item.html", {**context, "problem": str(err)}, status=400)
+    raise web.HTTPSeeOther(f"{LINKS.sheet(build.key, name, item)}?saved=1")
+
+
+def make_app(viewer: Viewer) -> web.Application:
+    app = web.Application(middlewares=[guard], client_max_size=MAX_BODY)
+    app[VIEWER] = viewer
+    app.router.add_get("/", runs_page)
+    app.router.add_get("/compare", compare_page)
+    app.router.add_get("/static/{name}", static)
+    app.router.add_get("/run/{key}", run_page)
+    app.router.add_get("/run/{key}/judgments", judgments_page)
+    app.router.add_get(r"/run/{key}/export.{kind:jsonl|csv}", export)
+    app.router.add_get("/run/{key}/pair/{pair_id}", pair_page)
+    app.router.add_post("/run/{key}/pair/{pair_id}/label", save_label)
+    app.router.add_get("/run/{key}/files/{path:.+}", run_file)
+    app.router.add_get("/build/{key}", build_page)
+    app.router.add_get(r"/build/{key}/sheet/{sheet}/{item}", sheet_item)
+    app.router.add_post(r"/build/{key}/sheet/{sheet}/{item}", save_sheet_item)
+    return app

@@ -1,0 +1,123 @@
+"""The Judgments page: the run's judgments filtered, sorted and paged on the server, the filter form's choices,
+and the export of a whole selection (JSONL or CSV)."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from prbj.data.status import STATUSES
+from prbj.errors import DataError
+from prbj.runs.show_command import changed_verdicts
+from prbj.view.catalog import Catalog, LoadedRun
+from prbj.view.links import Links
+from prbj.view.query import OUTCOMES, SORTABLE, TABLE_COLUMNS, Query, apply, page_of
+
+# The long texts stay out of CSV exports (JSONL keeps every column).
+_LONG = ("reply", "context_block")
+
+
+@dataclass(frozen=True)
+class Selection:
+    frame: pl.LazyFrame
+    # Why a filter could not be applied as asked (another run on other data); None when all were.
+    note: str | None
+
+
+def changed_keys(catalog: Catalog, run: LoadedRun, other_key: str) -> tuple[pl.DataFrame | None, str | None]:
+    other = catalog.runs.get(other_key)
+    if other is None or other_key == run.entry.key:
+        return None, f"no other run {other_key!r} to compare with"
+    if other.fingerprint != run.entry.fingerprint:
+        return None, f"{other.run_id} was made on other data: its verdicts cannot be compared pair by pair"
+    try:
+        theirs = catalog.load(other_key).data.judgments
+    except DataError as err:
+        return None, str(err)
+    return changed_verdicts(run.data.judgments, theirs), None
+
+
+def select(catalog: Catalog, run: LoadedRun, query: Query) -> Selection:
+    changed, note = (None, None)
+    if query.changed is not None:
+        changed, note = changed_keys(catalog, run, query.changed)
+    frame = apply(run.data.judgments, query, texts=run.texts, changed=changed)
+    if query.text and run.texts is None:
+        note = f"text search needs the run's dataset: {run.pairs.note}"
+    return Selection(frame, note)
+
+
+def _choices(frame: pl.DataFrame, column: str) -> list[str]:
+    return sorted(v for v in frame[column].unique().to_list() if v is not None)
+
+
+def judgments_page(catalog: Catalog, run: LoadedRun, query: Query, links: Links) -> dict[str, Any]:
+    judgments = run.data.judgments
+    selection = select(catalog, run, query)
+    columns = [c for c in TABLE_COLUMNS if c in judgments.columns]
+    page = page_of(selection.frame, query.page, columns)
+    key = run.entry.key
+    statuses = list(dict.fromkeys([*STATUSES, *_choices(judgments, "status")]))
+    others = [
+        entry
+        for entry in catalog.runs.values()
+        if entry.key != key and entry.header is not None and entry.fingerprint == run.entry.fingerprint
+    ]
+    return {
+        "title": f"Judgments · {run.entry.run_id}",
+        "run": run.entry,
+        "query": query,
+        "page": page,
+        "columns": columns,
+        "rows": [{**row, "_link": links.pair(key, row["pair_id"], query)} for row in page.rows],
+        "note": selection.note,
+        "choices": {
+            "judge": _choices(judgments, "judge"),
+            "context": _choices(judgments, "context"),
+            "subset": _choices(judgments, "subset"),
+            "status": statuses,
+            "outcome": list(OUTCOMES),
+            "sort": [c for c in SORTABLE if c in judgments.columns],
+            "changed": others,
+        },
+        "prev": links.judgments(key, query, page=page.number - 1) if page.number > 1 else None,
+        "next": links.judgments(key, query, page=page.number + 1) if page.number < page.pages else None,
+        "sort_link": {
+            column: links.judgments(
+                key, query, sort=column, descending=query.sort == column and not query.descending, page=1
+            )
+            for column in columns
+            if column in SORTABLE
+        },
+        "exports": {kind: links.export(key, kind, query) for kind in ("jsonl", "csv")},
+        "presets": _presets(run, links),
+    }
+
+
+def _presets(run: LoadedRun, links: Links) -> list[dict[str, Any]]:
+    """Quick filters per judge (all, wrong, failed): the bundle's only tables, and shortcuts live."""
+    key = run.entry.key
+    entries = run.data.judgments.select("judge", "context").unique().sort(["judge", "context"]).rows()
+    presets = [{"label": "all judges", "links": _outcome_links(links, key, Query())}]
+    for judge, context in entries:
+        query = Query(judges=(judge,), contexts=(context,))
+        presets.append({"label": f"{judge} · {context}", "links": _outcome_links(links, key, query)})
+    return presets
+
+
+def _outcome_links(links: Links, key: str, query: Query) -> list[tuple[str, str | None]]:
+    return [(name or "all", links.judgments(key, query, outcome=name)) for name in (None, *OUTCOMES)]
+
+
+def export(catalog: Catalog, run: LoadedRun, query: Query, kind: str) -> bytes:
+    """Every judgment of the selection, all pages: JSONL with every column, CSV without the long texts."""
+    frame = select(catalog, run, query).frame.collect()
+    out = io.BytesIO()
+    if kind == "csv":
+        frame.drop([c for c in _LONG if c in frame.columns]).write_csv(out)
+    else:
+        frame.write_ndjson(out)
+    return out.getvalue()
