@@ -62,6 +62,14 @@ class ReplyEnd:
 COMPLETE = ReplyEnd()
 
 
+def ended(finish_reason: str, native: str | None = None, reasoning_tokens: int = 0) -> ReplyEnd:
+    """A reply's end as prbj keeps it, whichever path read it (live, a batch result): the provider's own word is
+    kept for a refusal only, where the cause names it (a cut-off reply needs no second name), so a live and a
+    batch-bought reply store the same end."""
+    keep = native if finish_reason == CONTENT_FILTER and native not in (None, CONTENT_FILTER) else None
+    return ReplyEnd(finish_reason, keep, max(0, reasoning_tokens))
+
+
 def end_cause(end: ReplyEnd) -> str | None:
     """The short name failures are counted by: `truncated`, or `refused (<the provider's reason>)`."""
     if end.status == "truncated":

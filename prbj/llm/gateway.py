@@ -42,7 +42,7 @@ from prbj.llm.finish import COMPLETE, ReplyEnd, end_cause, end_message, end_of
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
 from prbj.llm.prompt_cache import cache_adjustment
-from prbj.llm.provider_errors import causes
+from prbj.llm.provider_errors import causes, from_provider
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import (
     AskedTooLong,
@@ -56,7 +56,6 @@ from prbj.llm.retry import (
     is_unreachable,
     raised_before_sending,
     retry_after_seconds,
-    status_of,
 )
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
 from prbj.llm.urls import redact_url
@@ -558,7 +557,7 @@ class Gateway:
             state.stats.errors += 1
             return LLMResult(status="api_error", error=str(err), cause="interrupted", attempts=attempts - 1)
         except Exception as err:  # not retryable: auth, bad request, unknown model...
-            if not _is_provider_error(err):
+            if not from_provider(err):
                 self.budget.release(reserved)
                 raise
             return self._failed(state, err, attempts, started, call.api_key)
@@ -736,11 +735,6 @@ class _OverBudget(Exception):
 
 class _Interrupted(Exception):
     """Ctrl-C was pressed before this request left: it is not sent."""
-
-
-def _is_provider_error(error: BaseException) -> bool:
-    module = type(error).__module__
-    return module.startswith(("litellm", "openai", "httpx", "aiohttp")) or status_of(error) is not None
 
 
 async def _once(

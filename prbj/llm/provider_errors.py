@@ -70,7 +70,7 @@ def provider_answer(error: BaseException) -> ProviderAnswer:
             if body or not found.body:
                 found = ProviderAnswer(status, _headers(getattr(response, "headers", None)), body)
     if found.status is None:
-        own = getattr(error, "body", None)
+        own = getattr(error, "body", None) or getattr(error, "details", None)  # OpenAI SDK / Google SDK
         found = ProviderAnswer(
             _status_attribute(error),
             _headers(getattr(error, "litellm_response_headers", None)),
@@ -79,6 +79,16 @@ def provider_answer(error: BaseException) -> ProviderAnswer:
     elif not found.headers:
         found = ProviderAnswer(found.status, _headers(getattr(error, "litellm_response_headers", None)), found.body)
     return found
+
+
+# Where the errors of provider clients come from: LiteLLM, the OpenAI, Anthropic and Google SDKs, their HTTP layers.
+_CLIENT_MODULES = ("litellm", "openai", "anthropic", "google", "httpx", "aiohttp")
+
+
+def from_provider(error: BaseException) -> bool:
+    """An error a provider client raised (or one carrying an HTTP status): provider trouble to report in one line,
+    never a bug in prbj to show with its traceback."""
+    return type(error).__module__.startswith(_CLIENT_MODULES) or _status_attribute(error) is not None
 
 
 def real_status(error: BaseException) -> int | None:
@@ -196,6 +206,8 @@ def _seconds_or_date(value: str, scale: float) -> float | None:
 
 def _status_attribute(error: BaseException) -> int | None:
     status = getattr(error, "status_code", None)
+    if not isinstance(status, int) and type(error).__module__.startswith("google.genai"):
+        status = getattr(error, "code", None)  # the Google SDK's APIError names it `code`
     return int(status) if isinstance(status, int) else None
 
 

@@ -23,6 +23,7 @@ from prbj.llm.batch.wire import (
     provider_params,
     with_unanswered,
 )
+from prbj.llm.litellm_finish import native_end
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.transport import Completion
 
@@ -155,7 +156,9 @@ def _outcome(row: dict[str, Any]) -> Outcome:
         code = error.get("code") or response.get("status_code") or "error"
         return Outcome(cid, error=f"{code}: {error.get('message') or 'no reason given'}")
     usage = body.get("usage") or {}
-    text = ((body.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+    choice = (body.get("choices") or [{}])[0]
+    text = (choice.get("message") or {}).get("content") or ""
+    reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
     return Outcome(
         cid,
         completion=Completion(
@@ -163,6 +166,8 @@ def _outcome(row: dict[str, Any]) -> Outcome:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
+            # A line cut at its cap (length) or filtered (content_filter) ends as a live reply would.
+            end=native_end(choice.get("finish_reason"), reasoning),
         ),
     )
 
