@@ -244,6 +244,12 @@ async def test_a_label_needs_the_token_and_lands_in_labels_jsonl_only(copies) ->
         )
         page = await (await client.get(f"/run/{run.name}/pair/t-002")).text()
         assert "alice" in page and "B &lt;b&gt;fits&lt;/b&gt; better" in page
+        exported = await (await client.get(f"/run/{run.name}/export.jsonl?judge=judge-x")).text()
+        labelled = {
+            r["pair_id"]: (r["human_label"], r["human_labels"])
+            for r in map(json.loads, exported.splitlines())
+        }
+        assert labelled["t-002"] == ("rejected", 1) and labelled["t-001"] == (None, None)
     finally:
         await client.close()
     after = _fingerprints(run)
@@ -412,3 +418,64 @@ def test_the_wheel_ships_every_template_and_asset(tmp_path) -> None:
     view = ROOT / "prbj" / "view"
     shipped = [p for folder in ("templates", "static") for p in (view / folder).iterdir()]
     assert shipped and all(f"prbj/view/{p.parent.name}/{p.name}" in names for p in shipped)
+
+
+@pytest.mark.processes
+def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(runs) -> None:
+    import os
+    import signal
+    import urllib.request
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "prbj", "view", str(runs["sample"]), "--port", "0", "--reviewer", "ann"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert url, line + process.stderr.read() if process.stderr else line
+        with urllib.request.urlopen(
+            url.group(0) + f"run/{runs['sample'].name}/judgments", timeout=60
+        ) as page:
+            html = page.read().decode()
+        assert "reviewer: ann" in html and '<span id="count">240</span>' in html
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=30)
+    assert code == 0
+
+
+def test_the_ci_example_writes_and_uploads_the_bundle(runs, tmp_path, monkeypatch) -> None:
+    import shlex
+
+    import yaml
+
+    workflow = yaml.safe_load(
+        (ROOT / "examples" / "github-actions-judge-gate.yml").read_text(encoding="utf-8")
+    )
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    (step,) = [s for s in steps if s.get("run", "").startswith("prbj view")]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact") and "if" in s)
+    args = shlex.split(step["run"])
+    assert args[args.index("--bundle") + 1].rstrip("/") + "/" in upload["with"]["path"].split()
+    shutil.copytree(runs["sample"], tmp_path / "runs" / runs["sample"].name)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, args[1:])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / args[args.index("--bundle") + 1] / "index.html").is_file()
+
+
+async def test_a_page_that_fails_says_so_in_a_page(client, runs, monkeypatch) -> None:
+    from prbj.view import pair
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no luck")
+
+    monkeypatch.setattr(pair, "pair_page", broken)
+    response = await client.get(f"/run/{_key(runs['sample'])}/pair/ae-001")
+    text = await response.text()
+    assert response.status == 500 and "RuntimeError: no luck" in text and "Traceback" not in text

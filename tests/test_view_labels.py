@@ -13,7 +13,9 @@ from prbj.runs import rundir
 from prbj.view.marks import mark_reply
 
 
-def _label(pair: str, preference: str, reviewer: str = "ann", time: str = "2026-01-01T00:00:00+00:00") -> Label:
+def _label(
+    pair: str, preference: str, reviewer: str = "ann", time: str = "2026-01-01T00:00:00+00:00"
+) -> Label:
     return Label(pair, preference, reviewer, time, shown_as_a="chosen")  # type: ignore[arg-type]
 
 

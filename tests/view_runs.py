@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import SUBSET_NAMES, make_record, write_jsonl
 from prbj.cli import main
 from prbj.data.loaders import load_dataset
-from prbj.judges.generative import REPLY_SEPARATOR
+from prbj.judges.verdict import REPLY_SEPARATOR
 from run_dirs import judgment, write_run_dir
 
 SCRIPT = "<script>window.pwned = 1</script>"

@@ -103,6 +103,9 @@ def label_tables(report: dict[str, Any]) -> list[Table]:
         between.add_column(name, justify="left" if name == "reviewers" else "right")
     for row in report["between_reviewers"]:
         between.add_row(
-            f"{row['a']} vs {row['b']}", str(row["n_pairs"]), _figure(row["same_label"]), _figure(row["kappa"])
+            f"{row['a']} vs {row['b']}",
+            str(row["n_pairs"]),
+            _figure(row["same_label"]),
+            _figure(row["kappa"]),
         )
     return [benchmark, between]

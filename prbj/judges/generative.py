@@ -27,7 +27,7 @@ from prbj.judges.base import (
     verdict_from_scores,
 )
 from prbj.judges.official import Protocol, official_positions, parse_official_verdict
-from prbj.judges.verdict import PARSER_VERSION, parse_score, parse_verdict
+from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.prompt_cache import shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
@@ -122,8 +122,6 @@ def check_template_shows_context(
         )
 
 
-# Between the replies of one judgment's calls (both orders, two answers scored, a repair turn) in `reply`.
-REPLY_SEPARATOR = "\n\n----- next call -----\n\n"
 
 
 @dataclass

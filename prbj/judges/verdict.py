@@ -13,6 +13,9 @@ import re
 from collections.abc import Sequence
 
 PARSER_VERSION = "3"
+# Between the replies of one judgment's calls (both orders, two answers scored, a repair turn) in the
+# `reply` column of judgments.parquet: LLM judges join them with it, the viewer splits them again.
+REPLY_SEPARATOR = "\n\n----- next call -----\n\n"
 
 _THINK_END = re.compile(r"</think(?:ing)?>", re.I)
 # The verdict letter: a capital A/B, or a lone lower-case a/b that ends the line or a clause, so the article in

@@ -12,7 +12,7 @@ from prbj.analysis.run_data import RunData
 from prbj.report.beyond import beyond_sections
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
-from prbj.report.layout import report_sections
+from prbj.report.layout import Section, report_sections
 from prbj.report.markdown import render_markdown
 
 
@@ -23,6 +23,16 @@ class RenderedReport:
     # Chart name -> standalone SVG document, in the order the report shows them.
     plots: dict[str, str]
     content: ReportContent
+
+
+def all_sections(
+    runs: Sequence[RunData], content: ReportContent, *, slices: Sequence[str] = ()
+) -> list[Section]:
+    """Every section of the report of `runs`, in order: what report.md and report.html render, and what the
+    viewer's Run page shows."""
+    return report_sections(content) + beyond_sections(
+        runs, [run.run_id for run in content.runs], slices=slices
+    )
 
 
 def render_report(
@@ -40,9 +50,7 @@ def render_report(
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    sections = report_sections(content) + beyond_sections(
-        runs, [run.run_id for run in content.runs], slices=slices
-    )
+    sections = all_sections(runs, content, slices=slices)
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
     }

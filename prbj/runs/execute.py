@@ -59,7 +59,7 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "truncated": pl.Boolean,
     # The sample index of an LLM judge's call (above 0 when --retry-failed re-asked it); None for other judges.
     "sample_index": pl.Int64,
-    # LLM judges only (null for the others): the full reply (calls joined by judges.generative.REPLY_SEPARATOR),
+    # LLM judges only (null for the others): the full reply (calls joined by judges.verdict.REPLY_SEPARATOR),
     # the prompt hash of each call, the context block shown, what the answers cost when first bought (what an
     # uncached run would cost), and the seconds spent on calls really sent.
     "reply": pl.String,

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from prbj.data.files import write_text
 from prbj.errors import DataError
 from prbj.view import overview, pair, table
@@ -51,8 +53,9 @@ class BundleWriter:
         report = overview.report_view([loaded.data], self.links(2), [key])
         self.write(f"run/{key}/index.html", "report.html", overview.report_page([loaded.entry], report), 2)
         self.tables(loaded)
-        for pair_id in judgments["pair_id"].unique(maintain_order=True).to_list():
-            self.pair(loaded, pair_id)
+        order = pair.selection_order(self.catalog, loaded, Query())
+        for pair_id in order.to_list():
+            self.pair(loaded, pair_id, order)
 
     def tables(self, loaded: LoadedRun) -> None:
         key = loaded.entry.key
@@ -71,8 +74,10 @@ class BundleWriter:
                         f"run/{key}/judgments/{name}", "judgments.html", {**context, "blank": Query()}, 3
                     )
 
-    def pair(self, loaded: LoadedRun, pair_id: str) -> None:
-        context = pair.pair_page(self.catalog, loaded, pair_id, Query(), self.links(3), labels=[])
+    def pair(self, loaded: LoadedRun, pair_id: str, order: pl.Series) -> None:
+        context = pair.pair_page(
+            self.catalog, loaded, pair_id, Query(), self.links(3), labels=[], order=order
+        )
         if context is not None:
             self.write(f"run/{loaded.entry.key}/pair/{file_slug(pair_id)}.html", "pair.html", context, 3)
 

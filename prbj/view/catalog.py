@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,8 @@ class Catalog:
     dataset: str | None = None
     _loaded: dict[str, LoadedRun] = field(default_factory=dict)
     _datasets: dict[tuple[str, str], RunPairs] = field(default_factory=dict)
+    # Runs load on a worker thread (the server's warm-up, or a request that arrives first): one at a time.
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def open(cls, paths: Sequence[Path], *, dataset: str | None = None) -> Catalog:
@@ -142,6 +145,10 @@ class Catalog:
 
     def load(self, key: str) -> LoadedRun:
         """The run with its judgments, pairs and planner outputs, read once; a DataError says why not."""
+        with self._lock:
+            return self._load(key)
+
+    def _load(self, key: str) -> LoadedRun:
         if key in self._loaded:
             return self._loaded[key]
         entry = self.runs.get(key)

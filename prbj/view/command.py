@@ -61,8 +61,11 @@ async def serve(viewer: Viewer, host: str, port: int, *, open_browser: bool, con
     if open_browser:
         webbrowser.open(url)
     try:
+        seconds = await asyncio.to_thread(viewer.warm)
+        console.print(f"{len(viewer.catalog.runs)} run(s) loaded in {seconds:.1f} s", highlight=False)
         await asyncio.Event().wait()
     finally:
+        viewer.stopping.set()
         await runner.cleanup()
 
 
@@ -83,5 +86,8 @@ def run_view_command(
         console.print(f"wrote {pages} pages to {bundle} (open {bundle / 'index.html'})", soft_wrap=True)
         return 0
     viewer = Viewer(catalog, reviewer or default_reviewer())
-    asyncio.run(serve(viewer, host, port, open_browser=open_browser, console=console))
+    try:
+        asyncio.run(serve(viewer, host, port, open_browser=open_browser, console=console))
+    except KeyboardInterrupt:
+        console.print("prbj view stopped")
     return 0

@@ -9,9 +9,9 @@ from typing import Any
 
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS
-from prbj.report.beyond import beyond_sections
 from prbj.report.content import build_content
-from prbj.report.layout import Section, demo_note, report_sections
+from prbj.report.layout import demo_note
+from prbj.report.writer import all_sections
 from prbj.view.catalog import Catalog, RunEntry
 from prbj.view.links import Links
 from prbj.view.query import Query
@@ -110,9 +110,7 @@ class ReportView:
 def report_view(runs: Sequence[RunData], links: Links, keys: Sequence[str]) -> ReportView:
     """The report's sections for `runs`, with each leaderboard row linked to its judge's judgments."""
     content = build_content(runs)
-    sections: list[Section] = report_sections(content) + beyond_sections(
-        runs, [run.run_id for run in content.runs]
-    )
+    sections = all_sections(runs, content)
     run_keys = dict(zip([run.run_id for run in content.runs], keys, strict=False))
     leader_links: list[str | None] = []
     for row in content.leaderboard:

@@ -12,7 +12,7 @@ import polars as pl
 from prbj.context.retrieval import rank_profile
 from prbj.data.labels import Label, latest_labels
 from prbj.data.schema import Pair
-from prbj.judges.generative import REPLY_SEPARATOR
+from prbj.judges.verdict import REPLY_SEPARATOR
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
 from prbj.view.marks import Piece, mark_reply
@@ -60,16 +60,19 @@ def judge_card(row: dict[str, Any], pair: Pair | None) -> dict[str, Any]:
     ]
     ok = row.get("status") == "ok"
     outcome = "failed" if not ok else "correct" if row.get("correct") else "wrong"
-    extras = {name: row[name] for name in EXTRA_FIELDS if row.get(name) is not None}
+    # A sample index of 0 is every ordinary call's; only a re-asked one (--retry-failed) says something.
+    extras = {name: row[name] for name in EXTRA_FIELDS if row.get(name) not in (None, 0)}
     return {"row": row, "outcome": outcome, "calls": calls, "extras": extras}
 
 
-def _neighbours(
-    catalog: Catalog, run: LoadedRun, pair_id: str, query: Query
-) -> tuple[str | None, str | None, int, int]:
-    """Previous and next pair id in the current selection's order, this pair's place (1-based) and the count."""
-    order = select(catalog, run, query).frame.select("pair_id").unique(maintain_order=True).collect()
-    ids = order["pair_id"]
+def selection_order(catalog: Catalog, run: LoadedRun, query: Query) -> pl.Series:
+    """The pair ids of the current selection, in its order, each once."""
+    frame = select(catalog, run, query).frame.select("pair_id").unique(maintain_order=True).collect()
+    return frame["pair_id"]
+
+
+def _neighbours(ids: pl.Series, pair_id: str) -> tuple[str | None, str | None, int, int]:
+    """Previous and next pair id in the selection's order, this pair's place (1-based) and the count."""
     found = ids.index_of(pair_id)
     if found is None:
         return None, None, 0, len(ids)
@@ -88,8 +91,10 @@ def pair_page(
     *,
     labels: list[Label],
     blind: bool = False,
+    order: pl.Series | None = None,
 ) -> dict[str, Any] | None:
-    """The page's content, or None when the run never judged this pair."""
+    """The page's content, or None when the run never judged this pair. `order`: the selection's pair ids when
+    the caller has them already (the bundle writes every pair of one selection)."""
     rows = run.data.judgments.filter(pl.col("pair_id") == pair_id).sort(["judge", "context"]).to_dicts()
     if not rows:
         return None
@@ -102,7 +107,8 @@ def pair_page(
         in_b = "rejected" if in_a == "chosen" else "chosen"
         answers = [("A", in_a, texts[in_a]), ("B", in_b, texts[in_b])]
     ranked = rank_profile(pair.question, pair.profile) if pair is not None else []
-    before, after, place, count = _neighbours(catalog, run, pair_id, query)
+    ids = order if order is not None else selection_order(catalog, run, query)
+    before, after, place, count = _neighbours(ids, pair_id)
     key = run.entry.key
     mine = [label for label in labels if label.pair_id == pair_id]
     return {

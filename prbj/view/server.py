@@ -8,9 +8,13 @@ text is escaped by the templates. A run that cannot be read gets a page that say
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import logging
 import mimetypes
 import secrets
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +34,7 @@ from prbj.view.render import render, static_file
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LINKS = LiveLinks()
+LOG = logging.getLogger("prbj.view")
 # Form posts are small: a label note or one sheet row's ratings.
 MAX_BODY = 64 * 1024
 
@@ -42,6 +47,8 @@ class Viewer:
     # host:port values a request may name; empty accepts any (set by serve() once the port is known).
     hosts: set[str] = field(default_factory=set)
     _reports: dict[tuple[str, ...], overview.ReportView] = field(default_factory=dict)
+    _report_lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def page(self, template: str, context: dict[str, Any], *, status: int = 200) -> web.Response:
         html = render(template, context, LINKS, reviewer=self.reviewer, token=self.token)
@@ -53,9 +60,23 @@ class Viewer:
     def report(self, runs: list[LoadedRun]) -> overview.ReportView:
         """The report's sections for these runs, computed once (bootstrap intervals take a while)."""
         keys = tuple(run.entry.key for run in runs)
-        if keys not in self._reports:
-            self._reports[keys] = overview.report_view([run.data for run in runs], LINKS, keys)
-        return self._reports[keys]
+        with self._report_lock:
+            if keys not in self._reports:
+                self._reports[keys] = overview.report_view([run.data for run in runs], LINKS, keys)
+            return self._reports[keys]
+
+    def warm(self) -> float:
+        """Load every run and compute its report (on a worker thread, at start), so that pages are served from
+        memory; returns the seconds it took. A run that cannot be read is left to its own page."""
+        started = time.perf_counter()
+        for key in self.catalog.runs:
+            if self.stopping.is_set():
+                break
+            try:
+                self.report([self.catalog.load(key)])
+            except DataError:
+                continue
+        return time.perf_counter() - started
 
 
 _NO_STORE = {
@@ -99,17 +120,21 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         raise
     except DataError as err:
         response = viewer.problem("Cannot read this", str(err), status=422)
+    except Exception as err:  # a bug in a page: the reader gets a page, the console the traceback
+        LOG.exception("prbj view: %s %s failed", request.method, request.path)
+        response = viewer.problem("This page failed", f"{type(err).__name__}: {err}", status=500)
     response.headers.setdefault("Content-Security-Policy", _CSP)
     return response
 
 
-def _loaded(request: web.Request) -> LoadedRun | web.Response:
+async def _loaded(request: web.Request) -> LoadedRun | web.Response:
     viewer = _viewer(request)
     key = request.match_info["key"]
     if key not in viewer.catalog.runs:
         return viewer.problem("No such run", f"the viewer was not given a run {key!r}", status=404)
     try:
-        return viewer.catalog.load(key)
+        # Reading a big run takes a while: off the event loop, so other pages keep being served.
+        return await asyncio.to_thread(viewer.catalog.load, key)
     except DataError as err:
         return viewer.problem(
             "This run cannot be read",
@@ -125,7 +150,7 @@ async def runs_page(request: web.Request) -> web.StreamResponse:
 
 
 async def run_page(request: web.Request) -> web.StreamResponse:
-    run = _loaded(request)
+    run = await _loaded(request)
     if isinstance(run, web.Response):
         return run
     return _viewer(request).page(
@@ -141,8 +166,9 @@ async def compare_page(request: web.Request) -> web.StreamResponse:
         return viewer.problem(
             "Pick two runs or more", "Tick at least two runs on the Runs page to compare them.", status=400
         )
-    runs = [viewer.catalog.load(key) for key in keys]
-    return viewer.page("report.html", overview.report_page([run.entry for run in runs], viewer.report(runs)))
+    runs = [await asyncio.to_thread(viewer.catalog.load, key) for key in keys]
+    report = await asyncio.to_thread(viewer.report, runs)
+    return viewer.page("report.html", overview.report_page([run.entry for run in runs], report))
 
 
 def _query(request: web.Request) -> Query:
@@ -150,7 +176,7 @@ def _query(request: web.Request) -> Query:
 
 
 async def judgments_page(request: web.Request) -> web.StreamResponse:
-    run = _loaded(request)
+    run = await _loaded(request)
     if isinstance(run, web.Response):
         return run
     viewer = _viewer(request)
@@ -159,7 +185,7 @@ async def judgments_page(request: web.Request) -> web.StreamResponse:
 
 
 async def export(request: web.Request) -> web.StreamResponse:
-    run = _loaded(request)
+    run = await _loaded(request)
     if isinstance(run, web.Response):
         return run
     kind = request.match_info["kind"]
@@ -173,7 +199,7 @@ async def export(request: web.Request) -> web.StreamResponse:
 
 
 async def pair_page(request: web.Request) -> web.StreamResponse:
-    run = _loaded(request)
+    run = await _loaded(request)
     if isinstance(run, web.Response):
         return run
     viewer = _viewer(request)
@@ -198,7 +224,7 @@ _SLOTS = {"A": 0, "B": 1}
 
 
 async def save_label(request: web.Request) -> web.StreamResponse:
-    run = _loaded(request)
+    run = await _loaded(request)
     if isinstance(run, web.Response):
         return run
     viewer = _viewer(request)

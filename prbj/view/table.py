@@ -4,18 +4,31 @@ and the export of a whole selection (JSONL or CSV)."""
 from __future__ import annotations
 
 import io
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from prbj.data.labels import human_preference, latest_labels
 from prbj.data.status import STATUSES
 from prbj.errors import DataError
+from prbj.report.fmt import short_subset
+from prbj.runs import rundir
 from prbj.runs.show_command import changed_verdicts
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
 from prbj.view.query import OUTCOMES, SORTABLE, TABLE_COLUMNS, Query, apply, page_of
 
+# Column headers short enough for the table to fit a laptop's screen.
+HEADERS = {
+    "pair_id": "pair",
+    "chosen_position": "chosen as",
+    "prompt_tokens": "in tok",
+    "completion_tokens": "out tok",
+    "cost_usd": "$",
+    "latency_s": "s",
+}
 # The long texts stay out of CSV exports (JSONL keeps every column).
 _LONG = ("reply", "context_block")
 
@@ -50,6 +63,10 @@ def select(catalog: Catalog, run: LoadedRun, query: Query) -> Selection:
     return Selection(frame, note)
 
 
+def _row(row: dict[str, Any], link: str) -> dict[str, Any]:
+    return {**row, "_link": link, "_subset": short_subset(str(row.get("subset")), terse=True)}
+
+
 def _choices(frame: pl.DataFrame, column: str) -> list[str]:
     return sorted(v for v in frame[column].unique().to_list() if v is not None)
 
@@ -72,7 +89,8 @@ def judgments_page(catalog: Catalog, run: LoadedRun, query: Query, links: Links)
         "query": query,
         "page": page,
         "columns": columns,
-        "rows": [{**row, "_link": links.pair(key, row["pair_id"], query)} for row in page.rows],
+        "headers": {column: HEADERS.get(column, column) for column in columns},
+        "rows": [_row(row, links.pair(key, row["pair_id"], query)) for row in page.rows],
         "note": selection.note,
         "choices": {
             "judge": _choices(judgments, "judge"),
@@ -112,9 +130,24 @@ def _outcome_links(links: Links, key: str, query: Query) -> list[tuple[str, str 
     return [(name or "all", links.judgments(key, query, outcome=name)) for name in (None, *OUTCOMES)]
 
 
+def _with_labels(frame: pl.DataFrame, run: LoadedRun) -> pl.DataFrame:
+    """The reviewers' verdict on each pair (human_label: chosen, rejected or cant_tell; human_labels: how many
+    reviewers), when the run has labels."""
+    labels = rundir.read_labels(run.entry.path)
+    if not labels:
+        return frame
+    counts = Counter(pair_id for pair_id, _ in latest_labels(labels))
+    rows = [(pair_id, label, counts[pair_id]) for pair_id, label in human_preference(labels).items()]
+    human = pl.DataFrame(
+        rows, schema={"pair_id": pl.String, "human_label": pl.String, "human_labels": pl.Int64}, orient="row"
+    )
+    return frame.join(human, on="pair_id", how="left", maintain_order="left")
+
+
 def export(catalog: Catalog, run: LoadedRun, query: Query, kind: str) -> bytes:
-    """Every judgment of the selection, all pages: JSONL with every column, CSV without the long texts."""
-    frame = select(catalog, run, query).frame.collect()
+    """Every judgment of the selection, all pages, with the reviewers' labels when there are some: JSONL with
+    every column, CSV without the long texts."""
+    frame = _with_labels(select(catalog, run, query).frame.collect(), run)
     out = io.BytesIO()
     if kind == "csv":
         frame.drop([c for c in _LONG if c in frame.columns]).write_csv(out)
