@@ -1,7 +1,8 @@
 """Issue 22 (items 1, 5, 8): what real providers send back, in each provider's documented shape (tests/loopback.py),
 through the real LiteLLM client stack: replies cut at the output cap (often by hidden reasoning), refusals and
-blocked prompts, and rate-limit and quota answers that say when (or whether) to retry. README: "Real providers:
-what prbj does when …". The batch shapes are in test_conformance_batch.py."""
+blocked prompts, and rate-limit and quota answers that say when (or whether) to retry; and the same replies in
+provider batch jobs (LiteLLM's OpenAI batch functions, the Anthropic and Google SDKs), whose create and poll
+calls a provider may refuse. README: "Real providers: what prbj does when …"."""
 
 from __future__ import annotations
 
@@ -217,14 +218,22 @@ def right_or_blocked(request) -> str | Reply:
     return "Weighing both.\nResult: " + ("A" if shown_a in CHOSEN else "B")
 
 
-def judge(tmp_path: Path, server: ProviderServer, *args: str) -> Result:
-    command = ["judge", "--no-progress", "--api-base", server.url, "--cache-dir", str(tmp_path / "cache")]
-    command += ["--out", str(tmp_path / "out"), "--limit", "4", *args]
+def hard_cases(server: ProviderServer) -> None:
+    """Script the providers: per pair, all of the cap spent on hidden reasoning, a blocked prompt, or the right
+    verdict."""
+    server.reply = right_or_blocked
+    server.reasoning = lambda request: 100_000 if kind(pair_of(request).id) == "reasoning" else 0
+
+
+def judge(tmp_path: Path, server: ProviderServer, *args: str, name: str = "run") -> Result:
+    """`prbj judge --limit 4` in process, with the cache `cache-<name>` and the run directories in `out-<name>`."""
+    command = ["judge", "--no-progress", "--api-base", server.url, "--cache-dir", str(tmp_path / f"cache-{name}")]
+    command += ["--out", str(tmp_path / f"out-{name}"), "--limit", "4", *args]
     return CliRunner().invoke(main, command)
 
 
-def latest_run(tmp_path: Path) -> Path:
-    return max((tmp_path / "out").iterdir(), key=lambda p: p.stat().st_mtime_ns)
+def latest_run(tmp_path: Path, name: str = "run") -> Path:
+    return max((tmp_path / f"out-{name}").iterdir(), key=lambda p: p.stat().st_mtime_ns)
 
 
 def outcomes(run: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
@@ -233,8 +242,7 @@ def outcomes(run: Path) -> dict[tuple[str, str], tuple[str, str | None]]:
 
 
 def test_a_run_against_real_provider_behaviour_counts_each_case_apart(server, tmp_path) -> None:
-    server.reply = right_or_blocked
-    server.reasoning = lambda request: 100_000 if kind(pair_of(request).id) == "reasoning" else 0
+    hard_cases(server)
     server.retired = {RETIRED}
     server.inject(Fault("429-gemini", retry_after=0.5, family="gemini"))
     providers = ["-p", "gemini-3-flash", "-p", "gpt-5.1", "-p", "claude-sonnet-4-5"]
@@ -279,8 +287,7 @@ def test_a_run_against_real_provider_behaviour_counts_each_case_apart(server, tm
 
 
 def test_retry_failed_re_asks_cut_off_and_refused_replies(server, tmp_path) -> None:
-    server.reply = right_or_blocked
-    server.reasoning = lambda request: 100_000 if kind(pair_of(request).id) == "reasoning" else 0
+    hard_cases(server)
     judge(tmp_path, server, "-p", "gpt-5.1")
     failed = [key for key, (status, _) in outcomes(latest_run(tmp_path)).items() if status != "ok"]
     assert failed
@@ -312,3 +319,69 @@ def test_repair_never_sends_an_empty_assistant_turn(server, tmp_path) -> None:
     # The replies with text were repaired into a verdict; the empty ones stay truncated, never asked again.
     assert statuses.count("ok") == len(repairs) and statuses.count("truncated") == len(statuses) - len(repairs)
     assert "truncated ×" in result.output
+
+
+# --- the same replies in provider batch jobs, and batch calls a provider refuses ---------------------------------
+
+PROFILES = {"openai": "gpt-5.1", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-flash"}
+
+
+def batch_judge(server: ProviderServer, tmp_path: Path, family: str, name: str, *args: str) -> Result:
+    return judge(tmp_path, server, "-p", PROFILES[family], "--context", "none", *args, name=name)
+
+
+def pair_outcomes(tmp_path: Path, name: str) -> dict[str, tuple[str, str | None]]:
+    return {pair: outcome for (_, pair), outcome in outcomes(latest_run(tmp_path, name)).items()}
+
+
+def ledger(tmp_path: Path, name: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((tmp_path / f"cache-{name}" / "batches").glob("*.json"))]
+
+
+@pytest.mark.parametrize("family", list(PROFILES))
+def test_batch_lines_cut_off_or_refused_end_as_the_live_replies(server, tmp_path, family, monkeypatch) -> None:
+    monkeypatch.setenv("PRBJ_BATCH_POLL_SECONDS", "0.05")
+    hard_cases(server)
+    live = batch_judge(server, tmp_path, family, "live")
+    bought = batch_judge(server, tmp_path, family, "batch", "--batch")
+    assert bought.exit_code == 0, bought.output
+    assert server.batches.submitted  # the batch run bought its answers in a job
+    expected = pair_outcomes(tmp_path, "live")
+    assert live.exit_code == 0 and {kind(p) for p in expected} == {"reasoning", "blocked", "answer"}
+    assert pair_outcomes(tmp_path, "batch") == expected
+    assert {expected[p][0] for p in expected if kind(p) == "reasoning"} == {"truncated"}
+    assert {expected[p][0] for p in expected if kind(p) == "blocked"} == {"refused"}
+    # Stored with their status: a --cache-only rerun of the batch-bought cache sends nothing, says the same.
+    sent = server.count()
+    replay = batch_judge(server, tmp_path, family, "batch", "--cache-only")
+    assert replay.exit_code == 0 and server.count() == sent
+    assert pair_outcomes(tmp_path, "batch") == expected
+
+
+@pytest.mark.parametrize("family", list(PROFILES))
+@pytest.mark.parametrize(
+    ("refusal", "cause", "state"),
+    [("bad key at create", "401 Unauthorized", "submitting"), ("server error at poll", "500", "submitted")],
+)
+def test_a_refused_create_or_poll_is_one_line_and_exit_1(
+    server, tmp_path, family, refusal, cause, state, monkeypatch
+) -> None:
+    monkeypatch.setenv("PRBJ_BATCH_POLL_SECONDS", "0.05")
+    if refusal == "bad key at create":
+        server.batches.keys = {"the-key-the-provider-knows"}
+    else:
+        server.batches.refuse = {"poll": 500}
+    result = batch_judge(server, tmp_path, family, "run", "--batch")
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit) and "Traceback" not in result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert line.startswith("error: --batch: ") and f"({cause}" in line and "nothing is bought twice" in line
+    assert not any(key in result.output for key in KEYS.values())
+    records = ledger(tmp_path, "run")
+    assert [r["state"] for r in records] == [state]
+    # The cause fixed, the same command finishes the run: a submitted job is polled, not bought again.
+    server.batches.keys, server.batches.refuse = None, {}
+    again = batch_judge(server, tmp_path, family, "run", "--batch")
+    assert again.exit_code == 0, again.output
+    assert server.batches.twice() == []
+    assert {status for status, _ in pair_outcomes(tmp_path, "run").values()} == {"ok"}

@@ -34,7 +34,7 @@ async def talking_to(record: JobRecord, doing: str) -> AsyncIterator[None]:
 
 
 def describe(record: JobRecord, doing: str, error: BaseException) -> str:
-    from prbj.llm.gateway import one_line
+    from prbj.llm.error_text import one_line
     from prbj.llm.retry import cause_of
 
     job = record.provider_job_id or record.job_id
