@@ -1,7 +1,7 @@
 """The same 150-pair judge run priced three ways against the loopback provider: live, --batch, and live with
 the provider's prompt cache, from the usage each run recorded in run.json.
 
-    python bench/batch_pricing.py [--pairs 150] [--provider claude-sonnet-4-5] [--profile-k 80]
+    python bench/batch_pricing.py [--pairs 150] [--provider claude-sonnet-4-6] [--profile-k 80]
 
 Both answer orders are asked (`--order both`): the two calls of a pair share the profile prefix. Pairs are the
 bundled sample's, repeated with distinct questions, each profile lengthened with its category's other posts so
@@ -95,7 +95,7 @@ def judge(server: ProviderServer, work: Path, name: str, args: argparse.Namespac
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=150)
-    parser.add_argument("--provider", default="claude-sonnet-4-5")
+    parser.add_argument("--provider", default="claude-sonnet-4-6")
     parser.add_argument("--profile-k", type=int, default=80)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder, ProviderServer(reply=lambda r: "Result: A") as server:

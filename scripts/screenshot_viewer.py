@@ -4,8 +4,9 @@
 
 Makes a run in a temporary folder with the offline judges and an LLM judge (`--order both`, profile context)
 answered by the test suite's loopback provider on 127.0.0.1 (a scripted judge that reasons, quotes an answer and
-ends with a verdict), so nothing leaves the machine; serves it with the real viewer and photographs the Runs,
-Run, Judgments and Pair pages in headless Debian Chromium (tests/browser.py, as the browser tests drive it).
+ends with a verdict), so nothing leaves the machine, and a small build with blind annotation sheets; serves both
+with the real viewer and photographs the Runs, Run, Judgments and Pair pages and a sheet's item in headless
+Debian Chromium (tests/browser.py, as the browser tests drive it).
 """
 
 from __future__ import annotations
@@ -76,6 +77,22 @@ def make_run(tmp: Path) -> Path:
     return run_dir
 
 
+def make_build(tmp: Path) -> Path:
+    """A build folder with two blind annotation sheets (the test suite's hand-made build)."""
+    from click.testing import CliRunner
+    from test_build_annotation import make_build_dir
+
+    from prbj.cli import main
+
+    build = make_build_dir(tmp)
+    result = CliRunner().invoke(
+        main, ["build", "annotate", str(build), "--sample", "3"], catch_exceptions=False
+    )
+    if result.exit_code != 0:
+        raise SystemExit(result.output)
+    return build
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -102,7 +119,9 @@ def main() -> None:
             "viewer-judgments.png": (f"/run/{key}/judgments?{selection}&outcome=wrong", 1000),
             "viewer-pair.png": (f"/run/{key}/pair/{pair}?{selection}", 1900),
         }
-        with serving([run_dir], reviewer="alice") as (url, viewer), chromium() as browser:
+        build = make_build(Path(folder))
+        shots["viewer-sheet.png"] = (f"/build/{build.name}/sheet/sheet-1/1", 1250)
+        with serving([run_dir, build], reviewer="alice") as (url, viewer), chromium() as browser:
             viewer.warm()
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             for name, (path, height) in shots.items():

@@ -6,23 +6,26 @@
 
 Tests script it: `server.reply` maps each parsed request to the text to answer, or to a `Reply` that also says
 how the provider ended it (cut at the output cap, refused, a blocked prompt); `server.reasoning` makes the model
-spend hidden reasoning tokens out of the request's output cap first, as reasoning models do (DESIGN §8);
+spend hidden reasoning tokens out of the request's output cap first, as reasoning models do (DESIGN §8; `spends`
+scripts it by the effort asked for);
 `server.inject(...)` queues faults (429 with Retry-After, Gemini's 429 with RetryInfo and QuotaFailure, OpenAI's
 insufficient_quota and x-ratelimit-reset headers, Anthropic's 529, 500, a hang past the client's timeout, a
-garbage body) for the next requests; `server.latency` delays every answer. Every request is recorded (path,
-headers, body, arrival time), so tests count at the server what really went over the wire. It runs on its own
-thread and event loop, so synchronous tests and subprocesses (the real `prbj` CLI) can talk to it.
+garbage body) for the next requests; `server.latency` delays every answer; `server.strict_params` answers 400 for
+the parameter combinations each provider rejects, `server.retired` names models that answer 404. Every request
+is recorded (path, headers, body, arrival time), so tests count at the server what really went over the wire. It
+runs on its own thread and event loop, so synchronous tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
@@ -68,21 +71,6 @@ class Reply:
     # Gemini: the prompt itself was blocked (`promptFeedback.blockReason`): no candidates at all. Other
     # families answer it as a refusal.
     blocked: str | None = None
-
-
-def output_cap(request: ChatRequest) -> int | None:
-    """The output-token cap the request sent, however its family spells it."""
-    body = request.body
-    config = body.get("generationConfig") or body.get("generation_config") or {}
-    for value in (
-        body.get("max_completion_tokens"),
-        body.get("max_tokens"),
-        config.get("maxOutputTokens"),
-        config.get("max_output_tokens"),
-    ):
-        if isinstance(value, int):
-            return value
-    return None
 
 
 def spend_cap(reply: Reply, cap: int | None) -> Reply:
@@ -173,15 +161,57 @@ def _tokens(text: str) -> int:
     return max(1, len(text.split()))
 
 
+def output_cap(request: ChatRequest) -> int | None:
+    """The output bound the request sent, as each provider names it."""
+    body = request.body
+    if request.family == "gemini":  # Gemini's JSON takes either spelling; LiteLLM sends max_output_tokens
+        config = body.get("generationConfig") or {}
+        return config.get("maxOutputTokens") or config.get("max_output_tokens")
+    return body.get("max_completion_tokens") or body.get("max_tokens")
+
+
+def reasoning_effort(request: ChatRequest) -> str | None:
+    """The reasoning the request asked for, in OpenAI's words: OpenAI `reasoning_effort`, Anthropic `thinking`
+    (adaptive: `output_config.effort`; manual: "budget:<tokens>"), Gemini `thinkingConfig.thinkingLevel`; None
+    when it asked for none."""
+    body = request.body
+    if request.family == "openai":
+        return body.get("reasoning_effort")
+    if request.family == "anthropic":
+        thinking = body.get("thinking") or {}
+        if thinking.get("type") == "adaptive":
+            return (body.get("output_config") or {}).get("effort", "high")
+        return f"budget:{thinking['budget_tokens']}" if thinking.get("type") == "enabled" else None
+    generation = body.get("generationConfig") or {}
+    config = generation.get("thinkingConfig") or generation.get("thinking_config") or {}
+    return config.get("thinkingLevel") or config.get("thinking_level")
+
+
+def spends(by_effort: dict[str | None, int]) -> Callable[[ChatRequest], int]:
+    """A `reasoning` script: hidden reasoning tokens by the effort asked for (a manual thinking budget spends
+    itself); a request asking for no reasoning spends `by_effort.get(None)` (default 0)."""
+
+    def tokens(request: ChatRequest) -> int:
+        effort = reasoning_effort(request)
+        if effort is not None and effort.startswith("budget:"):
+            return int(effort.split(":", 1)[1])
+        return by_effort.get(effort, by_effort.get(None, 0))
+
+    return tokens
+
+
 def _answer(
-    family: str, request: ChatRequest, reply: str | Reply, cache: tuple[int, int] = (0, 0)
+    family: str, request: ChatRequest, reply: str | Reply, cache: tuple[int, int] = (0, 0), reasoning: int = 0
 ) -> dict[str, Any]:
     """The provider's reply; `cache` = (tokens read from, written to) its prompt cache, reported in each
     provider's own usage fields (OpenAI prompt_tokens_details, Anthropic cache_*_input_tokens, Gemini
     cachedContentTokenCount) only when non-zero. A `Reply` adds how it ended and the hidden reasoning spent
-    (OpenAI completion_tokens_details.reasoning_tokens, Anthropic thinking blocks, Gemini thoughtsTokenCount)."""
+    (OpenAI completion_tokens_details.reasoning_tokens, Anthropic thinking blocks, Gemini thoughtsTokenCount);
+    `reasoning` more hidden tokens are spent from the output cap first (see `spend_cap`)."""
     if isinstance(reply, str):
         reply = Reply(reply)
+    if reasoning:
+        reply = spend_cap(replace(reply, reasoning_tokens=reply.reasoning_tokens + reasoning), output_cap(request))
     if reply.blocked and family != "gemini":
         reply = Reply("", REFUSED)
     text = reply.text
@@ -286,24 +316,89 @@ def gemini_resource_exhausted(fault: Fault) -> dict[str, Any]:
     return {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}}
 
 
-def model_not_found(family: str, model: str) -> dict[str, Any]:
-    """Each provider's 404 for a model it does not serve (any more)."""
-    if family == "openai":
-        message = f"The model `{model}` does not exist or you do not have access to it."
-        error = {"message": message, "type": "invalid_request_error", "param": None, "code": "model_not_found"}
-        return {"error": error}
+_RETIRED = {
+    "openai": "The model `{model}` does not exist or you do not have access to it.",
+    "anthropic": "model: {model}",
+    "gemini": "models/{model} is not found for API version v1beta, or is not supported for generateContent.",
+}
+_OPENAI_REASONING = re.compile(r"^(gpt-[5-9]|o[1-9])(?!.*chat)")
+_CLAUDE_VERSION = re.compile(r"^claude-[a-z]+-(\d)(?:-(\d{1,2}))?(?=$|[-@])")
+
+
+def provider_error(family: str, status: int, message: str, param: str | None = None) -> web.Response:
+    """An error in the provider's documented shape."""
     if family == "anthropic":
-        return {"type": "error", "error": {"type": "not_found_error", "message": f"model: {model}"}}
-    message = f"models/{model} is not found for API version v1beta, or is not supported for generateContent."
-    return {"error": {"code": 404, "message": message, "status": "NOT_FOUND"}}
+        kind = "not_found_error" if status == 404 else "invalid_request_error"
+        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+    if family == "gemini":
+        state = "NOT_FOUND" if status == 404 else "INVALID_ARGUMENT"
+        return web.json_response({"error": {"code": status, "message": message, "status": state}}, status=status)
+    code = "model_not_found" if status == 404 else "unsupported_parameter"
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+    return web.json_response(body, status=status)
+
+
+def provider_rejection(request: ChatRequest) -> tuple[str, str] | None:
+    """(message, parameter) of the 400 the provider documents for this request's parameters, or None:
+    OpenAI reasoning models (max_tokens; temperature other than 1 and top_p unless reasoning_effort is "none";
+    an effort level the model does not take), Claude 4.5 and later (temperature with top_p; with thinking on, a
+    budget below 1024 or not below max_tokens, temperature other than 1, top_p below 0.95, top_k)."""
+    body, model = request.body, request.model.split("/")[-1]
+    if request.family == "openai" and _OPENAI_REASONING.match(model):
+        if "max_tokens" in body:
+            return (
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.",
+                "max_tokens",
+            )
+        newer = not model.startswith("gpt-5-") and model != "gpt-5"  # gpt-5.1 and later
+        effort = body.get("reasoning_effort") or ("none" if newer else "medium")
+        levels = ("none", "low", "medium", "high") if newer else ("minimal", "low", "medium", "high")
+        if effort not in levels:
+            listed = ", ".join(f"'{level}'" for level in levels)
+            return (
+                f"Unsupported value: '{effort}' is not supported with the '{model}' model. Supported values "
+                f"are: {listed}.",
+                "reasoning_effort",
+            )
+        if effort != "none" and body.get("temperature", 1) != 1:
+            return (
+                f"Unsupported value: 'temperature' does not support {body['temperature']} with this model. Only "
+                "the default (1) value is supported.",
+                "temperature",
+            )
+        if effort != "none" and "top_p" in body:
+            return "Unsupported parameter: 'top_p' is not supported with this model.", "top_p"
+        return None
+    match = _CLAUDE_VERSION.match(model) if request.family == "anthropic" else None
+    if match is None or (int(match.group(1)), int(match.group(2) or 0)) < (4, 5):
+        return None
+    if "temperature" in body and "top_p" in body:
+        return "`temperature` and `top_p` cannot both be specified for this model. Please use only one.", "top_p"
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") not in ("enabled", "adaptive"):
+        return None
+    if thinking.get("type") == "enabled":
+        budget = int(thinking.get("budget_tokens") or 0)
+        if budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024", "thinking"
+        if budget >= int(body.get("max_tokens") or 0):
+            return "`max_tokens` must be greater than `thinking.budget_tokens`.", "max_tokens"
+    if body.get("temperature", 1) != 1:
+        return "`temperature` may only be set to 1 when thinking is enabled.", "temperature"
+    if "top_p" in body and float(body["top_p"]) < 0.95:
+        return "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled.", "top_p"
+    if "top_k" in body:
+        return "`top_k` cannot be set when thinking is enabled.", "top_k"
+    return None
 
 
 @dataclass
 class ProviderServer:
     reply: Callable[[ChatRequest], str | Reply] = field(default=lambda request: "Result: A")
-    # Hidden reasoning tokens each reply spends out of the request's output cap before its text (a number, or
-    # a function of the request); 0: none, and the cap is not enforced.
-    reasoning: int | Callable[[ChatRequest], int] = 0
+    # Hidden reasoning tokens each reply spends out of the request's output cap before its text (a number, or a
+    # function of the request such as `spends`); None: none, and the cap is not enforced.
+    reasoning: int | Callable[[ChatRequest], int] | None = None
     latency: float = 0.0
     requests: list[ChatRequest] = field(default_factory=list)
     _faults: deque[Fault] = field(default_factory=deque)
@@ -315,7 +410,9 @@ class ProviderServer:
     _prefixes: set[str] = field(default_factory=set)
     # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
     batches: Any = None
-    # Models that no longer exist: every request naming one answers 404 "model not found" in its family's shape.
+    # Answer 400, as each provider does, for the parameter combinations it rejects (see provider_rejection).
+    strict_params: bool = False
+    # Model ids the provider no longer serves: every request for one answers 404 in the provider's shape.
     retired: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -342,8 +439,6 @@ class ProviderServer:
             self.requests.clear()
             self._faults.clear()
             self._prefixes.clear()
-            self.retired.clear()
-            self.reasoning = 0
         self.batches.reset()
 
     @property
@@ -370,8 +465,9 @@ class ProviderServer:
             await asyncio.sleep(self.latency)
         if fault is not None:
             return await self._fault(fault, parsed)
-        if parsed.model in self.retired:
-            return web.json_response(model_not_found(family, parsed.model), status=404)
+        refused = self._refusal(parsed)
+        if refused is not None:
+            return refused
         try:
             reply = self.answer(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
@@ -383,10 +479,18 @@ class ProviderServer:
         reply = self.reply(request)
         if isinstance(reply, str):
             reply = Reply(reply)
-        reasoning = self.reasoning(request) if callable(self.reasoning) else self.reasoning
+        reasoning = self.reasoning(request) if callable(self.reasoning) else self.reasoning or 0
         if reasoning:
             reply = Reply(reply.text, reply.end, reply.native, reply.reasoning_tokens + reasoning, reply.blocked)
         return spend_cap(reply, output_cap(request)) if reply.reasoning_tokens else reply
+
+    def _refusal(self, request: ChatRequest) -> web.Response | None:
+        """A retired model's 404, or (with `strict_params`) the 400 the provider answers for the parameters."""
+        model = request.model.split("/")[-1]
+        if model in self.retired:
+            return provider_error(request.family, 404, _RETIRED[request.family].format(model=model), "model")
+        problem = provider_rejection(request) if self.strict_params else None
+        return None if problem is None else provider_error(request.family, 400, *problem)
 
     def prompt_cache(self, family: str, request: ChatRequest) -> tuple[int, int]:
         """(tokens read, tokens written) of the provider's prompt cache for `request`, remembering its prefix."""

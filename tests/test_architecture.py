@@ -29,7 +29,9 @@ LAYERS: dict[str, int] = {
     "build": 8,
     "serve": 8,
     "view": 8,
-    "cli": 9,
+    # An experiment runs best-of-N, builds and correlations as stages and reads what they write: above them.
+    "experiments": 9,
+    "cli": 10,
 }
 # Modules directly under prbj/ that every layer may use.
 SHARED_TOP_LEVEL = {"__init__", "__main__", "errors"}

@@ -22,7 +22,7 @@ from prbj.llm.batch.wire import BatchLine, Limits, split
 SAMPLE = load_dataset()
 PROFILES = {
     "openai": ("gpt-5.1", "OPENAI_API_KEY"),
-    "anthropic": ("claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+    "anthropic": ("claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
     "gemini": ("gemini-3-flash", "GEMINI_API_KEY"),
 }
 

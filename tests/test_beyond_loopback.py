@@ -155,9 +155,9 @@ def test_jury_verdict_equals_the_majority_by_hand(harness: Harness, server: Prov
 
     server.reply = by_family
     dataset = harness.dataset(own_profiles(10))
-    args = ["--context", "none", "-p", "gpt-5.1", "-p", "claude-sonnet-4-5"]
+    args = ["--context", "none", "-p", "gpt-5.1", "-p", "claude-sonnet-4-6"]
     run = harness.judge(
-        dataset, *args, "--jury", "trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-5", "--compare"
+        dataset, *args, "--jury", "trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-6", "--compare"
     )
     assert run.exit_code == 0, run.output
     majority = {i for i in range(1, 11) if sum(i in s for s in right.values()) >= 2}

@@ -172,9 +172,12 @@ def test_the_policy_sees_question_and_ranked_posts_but_never_the_rubric() -> Non
     )  # the 2 posts most relevant to the question
     assert "SECRET" not in text  # make_record marks its narrative and rubric aspects SECRET-
     assert [r.sample_index for r in requests] == [0, 1, 2]
-    assert [r.params["seed"] for r in requests] == [10, 11, 12]
-    assert requests[0].params["temperature"] == 0.7 and requests[0].params["top_p"] == 0.8
+    # A request carries only its sample's seed; the sampling settings are the provider's, settled before any call.
+    assert [dict(r.params) for r in requests] == [{"seed": 10}, {"seed": 11}, {"seed": 12}]
     assert "seed" not in Policy(_provider(), SamplingSettings(seed=None)).request(pair, 0).params
+    asked = SamplingSettings(temperature=0.7, top_p=0.8, typed=frozenset({"temperature"})).asked()
+    assert (asked["temperature"].value, asked["temperature"].typed) == (0.7, True)
+    assert (asked["top_p"].value, asked["top_p"].source, asked["top_p"].typed) == (0.8, "BoN default", False)
 
 
 @pytest.mark.parametrize(

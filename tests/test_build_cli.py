@@ -50,7 +50,7 @@ def workspace(tmp_path: Path) -> Path:
     providers.mkdir()
     (providers / "writer.toml").write_text(_profile("openai/writer-model", "OPENAI_API_KEY"))
     (providers / "critic.toml").write_text(
-        _profile("anthropic/claude-sonnet-4-5-20250929", "ANTHROPIC_API_KEY")
+        _profile("anthropic/claude-sonnet-4-6", "ANTHROPIC_API_KEY")
     )
     write_fixture(tmp_path / "lamp.jsonl")
     return tmp_path
@@ -139,7 +139,7 @@ def test_build_end_to_end_keeps_good_pairs_and_explains_every_drop(server, works
     provenance = {p["id"]: p for p in read_jsonl(out / "provenance.jsonl")}
     assert sorted(provenance) == sorted(f"lamp-{r}" for r in KEPT)
     art1 = provenance["lamp-art-1"]
-    assert art1["models"]["planner"]["model"] == "anthropic/claude-sonnet-4-5-20250929"
+    assert art1["models"]["planner"]["model"] == "anthropic/claude-sonnet-4-6"
     assert art1["models"]["chosen"]["model"] == "openai/writer-model"
     assert set(art1["template_hashes"]) == {"planner", "chosen", "rejected", "check"}
     assert art1["checks"]["chosen"] == {"factuality": 5, "relevance": 5, "helpfulness": 4, "adherence": 5}

@@ -28,7 +28,7 @@ from prbj.llm.retry import RetryPolicy
 
 FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=20, initial_wait=0.01, max_wait=0.05)
 KEYS = {"GEMINI_API_KEY": "gem-conformance-1", "OPENAI_API_KEY": "oai-conformance-2", "ANTHROPIC_API_KEY": "ant-3"}
-PROVIDERS = ("gemini-3-flash", "gpt-5.1", "claude-sonnet-4-5")
+PROVIDERS = ("gemini-3-flash", "gpt-5.1", "claude-sonnet-4-6")
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +41,7 @@ def server():
 def fresh(server: ProviderServer, monkeypatch: pytest.MonkeyPatch):
     server.reset()
     server.reply = lambda request: "Result: A"
+    server.reasoning, server.retired = None, set()
     for name, value in KEYS.items():
         monkeypatch.setenv(name, value)
 
@@ -101,8 +102,8 @@ async def test_a_reply_cut_at_the_cap_keeps_its_visible_text(server, tmp_path, n
     [
         ("gpt-5.1", Reply("", REFUSED), "refused (content_filter)"),
         ("gpt-5.1", Reply("I can't help with that.", REFUSED), "refused (content_filter)"),
-        ("claude-sonnet-4-5", Reply("", REFUSED), "refused (refusal)"),
-        ("claude-sonnet-4-5", Reply("I won't judge this.", REFUSED), "refused (refusal)"),
+        ("claude-sonnet-4-6", Reply("", REFUSED), "refused (refusal)"),
+        ("claude-sonnet-4-6", Reply("I won't judge this.", REFUSED), "refused (refusal)"),
         ("gemini-3-flash", Reply("", REFUSED), "refused (SAFETY)"),
         ("gemini-3-flash", Reply("", REFUSED, native="PROHIBITED_CONTENT"), "refused (PROHIBITED_CONTENT)"),
         ("gemini-3-flash", Reply("Result: A", REFUSED, native="RECITATION"), "refused (RECITATION)"),
@@ -183,7 +184,7 @@ async def test_an_exhausted_quota_is_not_retried_and_stops_the_provider(server, 
 
 
 async def test_anthropic_529_is_overloaded_and_retried(server, tmp_path) -> None:
-    spec = provider("claude-sonnet-4-5", server)
+    spec = provider("claude-sonnet-4-6", server)
     server.inject("529", "529")
     with gateway(tmp_path) as calls:
         assert (await calls.call(spec, ask("once"))).ok
@@ -199,7 +200,7 @@ async def test_anthropic_529_is_overloaded_and_retried(server, tmp_path) -> None
 
 SAMPLE = load_dataset()
 CHOSEN = {pair.chosen for pair in SAMPLE.pairs}
-RETIRED = "claude-sonnet-4-5-20250929"
+RETIRED = "claude-sonnet-4-6"  # retired by the loopback provider for this test
 
 
 def pair_of(request) -> Pair:
@@ -245,7 +246,7 @@ def test_a_run_against_real_provider_behaviour_counts_each_case_apart(server, tm
     hard_cases(server)
     server.retired = {RETIRED}
     server.inject(Fault("429-gemini", retry_after=0.5, family="gemini"))
-    providers = ["-p", "gemini-3-flash", "-p", "gpt-5.1", "-p", "claude-sonnet-4-5"]
+    providers = ["-p", "gemini-3-flash", "-p", "gpt-5.1", "-p", "claude-sonnet-4-6"]
     result = judge(tmp_path, server, *providers)
     assert result.exit_code == 1, result.output  # the retired model answered nothing
     run = latest_run(tmp_path)
@@ -262,7 +263,7 @@ def test_a_run_against_real_provider_behaviour_counts_each_case_apart(server, tm
                 "answer": ("ok", None),
             }[kind(pair_id)]
             assert seen[(judge_name, pair_id)] == expected, (judge_name, pair_id)
-        assert {seen[("claude-sonnet-4-5", p)] for p in pairs} == {("api_error", "404 Not Found")}
+        assert {seen[("claude-sonnet-4-6", p)] for p in pairs} == {("api_error", "404 Not Found")}
     # Accuracy over the answered pairs only, and exact: the scripted judge is always right.
     summary = json.loads((run / "summary.json").read_text())["results"]
     answered = sum(1 for p in pairs if kind(p) == "answer")
@@ -283,7 +284,7 @@ def test_a_run_against_real_provider_behaviour_counts_each_case_apart(server, tm
     assert server.count() == sent
     replayed = outcomes(latest_run(tmp_path))
     for key, outcome in seen.items():
-        assert replayed[key] == (outcome if key[0] != "claude-sonnet-4-5" else ("skipped_cache", None))
+        assert replayed[key] == (outcome if key[0] != "claude-sonnet-4-6" else ("skipped_cache", None))
 
 
 def test_retry_failed_re_asks_cut_off_and_refused_replies(server, tmp_path) -> None:
@@ -323,7 +324,7 @@ def test_repair_never_sends_an_empty_assistant_turn(server, tmp_path) -> None:
 
 # --- the same replies in provider batch jobs, and batch calls a provider refuses ---------------------------------
 
-PROFILES = {"openai": "gpt-5.1", "anthropic": "claude-sonnet-4-5", "gemini": "gemini-3-flash"}
+PROFILES = {"openai": "gpt-5.1", "anthropic": "claude-sonnet-4-6", "gemini": "gemini-3-flash"}
 
 
 def batch_judge(server: ProviderServer, tmp_path: Path, family: str, name: str, *args: str) -> Result:

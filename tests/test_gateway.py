@@ -67,7 +67,7 @@ def ask(text: str, **kwargs) -> LLMRequest:
             "gem-CANARY-1",
         ),
         ("gpt-5.1", "/chat/completions", "authorization", "Bearer oai-CANARY-2"),
-        ("claude-sonnet-4-5", "/v1/messages", "x-api-key", "ant-CANARY-3"),
+        ("claude-sonnet-4-6", "/v1/messages", "x-api-key", "ant-CANARY-3"),
     ],
 )
 async def test_each_wire_format_round_trips(server, tmp_path, name, path, header, key) -> None:
@@ -80,7 +80,7 @@ async def test_each_wire_format_round_trips(server, tmp_path, name, path, header
     headers = {k.lower(): v for k, v in request.headers.items()}
     assert headers[header] == key
     assert request.system == "You are terse."
-    if name == "claude-sonnet-4-5":
+    if name == "claude-sonnet-4-6":
         assert "anthropic-version" in headers
 
 
@@ -117,7 +117,7 @@ async def test_total_retry_time_is_bounded(server, tmp_path) -> None:
 
 async def test_retry_after_is_honoured(server, tmp_path) -> None:
     server.inject(Fault("429", retry_after=0.6))
-    result = await gateway(tmp_path).call(provider("claude-sonnet-4-5", server), ask("wait"))
+    result = await gateway(tmp_path).call(provider("claude-sonnet-4-6", server), ask("wait"))
     assert result.ok
     first, second = server.requests
     assert second.received_at - first.received_at >= 0.55

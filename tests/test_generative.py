@@ -27,7 +27,7 @@ from prbj.llm.providers import bundled_providers_dir
 PROVIDERS = {
     "gemini-3-flash": ("GEMINI_API_KEY", "gemini"),
     "gpt-5.1": ("OPENAI_API_KEY", "openai"),
-    "claude-sonnet-4-5": ("ANTHROPIC_API_KEY", "anthropic"),
+    "claude-sonnet-4-6": ("ANTHROPIC_API_KEY", "anthropic"),
 }
 DUMMY_KEYS = {key: "dummy-key-for-the-loopback" for key, _ in PROVIDERS.values()}
 # Strings of the scoring standard; none may reach a model outside the oracle setting.
@@ -132,7 +132,7 @@ class Run:
 
 
 def unpaced_profiles(folder: Path) -> Path:
-    """The bundled profiles with their requests-per-minute pacing lifted (claude-sonnet-4-5 spaces requests
+    """The bundled profiles with their requests-per-minute pacing lifted (claude-sonnet-4-6 spaces requests
     1.2 s apart); model ids, prices and parameters stay as shipped."""
     folder.mkdir()
     for profile in bundled_providers_dir().glob("*.toml"):
@@ -508,7 +508,7 @@ def test_context_planner_shows_planned_aspects_not_the_profile(
         "--profile-k",
         "2",
         "-p",
-        "claude-sonnet-4-5",
+        "claude-sonnet-4-6",
     )
     assert run.exit_code == 0, run.output
     planner_calls = judge_requests(server, "openai")
@@ -524,7 +524,7 @@ def test_context_planner_shows_planned_aspects_not_the_profile(
         assert profile_markers(request.prompt) == []
     assert_no_scoring_standard(server.requests)
 
-    for judge in ("gemini-3-flash", "claude-sonnet-4-5"):
+    for judge in ("gemini-3-flash", "claude-sonnet-4-6"):
         assert run.overall(judge, "planner")["accuracy"] == 1.0
     lines = [json.loads(line) for line in (run.run_dir / "planner.jsonl").read_text().splitlines()]  # type: ignore[operator]
     assert [line["pair_id"] for line in lines] == ["t-001", "t-002", "t-003"]

@@ -15,7 +15,7 @@ from prbj.llm.providers import ProviderSpec
 
 MODELS = {
     "openai": "openai/gpt-5.1-2025-11-13",
-    "anthropic": "anthropic/claude-sonnet-4-5-20250929",
+    "anthropic": "anthropic/claude-sonnet-4-6",
     "gemini": "gemini/gemini-2.5-flash",
 }
 SHARED = "profile: " + " ".join(f"post{i} about hiking and tea" for i in range(1200))

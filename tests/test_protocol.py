@@ -162,10 +162,11 @@ async def test_the_official_gold_call_and_its_list_parse(
     from dataclasses import replace
 
     from conftest import make_record
-    from prbj.bon.gold import gold_judge
+    from prbj.bon.gold import gold_judge, gold_params
     from prbj.data.validate import parse_pair
     from prbj.llm.gateway import Gateway
-    from prbj.llm.providers import resolve_provider
+    from prbj.llm.params import with_params
+    from prbj.llm.providers import ProviderSpec, resolve_provider
     from prbj.llm.retry import RetryPolicy
 
     monkeypatch.setenv("OPENAI_API_KEY", "gold-test-key")
@@ -177,12 +178,14 @@ async def test_the_official_gold_call_and_its_list_parse(
     ]
     pair = parse_pair(record)
     with ProviderServer(reply=lambda r: "[2, 1]") as running:
-        spec = replace(resolve_provider("gpt-5.1", api_base=running.url), rpm=None)
+        plain = ProviderSpec(name="gold", model="openai/gold-judge", api_key_env=None, paid=False)
+        assert with_params(plain, gold_params(repo)).params == {"max_tokens": 32, "temperature": 0.0}
+        # A reasoning model gets room for its reasoning and no temperature it does not take (test_param_rules).
+        spec = replace(with_params(resolve_provider("gpt-5.1", api_base=running.url), gold_params(repo)), rpm=None)
         judge = gold_judge(spec, Gateway(None, retry=RetryPolicy(max_attempts=1)), "per-answer", repo)
         (request,) = judge.requests(pair, "an answer")
         assert request.messages[0]["content"] == "TEST-GOLD-SYSTEM line."
         assert request.messages[1]["content"] == f"TEST-GOLD {pair.question} | an answer | Budget, Darkroom"
-        assert request.params["max_tokens"] == 32
         grade = await judge.grade(pair, "an answer")
         assert (
             grade.status == "ok" and grade.aspect_scores == [2.0, 1.0] and grade.score == pytest.approx(0.75)

@@ -479,3 +479,14 @@ async def test_a_page_that_fails_says_so_in_a_page(client, runs, monkeypatch) ->
     response = await client.get(f"/run/{_key(runs['sample'])}/pair/ae-001")
     text = await response.text()
     assert response.status == 500 and "RuntimeError: no luck" in text and "Traceback" not in text
+
+
+def test_without_runs_the_command_says_so(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    for args in (["view"], ["view", "no-such-dir"]):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 2 and "error:" in result.output, result.output
+    (tmp_path / "reports" / "baselines").mkdir(parents=True)
+    result = runner.invoke(main, ["view", "--bundle", "site"])
+    assert result.exit_code == 2 and "no run directory in reports/" in result.output

@@ -132,7 +132,7 @@ class CorrelationReport:
 
     def document(self) -> dict[str, Any]:
         """The content of correlation.json: a pure function of inputs and seed."""
-        return _finite(
+        return finite_json(
             {
                 "prbj_version": __version__,
                 "inputs": self.config.inputs,
@@ -148,14 +148,14 @@ class CorrelationReport:
         )
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no NaN: undefined metric values are written as null."""
+def finite_json(value: Any) -> Any:
+    """JSON has no NaN: undefined values (a metric, an interval) are written as null."""
     if isinstance(value, float):
         return value if np.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
+        return [finite_json(v) for v in value]
     return value
 
 

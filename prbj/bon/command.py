@@ -16,6 +16,7 @@ from rich.table import Table
 from prbj import __version__
 from prbj.analysis.downstream import STORE_FILE
 from prbj.analysis.stats import ALL_SUBSETS
+from prbj.bon.demo import DEMO, DemoGoldJudge
 from prbj.bon.evaluate import (
     BOOTSTRAP_RESAMPLES,
     CONFIDENCE,
@@ -27,7 +28,7 @@ from prbj.bon.evaluate import (
     official_summary,
     picked_samples,
 )
-from prbj.bon.gold import GoldJudge, GoldMode, gold_judge
+from prbj.bon.gold import GoldJudge, GoldMode, gold_judge, gold_params
 from prbj.bon.rundir import (
     EVALUATIONS_FILE,
     FAILED_GOLD_FILE,
@@ -44,7 +45,7 @@ from prbj.bon.rundir import (
     slug,
     write_json,
 )
-from prbj.bon.sample import Policy, SamplingSettings, sample_answers
+from prbj.bon.sample import DemoPolicy, Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
 from prbj.judges.official import Protocol, require_repo
 from prbj.judges.registry import build_judges
@@ -80,9 +81,9 @@ def run_sample_command(
     policy: str,
     n: int,
     k_profile: int,
-    temperature: float,
-    top_p: float,
-    max_tokens: int,
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
     seed: int | None,
     dataset: str,
     subsets: tuple[str, ...],
@@ -96,8 +97,14 @@ def run_sample_command(
     on_ray = RayOptions.pop_from(gateway_options)
     console = Console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
-        settings = SamplingSettings(n, k_profile, temperature, top_p, max_tokens, seed)
-        sampler = Policy(resolve_provider(policy, shared, gateway), settings)
+        settings = sampling_settings(
+            n, k_profile, seed, temperature=temperature, top_p=top_p, max_tokens=max_tokens
+        )
+        sampler = (
+            DemoPolicy(settings)
+            if policy == DEMO
+            else Policy(resolve_provider(policy, shared, gateway, settings.asked()), settings)
+        )
         questions = load_questions(dataset, subsets, limit)
         started = now()
         try:
@@ -151,6 +158,23 @@ def run_sample_command(
     return 0
 
 
+def sampling_settings(
+    n: int, k_profile: int, seed: int | None, *, temperature: float | None, top_p: float | None, max_tokens: int | None
+) -> SamplingSettings:
+    """The sampling settings: the options given, the official defaults for the rest (and which is which)."""
+    given = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+    default = SamplingSettings()
+    return SamplingSettings(
+        n=n,
+        k_profile=k_profile,
+        temperature=default.temperature if temperature is None else temperature,
+        top_p=default.top_p if top_p is None else top_p,
+        max_tokens=default.max_tokens if max_tokens is None else max_tokens,
+        seed=seed,
+        typed=frozenset(name for name, value in given.items() if value is not None),
+    )
+
+
 def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> None:
     failed = frame.filter(pl.col("status") != "ok")
     if failed.height:
@@ -190,7 +214,14 @@ def run_score_command(
         try:
             scores = asyncio.run(
                 gateway.in_rounds(
-                    partial(score_samples, rms, questions, samples, concurrency=concurrency, show_progress=progress)
+                    partial(
+                        score_samples,
+                        rms,
+                        questions,
+                        samples,
+                        concurrency=concurrency,
+                        show_progress=progress,
+                    )
                 )
             )
         finally:
@@ -263,13 +294,23 @@ def run_evaluate_command(
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
     with shared.open() as gateway:
-        judge = gold_judge(resolve_provider(gold, shared, gateway), gateway, gold_mode, repo)
+        judge = (
+            DemoGoldJudge(gateway)
+            if gold == DEMO
+            else gold_judge(resolve_provider(gold, shared, gateway, gold_params(repo)), gateway, gold_mode, repo)
+        )
         started = now()
         try:
             graded = asyncio.run(
                 gateway.in_rounds(
                     partial(
-                        grade_picks, judge, questions, samples, picks, concurrency=concurrency, show_progress=progress
+                        grade_picks,
+                        judge,
+                        questions,
+                        samples,
+                        picks,
+                        concurrency=concurrency,
+                        show_progress=progress,
                     )
                 )
             )

@@ -34,6 +34,7 @@ from prbj.judges.official import (
 )
 from prbj.judges.verdict import final_part, strip_quotes
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
+from prbj.llm.params import Asked
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import Reading, read_reply
 from prbj.prompts import Template, builtin, combined_sha
@@ -234,7 +235,9 @@ class OfficialGoldJudge(GoldJudge):
         super().__init__(provider, gateway, "per-answer", system, repo.template(GOLD_PROMPT))
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "protocol": "official", "max_tokens": GOLD_MAX_TOKENS}
+        # The cap sent: the official 32 tokens, raised for a reasoning model (see gold_params).
+        sent = self.provider.params.get("max_tokens", GOLD_MAX_TOKENS)
+        return {**super().describe(), "protocol": "official", "max_tokens": sent}
 
     def requests(self, pair: Pair, answer: str) -> list[LLMRequest]:
         names = official_aspects([a.aspect for a in pair.view("oracle").rubric_aspects])
@@ -243,7 +246,6 @@ class OfficialGoldJudge(GoldJudge):
             LLMRequest.chat(
                 self.system.text,
                 user,
-                params={"max_tokens": GOLD_MAX_TOKENS, "temperature": 0.0},
                 template_hash=combined_sha(self.system, self.user) + "-official",
                 purpose="gold",
             )
@@ -264,6 +266,17 @@ class OfficialGoldJudge(GoldJudge):
         if not grade.fail([reading]):
             grade.aspect_scores = reading.value  # type: ignore[assignment]  # the official list may hold non-integers
         return grade
+
+
+def gold_params(repo: OfficialRepo | None) -> dict[str, Asked]:
+    """What the gold judge asks of its provider besides the profile: the official call's 32 tokens at
+    temperature 0 under --protocol official (prbj's own grading keeps the profile's settings). Defaults, not
+    options: on a reasoning model the provider rules raise the cap by room for its reasoning (otherwise hidden
+    reasoning spends the 32 tokens and the reply is empty) and leave out a temperature it does not take."""
+    if repo is None:
+        return {}
+    source = "official gold grading"
+    return {"max_tokens": Asked(GOLD_MAX_TOKENS, source), "temperature": Asked(0.0, source)}
 
 
 def gold_judge(

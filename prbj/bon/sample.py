@@ -21,7 +21,8 @@ import polars as pl
 
 from prbj.context.planner import format_profile
 from prbj.data.schema import Pair
-from prbj.llm.gateway import Gateway, LLMRequest
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
+from prbj.llm.params import Asked
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import read_reply
 from prbj.prompts import Template, builtin, combined_sha
@@ -43,10 +44,15 @@ SAMPLE_SCHEMA: dict[str, Any] = {
 RETRIEVAL_NOTE = "BM25 over the profile posts (offline); the official setup ranks them with Contriever"
 
 
+# The sampling settings of `prbj bon sample`, with the option that sets each.
+SAMPLING_OPTIONS = {"temperature": "--temperature", "top_p": "--top-p", "max_tokens": "--max-tokens"}
+
+
 @dataclass(frozen=True)
 class SamplingSettings:
     """Defaults are the official BoN setup (Qwen2.5-0.5B-Instruct policy): N=128, T=1.0, top_p=0.9, k=10,
-    at most 512 new tokens."""
+    at most 512 new tokens. `typed` names the settings the user gave on the command line: the provider rules
+    never change those (prbj.llm.params), while a default a provider rejects is changed and the change printed."""
 
     n: int = 128
     k_profile: int = 10
@@ -54,16 +60,23 @@ class SamplingSettings:
     top_p: float = 0.9
     max_tokens: int = 512
     seed: int | None = 42
+    typed: frozenset[str] = frozenset()
 
-    def params(self, index: int) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
+    def asked(self) -> dict[str, Asked]:
+        """What the policy's provider is asked for, with where each value came from; sample i sends seed + i."""
+        asked = {
+            name: Asked(getattr(self, name), option, "option")
+            if name in self.typed
+            else Asked(getattr(self, name), "BoN default", "default")
+            for name, option in SAMPLING_OPTIONS.items()
         }
         if self.seed is not None:
-            params["seed"] = self.seed + index
-        return params
+            asked["seed"] = Asked(self.seed, "--seed, + sample index", "default")
+        return asked
+
+    def params(self, index: int) -> dict[str, Any]:
+        """The per-sample parameters (the rest are the provider's, settled from `asked`)."""
+        return {} if self.seed is None else {"seed": self.seed + index}
 
 
 class Policy:
@@ -98,19 +111,32 @@ class Policy:
             purpose="policy",
         )
 
+    async def answer(self, gateway: Gateway, pair: Pair, index: int) -> LLMResult:
+        """Sample `index` for `pair`: one cached call."""
+        return await gateway.call(self.provider, self.request(pair, index))
+
     def describe(self) -> dict[str, Any]:
+        settings = {k: v for k, v in asdict(self.settings).items() if k != "typed"}
+        # What was sent: a setting the provider does not take is recorded as not sent (None).
+        sent = self.provider.params
+        settled = self.provider.settled
+        if settled is not None:
+            settings |= {name: sent.get(name) for name in SAMPLING_OPTIONS}
+            if "seed" in settled.unsent:
+                settings["seed"] = None
         return {
             "provider": self.provider.name,
             "model": self.provider.model,
             "api_base": self.provider.redacted_api_base,
-            **asdict(self.settings),
+            **settings,
+            **({"params": settled.record()} if settled is not None else {}),
             "profile_ranking": RETRIEVAL_NOTE,
             "templates": {t.name: t.sha for t in (self.system, self.user)},
         }
 
 
 async def _sample_one(policy: Policy, gateway: Gateway, pair: Pair, index: int) -> dict[str, Any]:
-    result = await gateway.call(policy.provider, policy.request(pair, index))
+    result = await policy.answer(gateway, pair, index)
     # An answer cut at the policy's output cap is still its answer (as in the official sampling); one with no
     # visible text (the cap spent on hidden reasoning) is `truncated`, a refusal is `refused`: no answer.
     reading = read_reply(result, lambda text: text if text.strip() else None, "answer")
@@ -145,3 +171,23 @@ async def sample_answers(
     ]
     rows = await run_jobs(jobs, concurrency=concurrency, description="sampling", show_progress=show_progress)
     return pl.DataFrame(rows, schema=SAMPLE_SCHEMA, orient="row")
+
+
+class DemoPolicy(Policy):
+    """The offline demo policy (prbj.bon.demo): writes each sample from the user's own posts, without a call."""
+
+    def __init__(self, settings: SamplingSettings) -> None:
+        from prbj.bon.demo import demo_provider
+
+        super().__init__(demo_provider("policy"), settings)
+
+    async def answer(self, gateway: Gateway, pair: Pair, index: int) -> LLMResult:
+        from prbj.bon.demo import demo_answer
+
+        text = demo_answer(pair, index, k_profile=self.settings.k_profile, seed=self.settings.seed)
+        return LLMResult(status="ok", text=text, completion_tokens=len(text.split()))
+
+    def describe(self) -> dict[str, Any]:
+        from prbj.bon.demo import DEMO_NOTE
+
+        return {**super().describe(), "note": DEMO_NOTE}

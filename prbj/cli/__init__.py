@@ -19,6 +19,7 @@ from prbj.cli.inspect import diff, show
 from prbj.cli.judge import judge
 from prbj.cli.power import power
 from prbj.cli.report import check, report
+from prbj.cli.run import run
 from prbj.cli.serve import serve
 from prbj.cli.support import EXIT_INTERRUPTED, friendly_errors
 from prbj.cli.view import view
@@ -55,6 +56,7 @@ for command in (
     serve,
     bon,
     build,
+    run,
     view,
 ):
     main.add_command(command)

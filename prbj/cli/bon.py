@@ -65,23 +65,22 @@ def bon() -> None:
 @click.option(
     "--temperature",
     type=click.FloatRange(min=0),
-    default=1.0,
-    show_default=True,
-    help="Sampling temperature.",
+    default=None,
+    help="Sampling temperature [default: 1.0, the official setup's]. A default the policy's provider does not "
+    "take is left out (printed and recorded); a value given here never is: the run is refused instead.",
 )
 @click.option(
     "--top-p",
     type=click.FloatRange(0, 1, min_open=True),
-    default=0.9,
-    show_default=True,
-    help="Nucleus top-p.",
+    default=None,
+    help="Nucleus top-p [default: 0.9, the official setup's; left out for providers that take temperature or "
+    "top-p, not both (Claude 4.5 and later) and for OpenAI reasoning models above effort none].",
 )
 @click.option(
     "--max-tokens",
     type=click.IntRange(min=1),
-    default=512,
-    show_default=True,
-    help="Longest answer in tokens.",
+    default=None,
+    help="Longest answer in tokens [default: 512; raised by room for the reasoning of a reasoning model].",
 )
 @seed_option(
     "Sample i is requested with seed SEED+i, so providers that honour seeds (vLLM, in-process models) "

@@ -107,13 +107,13 @@ def judge(**options: Any) -> None:
       prbj judge --dataset pairs.jsonl --seed 7 --out runs/
       GEMINI_API_KEY=... prbj judge -p gemini-3-flash --context none --context profile
       prbj judge -p gpt-5.1 --order both --max-cost 2.50 --dry-run
-      prbj judge -p claude-sonnet-4-5 --context planner --planner gemini-3-flash
+      prbj judge -p claude-sonnet-4-6 --context planner --planner gemini-3-flash
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1
       prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
       prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --protocol official --official-repo ../Personalized-RewardBench
       prbj judge -p gemini-3-flash --context profile --context swapped-profile --context none
-      prbj judge -p gemini-3-flash -p gpt-5.1 -p claude-sonnet-4-5 --jury trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-5
+      prbj judge -p gemini-3-flash -p gpt-5.1 -p claude-sonnet-4-6 --jury trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-6
       prbj judge -p gemini-3-flash --samples 5 --slice all --compare
     """
     from prbj.runs.collector import kept_for_the_run

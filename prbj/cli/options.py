@@ -253,10 +253,18 @@ gateway_options = stacked(
         metavar="SECONDS",
         help="Seconds before one request is abandoned (and retried), overriding the provider profile.",
     ),
+    click.option(
+        "--reasoning-effort",
+        type=click.Choice(["none", "minimal", "low", "medium", "high"]),
+        default=None,
+        help="Hidden reasoning of the run's models [default: the profile's]; part of the cache key. LiteLLM maps "
+        "it to each provider's control (OpenAI reasoning_effort, Anthropic thinking, Gemini thinkingLevel); a "
+        "level a model does not take is refused before any call.",
+    ),
 )
 """--max-cost, --dry-run, --cache-only, --cache-dir, --api-base, --providers-dir, --env-file, --rpm, --tpm,
---max-concurrency, --timeout; the command receives them as keyword arguments and hands them to
-prbj.llm.setup.GatewayOptions."""
+--max-concurrency, --timeout, --reasoning-effort; the command receives them as keyword arguments and hands them
+to prbj.llm.setup.GatewayOptions."""
 
 
 # --- protocol (judge, bon, serve) ---------------------------------------------------------------------------

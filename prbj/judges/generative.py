@@ -188,8 +188,6 @@ class LLMJudgeBase:
     retry_failed: bool = False
     # Which repeated sample of the same prompt this judge asks for (part of the cache key); see judges.sampling.
     sample_index: int = 0
-    # --temperature: sampling temperature for this run's calls (part of the cache key); None keeps the profile's.
-    temperature: float | None = None
 
     def _template_hash(self) -> str:
         return combined_sha(self.system, self.user, *self.contexts.templates()) + f"-p{PARSER_VERSION}"
@@ -208,10 +206,6 @@ class LLMJudgeBase:
         profile too."""
         return self.system.render(values), self.user.render(values)
 
-    def _params(self) -> dict[str, Any]:
-        # Only when asked: a default run's requests (and so its cache keys) stay exactly as before.
-        return {} if self.temperature is None else {"temperature": self.temperature}
-
     def _samples(self) -> range:
         """The sample indexes a call may use: 0, and with --retry-failed a few fresh ones after a failure."""
         return range(1 + (MAX_RETRY_SAMPLES if self.retry_failed else 0))
@@ -229,7 +223,6 @@ class LLMJudgeBase:
             template_hash=self._template_hash(),
             sample_index=self.sample_index + sample,
             shared_prefix_chars=shared_prefix_chars(user, varying),
-            params=self._params(),
         )
         result = await self.gateway.call(self.provider, request)
         usage.add(result, prompt_hash=prompt_hash(system, user))
@@ -248,7 +241,6 @@ class LLMJudgeBase:
             messages=messages,
             template_hash=self._template_hash() + "-repair",
             sample_index=self.sample_index,
-            params=self._params(),
         )
         result = await self.gateway.call(self.provider, request)
         usage.add(result)

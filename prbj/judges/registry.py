@@ -28,7 +28,13 @@ from prbj.judges.official import PAIRWISE_SYSTEM, PAIRWISE_USER
 from prbj.judges.scalar import HF_PREFIX, make_scalar_judge
 from prbj.judges.setup import JudgeOptions, make_planner, resolve_provider
 from prbj.llm.gateway import Gateway
-from prbj.llm.providers import LITELLM_PREFIX, LOCAL_PREFIX, is_provider_name, profile_names
+from prbj.llm.providers import (
+    LITELLM_PREFIX,
+    LOCAL_PREFIX,
+    is_provider_name,
+    profile_names,
+    retired_profile_message,
+)
 from prbj.llm.setup import GatewayOptions
 
 # LLM judges see the ranked profile unless told otherwise: the benchmark is about fitting one user, and a
@@ -61,7 +67,7 @@ def _scalar(
 def _llm(
     spec: str, options: JudgeOptions, shared: GatewayOptions, gateway: Gateway, planner: Planner | None
 ) -> list[Judge]:
-    provider = resolve_provider(spec, shared, gateway)
+    provider = resolve_provider(spec, shared, gateway, options.judge_params)
     system, user = options.system_template, options.user_template
     official = options.official
     default_context = DEFAULT_LLM_CONTEXT
@@ -120,6 +126,9 @@ def factory_for(spec: str, shared: GatewayOptions) -> JudgeFactory:
             return factory
     if is_provider_name(spec, shared.providers_dir):
         return _llm
+    retired = retired_profile_message(spec, shared.providers_dir)
+    if retired is not None:
+        raise ConfigError(retired)
     near = did_you_mean(spec, [*BASELINES, *profile_names(shared.providers_dir)])
     raise ConfigError(
         f"--provider {spec!r}: unknown judge;{near} offline judges are {', '.join(BASELINES)}; LLM judges are the "

@@ -4,17 +4,23 @@ their providers through `resolve_provider`, so each is resolved, priced and key-
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from rich.console import Console
+from rich.markup import escape
+
 from prbj.context.planner import Planner
 from prbj.data.schema import Context
 from prbj.judges.official import OfficialRepo, Protocol, require_repo
 from prbj.judges.scalar import ScalarOptions
+from prbj.llm import lifecycle
 from prbj.llm.gateway import Gateway
-from prbj.llm.providers import ProviderSpec
+from prbj.llm.params import Asked, with_params
+from prbj.llm.providers import LITELLM_TRANSPORT, ProviderSpec
 from prbj.llm.setup import GatewayOptions
 from prbj.local import provider as local_provider
 from prbj.prompts import Template, from_file
@@ -26,9 +32,14 @@ _REQUIRED_PLACEHOLDERS = {
 }
 
 
-def resolve_provider(spec: str, shared: GatewayOptions, gateway: Gateway) -> ProviderSpec:
-    """A provider ready to call: resolved (profile, litellm:<id> or hf-local:<path>), priced, and with its key
-    present when calls will really be sent. Every command resolves its providers here and only here."""
+def resolve_provider(
+    spec: str, shared: GatewayOptions, gateway: Gateway, asked: Mapping[str, Asked] | None = None
+) -> ProviderSpec:
+    """A provider ready to call: resolved (profile, litellm:<id> or hf-local:<path>), priced, with its key
+    present when calls will really be sent, and its parameters settled (prbj.llm.params): the profile's, then
+    the run's --reasoning-effort, then `asked` (the command's own settings), checked against the provider rules
+    before any call. Every command resolves its providers here and only here; what a rule changed or warns
+    about, and a model near or past its retirement date, is printed once (stderr) and recorded in run.json."""
     provider = local_provider.resolve_provider(
         spec,
         providers_dir=shared.providers_dir,
@@ -39,7 +50,31 @@ def resolve_provider(spec: str, shared: GatewayOptions, gateway: Gateway) -> Pro
     # Limits never enter the cache key, so overriding them for one run keeps every cached answer.
     overrides = shared.limit_overrides
     # The overrides are ProviderSpec fields (rpm, tpm, max_concurrency, timeout) with values of their types.
-    return replace(provider, **overrides) if overrides else provider  # type: ignore[arg-type]
+    provider = replace(provider, **overrides) if overrides else provider  # type: ignore[arg-type]
+    run_params = dict(asked or {})
+    notes: list[str] = []
+    if shared.reasoning_effort is not None:
+        if provider.transport == LITELLM_TRANSPORT:
+            run_params["reasoning_effort"] = Asked(shared.reasoning_effort, "--reasoning-effort", "option")
+        else:
+            notes.append(f"--reasoning-effort not sent to {provider.name}: in-process models do not reason on request")
+    provider = announce(lifecycle.checked(with_params(provider, run_params), shared.providers_dir), gateway, notes)
+    return provider
+
+
+def announce(provider: ProviderSpec, gateway: Gateway, extra: Sequence[str] = ()) -> ProviderSpec:
+    """Print what the parameter rules and the model's lifecycle say about `provider` (each line once per run)
+    and record its settled parameters in the run's usage."""
+    settled = provider.settled
+    lines = [*(settled.notices if settled is not None else ()), *extra]
+    fresh = [line for line in lines if line not in gateway.announced]
+    if fresh:
+        gateway.announced.update(fresh)
+        console = Console(stderr=True, highlight=False, soft_wrap=True)
+        for line in fresh:
+            console.print(f"[yellow]note:[/yellow] {provider.name}: {escape(line)}")
+    gateway.record_params(provider)
+    return provider
 
 
 @dataclass(frozen=True)
@@ -63,6 +98,15 @@ class JudgeOptions:
     # --official-repo, the user's clone of the official repository.
     protocol: Protocol = "prbj"
     official_repo: Path | None = None
+    # --temperature (prbj judge): the LLM judges' sampling temperature for this run; None keeps the profile's.
+    temperature: float | None = None
+
+    @property
+    def judge_params(self) -> dict[str, Asked]:
+        """What the LLM judges ask of their providers besides the profile (the planner asks nothing)."""
+        if self.temperature is None:
+            return {}
+        return {"temperature": Asked(self.temperature, "--temperature", "option")}
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> JudgeOptions:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from prbj.llm import lifecycle
 from prbj.llm.cache import ResponseCache
-from prbj.llm.litellm_setup import price_from_map
+from prbj.llm.lifecycle import WARN_DAYS
+from prbj.llm.litellm_setup import facts_from_map, price_from_map
 from prbj.llm.providers import TAKE_LITELLM_PRICE, ProviderSpec, bundled_providers_dir, list_providers
 
 _SECONDS_PER_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -78,9 +81,22 @@ def _where(provider: ProviderSpec) -> str:
     return f"bundled ({path.name})" if path.parent == bundled_providers_dir() else str(path)
 
 
-def print_providers(providers: Sequence[ProviderSpec], console: Console) -> None:
+def _retires(provider: ProviderSpec, price_map: dict[str, Any], on: date) -> str:
+    """The model's deprecation date from LiteLLM's map, and how it stands today."""
+    retires = facts_from_map(price_map, provider.model).retires_on
+    if retires is None:
+        return "no date announced"
+    if retires < on:
+        return f"[red]{retires.isoformat()} (retired)[/red]"
+    days = (retires - on).days
+    soon = days <= WARN_DAYS
+    return f"{'[yellow]' if soon else ''}{retires.isoformat()} (in {days} days){'[/yellow]' if soon else ''}"
+
+
+def print_providers(providers: Sequence[ProviderSpec], console: Console, on: date | None = None) -> None:
     """One stacked block per profile: nothing is cut or wrapped mid-word at 80 columns or in a pipe."""
-    price_map = _litellm_price_map() if any(p.price_source == TAKE_LITELLM_PRICE for p in providers) else {}
+    price_map = _litellm_price_map()
+    on = on or lifecycle.today()
     console.print("[bold]Provider profiles[/bold]", highlight=False)
     for p in providers:
         key = (
@@ -96,11 +112,13 @@ def print_providers(providers: Sequence[ProviderSpec], console: Console) -> None
             ("key", key),
             ("limits", _limits(p)),
             ("price", _listed_price(p, price_map)),
+            ("retires", _retires(p, price_map, on)),
         ):
-            console.print(f"  {label:<7}{value}", highlight=False, soft_wrap=True)
+            console.print(f"  {label:<8}{value}", highlight=False, soft_wrap=True)
     console.print(
-        "\n[dim]prices: USD per million tokens in / out; keys are never shown; --rpm, --tpm, "
-        "--max-concurrency and --timeout override the limits for one run[/dim]",
+        "\n[dim]prices: USD per million tokens in / out; retires: the model's deprecation date in LiteLLM's "
+        "model map (a run warns within 30 days of it); keys are never shown; --rpm, --tpm, --max-concurrency and "
+        "--timeout override the limits for one run[/dim]",
         highlight=False,
     )
 

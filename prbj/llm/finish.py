@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from prbj.data.status import CallStatus
+from prbj.llm.param_rules import OUTPUT_BOUNDS
 
 # OpenAI's words, which LiteLLM maps every provider's onto.
 STOP = "stop"
 LENGTH = "length"
 CONTENT_FILTER = "content_filter"
 
-# The output caps a request may carry, by the names LiteLLM and the providers give them.
-CAP_PARAMS = ("max_completion_tokens", "max_output_tokens", "max_tokens")
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def end_message(end: ReplyEnd, completion_tokens: int, params: Mapping[str, Any]
 
 def cap_text(params: Mapping[str, Any]) -> str:
     """`max_tokens=512` (each output cap the request carried), or `no cap sent`."""
-    caps = [f"{name}={params[name]}" for name in CAP_PARAMS if params.get(name) is not None]
+    caps = [f"{name}={params[name]}" for name in OUTPUT_BOUNDS if params.get(name) is not None]
     return ", ".join(caps) or "no cap sent"
 
 

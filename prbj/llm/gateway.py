@@ -41,7 +41,8 @@ from prbj.llm.error_text import describe_error, one_line
 from prbj.llm.finish import COMPLETE, ReplyEnd, end_cause, end_message, end_of
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
-from prbj.llm.prompt_cache import cache_adjustment
+from prbj.llm.param_rules import DEFAULT_MAX_TOKENS, output_cap
+from prbj.llm.prompt_cache import cache_adjustment, cache_write_premium
 from prbj.llm.provider_errors import from_provider
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import (
@@ -49,6 +50,7 @@ from prbj.llm.retry import (
     BackoffWait,
     RetryPolicy,
     cause_of,
+    http_status,
     is_rate_limit,
     is_retryable,
     is_timeout,
@@ -58,10 +60,9 @@ from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMT
 if TYPE_CHECKING:
     # Imported where a batch is queued: a run without --batch does not load the batch machinery (~0.05 s).
     from prbj.llm.batch.queue import BatchQueue
+    from prbj.llm.param_rules import SettledParams
 
 Mode = Literal["live", "cache_only", "dry_run"]
-# Output tokens assumed for a worst-case reservation when neither the request nor the profile bounds them.
-DEFAULT_MAX_TOKENS = 1024
 # A lease on a cache key lasts the request timeout plus this margin, renewed while the call goes on; a process
 # waiting for another's answer looks for it this often.
 LEASE_MARGIN_SECONDS = 30.0
@@ -72,6 +73,9 @@ T = TypeVar("T")
 # Set by whoever fans calls out (runs.engine) when the user presses Ctrl-C: from then on no request leaves, while
 # those already on the wire may finish and be cached. Tasks inherit it from the context they were created in.
 stop_sending: ContextVar[asyncio.Event | None] = ContextVar("prbj_stop_sending", default=None)
+# A dry run of several steps in a row (prbj run --dry-run) sets this to one set shared by their gateways: a request
+# an earlier step plans will be in the cache when a later step asks it, so it is planned (counted) once.
+planned_keys: ContextVar[set[str] | None] = ContextVar("prbj_planned_keys", default=None)
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,9 @@ class ProviderStats:
     # Provider prompt caching: input tokens read from the provider's cache, and what that saved net of writes.
     cached_input_tokens: int = 0
     provider_cache_saved_usd: float = 0.0
+    # The generation parameters of this provider's calls, one entry per setting the run used (the planner and
+    # a judge may differ): what prbj asked, what LiteLLM sent after its mapping, the rules' changes and warnings.
+    params: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,6 +180,8 @@ class _ProviderState:
     # paced meanwhile would then leave in one burst. So the first request goes alone, the rest wait for it.
     warmed: asyncio.Event = field(default_factory=asyncio.Event)
     warming: bool = False
+    # The settled parameters already recorded in `stats.params` (compared by identity: one check per call).
+    recorded: list[SettledParams] = field(default_factory=list)
 
 
 class Gateway:
@@ -217,6 +226,8 @@ class Gateway:
         # Answers this run bought in batch jobs: later rounds see them as bought now (cost, not cached), as a live
         # run's tables would.
         self._batch_bought: dict[str, LLMResult] = {}
+        # Notes about providers (parameter changes, retiring models) already printed in this run.
+        self.announced: set[str] = set()
 
     # --- lifetime ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -248,6 +259,21 @@ class Gateway:
     def stats(self) -> list[ProviderStats]:
         return [state.stats for state in self._providers.values()]
 
+    def providers(self) -> list[ProviderSpec]:
+        """The providers this gateway has been asked to call, in the order of stats()."""
+        return [state.spec for state in self._providers.values()]
+
+    def record_params(self, provider: ProviderSpec) -> None:
+        """Record `provider`'s settled parameters in its usage (run.json), once per distinct setting."""
+        state = self._state(provider)
+        settled = provider.settled
+        if settled is None or any(settled is seen for seen in state.recorded):
+            return
+        state.recorded.append(settled)
+        record = settled.record()
+        if record not in state.stats.params:
+            state.stats.params.append(record)
+
     def request_key(self, provider: ProviderSpec, request: LLMRequest) -> str:
         return cache_key(
             "llm",
@@ -261,6 +287,8 @@ class Gateway:
 
     async def call(self, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
         state = self._state(provider)
+        if provider.settled is not None and not any(provider.settled is seen for seen in state.recorded):
+            self.record_params(provider)
         key = self.request_key(provider, request)
         bought = self._batch_bought.get(key)
         if bought is not None:
@@ -269,14 +297,19 @@ class Gateway:
         if hit is not None:
             return self._hit(state, hit, request)
         if self.mode == "dry_run":
-            return self._plan(state, request)
+            planned = planned_keys.get()
+            if planned is not None and key in planned:
+                return LLMResult(status="dry_run", error="not sent (--dry-run; planned by an earlier step)")
+            if planned is not None:
+                planned.add(key)
+            return self._plan(state, provider, request)
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
-        if self.batch is not None and state.spec.transport == LITELLM_TRANSPORT:
-            return await self._queue(state, request, key)
+        if self.batch is not None and provider.transport == LITELLM_TRANSPORT:
+            return await self._queue(state, provider, request, key)
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
-        result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, request, key))
+        result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, provider, request, key))
         if shared:
             return LLMResult(**{**asdict(result), "end": result.end, "cost_usd": 0.0, "cached": result.replied})
         return result
@@ -354,7 +387,9 @@ class Gateway:
         return True
 
     # --- internals -----------------------------------------------------------------------------------
-    async def _queue(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
+    async def _queue(
+        self, state: _ProviderState, spec: ProviderSpec, request: LLMRequest, key: str
+    ) -> LLMResult:
         """Batch mode: a miss joins the next batch job (reserved at batch prices); a line that failed in this
         run's batch is an api_error with the provider's reason, bought again only by a later run."""
         from prbj.llm.batch.queue import Pending, batch_cost
@@ -364,7 +399,6 @@ class Gateway:
         reason = batch.failures.get(key)
         if reason is not None:
             return LLMResult(status="api_error", error=f"batch: {reason}")
-        spec = state.spec
         pending = Pending(spec, key, self._chat_call(spec, request, spec.api_key()), request.purpose)
         if key not in batch.pending:
             prompt, completion, _ = self._estimate(spec, request)
@@ -394,13 +428,15 @@ class Gateway:
             cached=True,
         )
 
-    async def _buy_leased(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
+    async def _buy_leased(
+        self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest, key: str
+    ) -> LLMResult:
         """`_buy` under a lease on `key` in the cache folder, so that processes sharing the folder buy each
         answer once: while another holds the lease this waits for its answer; when the holder gave up (errors
         are not stored) or crashed (its lease expired) this one claims the key and buys it."""
         cache = self.cache
         if cache is None:
-            return await self._buy(state, request, key)
+            return await self._buy(state, provider, request, key)
         # Longer than one request may take; renewed while retries go on, so it lapses only when its holder died.
         seconds = state.spec.timeout + LEASE_MARGIN_SECONDS
         # The lease and the store are SQLite writes: they run on the cache's worker thread, off the event loop.
@@ -416,7 +452,7 @@ class Gateway:
                 return self._hit(state, hit, request)
             renewal = _LeaseRenewal(cache, key, self._holder, seconds)
             try:
-                return await self._buy(state, request, key)
+                return await self._buy(state, provider, request, key)
             finally:
                 renewal.cancel()
         finally:
@@ -450,16 +486,32 @@ class Gateway:
 
     @staticmethod
     def _params(provider: ProviderSpec, request: LLMRequest) -> dict[str, Any]:
-        # The output bound reserved by the budget is the bound sent: without it a reply could run unbounded.
-        return {"max_tokens": DEFAULT_MAX_TOKENS, **provider.params, **request.params}
+        """The parameters sent (and keyed): the provider's, settled for this run (prbj.llm.params), then the
+        request's own (a sample's seed) unless the provider does not take them."""
+        params = {**provider.params, **request.params}
+        settled = provider.settled
+        if settled is not None and settled.unsent:
+            params = {name: value for name, value in params.items() if name not in settled.unsent}
+        if output_cap(params) is None:
+            # The output bound reserved by the budget is the bound sent: without it a reply could run unbounded.
+            params = {"max_tokens": DEFAULT_MAX_TOKENS, **params}
+        return params
 
     def _completion_bound(self, provider: ProviderSpec, request: LLMRequest) -> int:
-        return int(self._params(provider, request).get("max_tokens") or DEFAULT_MAX_TOKENS)
+        """The largest output bound sent (max_tokens, max_completion_tokens, max_output_tokens, a thinking
+        budget): what a reply may cost at most."""
+        return output_cap(self._params(provider, request)) or DEFAULT_MAX_TOKENS
 
     def _estimate(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
+        """(prompt tokens, output bound, worst-case USD). A request that carries an Anthropic cache breakpoint
+        may write its prompt into the provider's cache, billed above the input price (1.25×): the worst case
+        prices the whole prompt at that rate."""
         prompt = count_prompt_tokens(provider.model, request.messages)
         completion = self._completion_bound(provider, request)
-        return prompt, completion, provider.cost(prompt, completion)
+        cost = provider.cost(prompt, completion)
+        if request.shared_prefix_chars and provider.paid:
+            cost += prompt * cache_write_premium(provider, request.messages, request.shared_prefix_chars)
+        return prompt, completion, cost
 
     async def _estimate_off_loop(self, provider: ProviderSpec, request: LLMRequest) -> tuple[int, int, float]:
         """`_estimate`, on a worker thread for a long prompt: counting an ~800-token prompt takes about a
@@ -469,8 +521,8 @@ class Gateway:
             return self._estimate(provider, request)
         return await asyncio.to_thread(self._estimate, provider, request)
 
-    def _plan(self, state: _ProviderState, request: LLMRequest) -> LLMResult:
-        prompt, completion, cost = self._estimate(state.spec, request)
+    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
+        prompt, completion, cost = self._estimate(provider, request)
         state.stats.planned_calls += 1
         state.stats.planned_prompt_tokens += prompt
         state.stats.planned_completion_tokens += completion
@@ -478,11 +530,13 @@ class Gateway:
         if self.batch is not None:
             from prbj.llm.batch.queue import batch_cost
 
-            state.stats.planned_batch_cost_usd += batch_cost(state.spec, prompt, completion)
+            state.stats.planned_batch_cost_usd += batch_cost(provider, prompt, completion)
         return LLMResult(status="dry_run", error="not sent (--dry-run)")
 
-    async def _buy(self, state: _ProviderState, request: LLMRequest, key: str) -> LLMResult:
-        spec, stats = state.spec, state.stats
+    async def _buy(
+        self, state: _ProviderState, spec: ProviderSpec, request: LLMRequest, key: str
+    ) -> LLMResult:
+        stats = state.stats
         # Counting the prompt's tokens costs about a millisecond per call; only a spending cap or a TPM window
         # uses the count. Without either, the reservation is the output bound alone (nothing checks it) and a
         # timed-out attempt counts its full worst case when it happens (_account_failed_attempt).
@@ -526,7 +580,7 @@ class Gateway:
                     try:
                         completion = await self._send(state, call, prompt_estimate + completion_bound)
                     except Exception as err:
-                        self._account_failed_attempt(state, err, reserved, None if counted else request)
+                        self._account_failed_attempt(state, err, reserved, None if counted else (spec, request))
                         reserved = 0.0
                         raise
                     except asyncio.CancelledError:
@@ -628,7 +682,7 @@ class Gateway:
                 if is_rate_limit(err):
                     state.stats.rate_limited += 1
                     state.concurrency.record_rate_limited()
-                breaker.record_failure(err, one_line(err, secrets=[call.api_key]))
+                breaker.record_failure(err, _with_note(spec, err, one_line(err, secrets=[call.api_key])))
                 raise
             state.concurrency.record_success()
             breaker.record_success()
@@ -639,14 +693,14 @@ class Gateway:
         state: _ProviderState,
         error: BaseException,
         reserved: float,
-        uncounted: LLMRequest | None = None,
+        uncounted: tuple[ProviderSpec, LLMRequest] | None = None,
     ) -> None:
         """A timed-out request may still have been processed and billed: its worst case counts as spent.
         Other failures (429, 5xx, refused connections) were not billed: the reservation is given back.
         `uncounted` is the request when its prompt was not counted up front (no cap, no TPM window): its worst
         case is counted now, so a timeout is accounted exactly as before."""
         if is_timeout(error):
-            billed = reserved if uncounted is None else self._estimate(state.spec, uncounted)[2]
+            billed = reserved if uncounted is None else self._estimate(*uncounted)[2]
             self.budget.settle(reserved, billed)
             state.stats.cost_usd += billed
         else:
@@ -663,7 +717,9 @@ class Gateway:
         state.stats.errors += 1
         return LLMResult(
             status="api_error",
-            error=describe_error(error, attempts, time.monotonic() - started, secrets=[api_key]),
+            error=_with_note(
+                state.spec, error, describe_error(error, attempts, time.monotonic() - started, secrets=[api_key])
+            ),
             cause=cause_of(error),
             latency_s=time.monotonic() - started,
             attempts=attempts,
@@ -730,6 +786,13 @@ class _OverBudget(Exception):
 
 class _Interrupted(Exception):
     """Ctrl-C was pressed before this request left: it is not sent."""
+
+
+def _with_note(spec: ProviderSpec, error: BaseException | None, text: str) -> str:
+    """A failure's description, with what is known about a retired model when the provider answered 404."""
+    if error is None or not spec.not_found_note or http_status(error) != 404:
+        return text
+    return f"{text} ({spec.not_found_note})"
 
 
 async def _once(

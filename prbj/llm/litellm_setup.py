@@ -1,6 +1,7 @@
 """Import LiteLLM once, lazily (it takes seconds), configured for prbj: local price map, quiet, no own retries.
 
-What prbj reads from LiteLLM's model map (a model's prices) is remembered in a small JSON file keyed by the
+What prbj reads from LiteLLM's model map (a model's prices, deprecation date and reasoning support, and how
+LiteLLM maps a request's parameters for it) is remembered in a small JSON file keyed by the
 installed LiteLLM version (`model_map_file()`), so that a command that sends nothing (a cached rerun,
 `--cache-only`, `prbj providers`) never pays the import. The file is read as untrusted data: anything but the
 expected shape is ignored and looked up again.
@@ -12,7 +13,9 @@ import json
 import logging
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import date
 from functools import cache, lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -61,8 +64,10 @@ def _map_version() -> str | None:
 
 
 @cache
-def _remembered_prices() -> dict[str, tuple[float, float] | None]:
-    """Prices remembered for this LiteLLM version; {} when the file is missing, foreign or malformed."""
+def _remembered() -> dict[str, dict[str, Any]]:
+    """Every section of the facts remembered for this LiteLLM version, each entry checked by its section's
+    validator (an entry of the wrong shape is dropped and looked up again); {} when the file is missing,
+    foreign or malformed."""
     version = _map_version()
     if version is None:
         return {}
@@ -72,10 +77,13 @@ def _remembered_prices() -> dict[str, tuple[float, float] | None]:
         return {}
     if not isinstance(document, dict) or document.get("litellm") != version:
         return {}
-    prices = document.get("prices")
-    if not isinstance(prices, dict):
-        return {}
-    return {model: _as_price(raw) for model, raw in prices.items() if _is_price(raw)}
+    kept: dict[str, dict[str, Any]] = {}
+    for section, valid in _SECTIONS.items():
+        entries = document.get(section)
+        kept[section] = (
+            {key: raw for key, raw in entries.items() if valid(raw)} if isinstance(entries, dict) else {}
+        )
+    return kept
 
 
 def _is_price(raw: Any) -> bool:
@@ -90,20 +98,36 @@ def _is_price(raw: Any) -> bool:
     )
 
 
-def _as_price(raw: list[float] | None) -> tuple[float, float] | None:
-    return None if raw is None else (float(raw[0]), float(raw[1]))
+def _is_facts(raw: Any) -> bool:
+    """Remembered model facts: {"deprecation_date": "YYYY-MM-DD" | None, "supports_reasoning": bool,
+    "default_reasoning_effort": str | None}."""
+    if not isinstance(raw, dict) or set(raw) != set(ModelFacts.__dataclass_fields__):
+        return False
+    date, reasoning, effort = raw["deprecation_date"], raw["supports_reasoning"], raw["default_reasoning_effort"]
+    return (
+        (date is None or (isinstance(date, str) and _iso_date(date) is not None))
+        and isinstance(reasoning, bool)
+        and (effort is None or isinstance(effort, str))
+    )
 
 
-def _remember_price(model: str, price: tuple[float, float] | None) -> None:
+def _is_wire(raw: Any) -> bool:
+    """A remembered mapping of parameters: a JSON object (what LiteLLM sends), or {"error": message}."""
+    return isinstance(raw, dict) and all(isinstance(key, str) for key in raw)
+
+
+_SECTIONS = {"prices": _is_price, "models": _is_facts, "wire": _is_wire}
+
+
+def _remember(section: str, key: str, value: Any) -> None:
     version = _map_version()
     if version is None:
         return
-    prices = _remembered_prices()
-    prices[model] = price
-    document = {
-        "litellm": version,
-        "prices": {name: None if p is None else list(p) for name, p in sorted(prices.items())},
-    }
+    remembered = _remembered()
+    remembered.setdefault(section, {})[key] = value
+    document: dict[str, Any] = {"litellm": version}
+    for name in _SECTIONS:
+        document[name] = dict(sorted(remembered.get(name, {}).items()))
     path = model_map_file()
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
@@ -119,20 +143,84 @@ def _remember_price(model: str, price: tuple[float, float] | None) -> None:
 
 def litellm_price(model: str) -> tuple[float, float] | None:
     """(input, output) USD per token from LiteLLM's price map for this exact id, or None when unknown."""
-    remembered = _remembered_prices()
-    if model in remembered:
-        return remembered[model]
+    prices = _remembered().get("prices", {})
+    if model in prices:
+        raw = prices[model]
+        return None if raw is None else (float(raw[0]), float(raw[1]))
     price = price_from_map(litellm().model_cost, model)
-    _remember_price(model, price)
+    _remember("prices", model, None if price is None else list(price))
     return price
 
 
-def price_from_map(table: dict[str, Any], model: str) -> tuple[float, float] | None:
+@dataclass(frozen=True)
+class ModelFacts:
+    """What LiteLLM's bundled model map says about a model besides its price."""
+
+    # The provider's announced retirement date (ISO), after which the model answers 404; None when none is known.
+    deprecation_date: str | None = None
+    supports_reasoning: bool = False
+    # The reasoning effort the model uses when a request names none (e.g. "none" for gpt-5.1).
+    default_reasoning_effort: str | None = None
+
+    @property
+    def retires_on(self) -> date | None:
+        return _iso_date(self.deprecation_date) if self.deprecation_date else None
+
+
+def model_facts(model: str) -> ModelFacts:
+    """The model map's facts about `model` (remembered like prices, so a replay imports nothing)."""
+    remembered = _remembered().get("models", {})
+    if model in remembered:
+        return ModelFacts(**remembered[model])
+    facts = facts_from_map(litellm().model_cost, model)
+    _remember("models", model, asdict(facts))
+    return facts
+
+
+def facts_from_map(table: Mapping[str, Any], model: str) -> ModelFacts:
+    """`model`'s facts in a LiteLLM-shaped model map (the exact id, then without its provider prefix); a model
+    the map does not know has none."""
+    entry = _map_entry(table, model) or {}
+    date_text = entry.get("deprecation_date")
+    effort = entry.get("default_reasoning_effort")
+    return ModelFacts(
+        deprecation_date=date_text if isinstance(date_text, str) and _iso_date(date_text) else None,
+        supports_reasoning=entry.get("supports_reasoning") is True,
+        default_reasoning_effort=effort if isinstance(effort, str) else None,
+    )
+
+
+def _map_entry(table: Mapping[str, Any], model: str) -> Mapping[str, Any] | None:
+    candidates = [model, model.split("/", 1)[1]] if "/" in model else [model]
+    for candidate in candidates:
+        entry = table.get(candidate)
+        if isinstance(entry, dict):
+            return entry
+    return None
+
+
+def _iso_date(text: str) -> date | None:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def remembered_wire(key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A mapping of request parameters by LiteLLM (see prbj.llm.wire_params), remembered under `key` like the
+    model map's facts: it depends only on the installed LiteLLM, the model and the parameters."""
+    remembered = _remembered().get("wire", {})
+    if key in remembered:
+        return dict(remembered[key])
+    value = compute()
+    _remember("wire", key, value)
+    return value
+
+
+def price_from_map(table: Mapping[str, Any], model: str) -> tuple[float, float] | None:
     """(input, output) USD per token for `model` in a LiteLLM-shaped price map: the exact id, then the id
     without its provider prefix."""
-    candidates = [model]
-    if "/" in model:
-        candidates.append(model.split("/", 1)[1])
+    candidates = [model, model.split("/", 1)[1]] if "/" in model else [model]
     for candidate in candidates:
         entry = table.get(candidate)
         if (

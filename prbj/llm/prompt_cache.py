@@ -8,7 +8,7 @@ knows each model's rates; where it does not, the providers' published ratios are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prbj.llm.litellm_setup import litellm
@@ -60,6 +60,25 @@ def cache_adjustment(spec: ProviderSpec, cached_tokens: int, cache_write_tokens:
     read, write = cache_rates(spec)
     price = spec.input_price or 0.0 if spec.paid else 0.0
     return cached_tokens * (read - price) + cache_write_tokens * (write - price)
+
+
+def carries_breakpoint(spec: ProviderSpec, messages: Sequence[Mapping[str, Any]], shared_prefix_chars: int) -> bool:
+    """Whether a request gets an Anthropic cache breakpoint: an Anthropic model, and a shared prefix (system text
+    included) that reaches the model's minimum cacheable length."""
+    if shared_prefix_chars <= 0 or family(spec.model) != "anthropic":
+        return False
+    system = sum(len(m.get("content") or "") for m in messages if m.get("role") == "system")
+    # ~4 characters a token: a prefix below the minimum would be refused silently and bill the write premium.
+    return (system + shared_prefix_chars) / 4 >= min_prefix_tokens(spec.model)
+
+
+def cache_write_premium(spec: ProviderSpec, messages: Sequence[Mapping[str, Any]], shared_prefix_chars: int) -> float:
+    """USD per prompt token above the input price that a request may pay for writing its prefix into the
+    provider's cache (Anthropic's 1.25×); 0 for a request that carries no breakpoint."""
+    if not carries_breakpoint(spec, messages, shared_prefix_chars):
+        return 0.0
+    _, write = cache_rates(spec)
+    return max(0.0, write - (spec.input_price or 0.0))
 
 
 def min_prefix_tokens(model: str) -> int:

@@ -14,10 +14,13 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prbj.errors import ConfigError
 from prbj.llm.urls import check_api_base, redact_url
+
+if TYPE_CHECKING:
+    from prbj.llm.param_rules import SettledParams
 
 PROVIDERS_ENV = "PRBJ_PROVIDERS_DIR"
 LITELLM_PREFIX = "litellm:"
@@ -44,6 +47,7 @@ _KNOWN_KEYS = {
     "price",
     "params",
     "timeout",
+    "replaces",
 }
 
 # Where a model id without a profile gets its key from, by LiteLLM's provider prefix.
@@ -77,6 +81,12 @@ class ProviderSpec:
     source: str = ""
     # Which of the gateway's transports sends this provider's requests (prbj.llm.transport).
     transport: str = LITELLM_TRANSPORT
+    # Profile names and model ids this profile takes over from once they retire (prbj.llm.lifecycle).
+    replaces: tuple[str, ...] = ()
+    # The parameters as settled for this run (prbj.llm.params.with_params): what is sent, changes, warnings.
+    settled: SettledParams | None = None
+    # What a 404 from this provider adds to its cause: the model's retirement date, the profile to use instead.
+    not_found_note: str = ""
 
     @property
     def family(self) -> str:
@@ -157,13 +167,32 @@ def list_providers(user_dir: Path | None = None, *, resolve_prices: bool = True)
     ]
 
 
-def unknown_provider_message(spec: str, known: list[str]) -> str:
-    """The one-line error for a provider name that is not a profile, with the closest names offered."""
+def unknown_provider_message(spec: str, known: list[str], user_dir: Path | None = None) -> str:
+    """The one-line error for a provider name that is not a profile: the profile that replaced it when it was
+    retired, else the closest names."""
     from prbj.data.names import did_you_mean
 
+    retired = retired_profile_message(spec, user_dir)
+    if retired is not None:
+        return retired
     return (
         f"--provider {spec!r}: no such provider profile;{did_you_mean(spec, known)} known: {', '.join(known)}"
     )
+
+
+def retired_profile_message(spec: str, user_dir: Path | None = None) -> str | None:
+    """For a profile name that a profile `replaces` (a model retired with its profile): which one to use."""
+    if spec in _profile_files(user_dir):
+        return None
+    for successor in list_providers(user_dir, resolve_prices=False):
+        if spec in successor.replaces:
+            models = [m for m in successor.replaces if "/" in m]
+            old = f" (model {models[0]})" if models else ""
+            return (
+                f"--provider {spec!r}: this profile was retired with its model{old}, which its provider no "
+                f"longer serves; use --provider {successor.name} ({successor.model}) instead"
+            )
+    return None
 
 
 def profile_names(user_dir: Path | None = None) -> list[str]:
@@ -185,7 +214,7 @@ def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | No
     else:
         files = _profile_files(user_dir)
         if spec not in files:
-            raise ConfigError(unknown_provider_message(spec, sorted(files)))
+            raise ConfigError(unknown_provider_message(spec, sorted(files), user_dir))
         provider = load_profile(spec, files[spec], user_dir=user_dir)
     return provider.with_api_base(api_base)
 
@@ -309,6 +338,7 @@ def load_profile(
         batch_output_price=_price(price, "batch_output", path),
         params=params,
         timeout=float(_positive(raw, "timeout", path) or 120.0),
+        replaces=_names(raw, "replaces", path),
         # The file a profile was read from, and the profile it extends when it is partial.
         source=f"{path} (extends {extends})" if extends is not None else str(path),
     )
@@ -331,6 +361,13 @@ def _optional_string(raw: dict[str, Any], key: str, path: Path) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"{path}: field '{key}': expected a string, got {value!r}")
     return value
+
+
+def _names(raw: dict[str, Any], key: str, path: Path) -> tuple[str, ...]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise ConfigError(f"{path}: field '{key}': expected a list of names, got {value!r}")
+    return tuple(value)
 
 
 def _flag(raw: dict[str, Any], key: str, path: Path, *, default: bool) -> bool:

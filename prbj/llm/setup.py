@@ -5,6 +5,9 @@ a ProviderSpec ready to call (it needs in-process models, which sit above this l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +20,23 @@ from prbj.llm.gateway import Gateway, Mode
 
 if TYPE_CHECKING:
     from prbj.llm.batch.queue import BatchQueue
+
+# The gateways opened while `watched_gateways()` is active: how a caller that runs whole commands (prbj run) reads
+# what each one sent, planned and spent, without the commands having to return it. Blocks nest: a gateway is seen
+# by every block it was opened in.
+_watched: ContextVar[tuple[list[Gateway], ...]] = ContextVar("prbj_watched_gateways", default=())
+
+
+@contextmanager
+def watched_gateways() -> Iterator[list[Gateway]]:
+    """Collect every gateway GatewayOptions.open() opens inside the block (their stats stay readable after
+    they are closed)."""
+    seen: list[Gateway] = []
+    token = _watched.set((*_watched.get(), seen))
+    try:
+        yield seen
+    finally:
+        _watched.reset(token)
 
 
 @dataclass(frozen=True)
@@ -36,6 +56,8 @@ class GatewayOptions:
     # --batch: buy misses through provider batch jobs; --no-wait: submit them and stop (collect later).
     batch: bool = False
     wait: bool = True
+    # --reasoning-effort: sent to every LiteLLM provider of the run (part of the cache key); None: the profile's.
+    reasoning_effort: str | None = None
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> GatewayOptions:
@@ -72,7 +94,10 @@ class GatewayOptions:
         if self.batch and self.cache_only:
             raise ConfigError("--batch and --cache-only exclude each other")
         cache = ResponseCache(self.cache_dir)
-        return Gateway(cache, Budget(self.max_cost), mode=self.mode, batch=self._batch_queue(cache))
+        gateway = Gateway(cache, Budget(self.max_cost), mode=self.mode, batch=self._batch_queue(cache))
+        for seen in _watched.get():
+            seen.append(gateway)
+        return gateway
 
     def _batch_queue(self, cache: ResponseCache) -> BatchQueue | None:
         if not self.batch:

@@ -99,12 +99,8 @@ def prompt_cache_counts(usage: Any) -> tuple[int, int]:
 def anthropic_cache_breakpoint(call: ChatCall) -> list[dict[str, Any]]:
     """The messages to send: for Anthropic models whose shared prefix reaches the model's minimum cacheable
     length, with a cache_control breakpoint after that prefix (other providers cache prefixes on their own)."""
-    from prbj.llm.prompt_cache import family, min_prefix_tokens, with_cache_breakpoint
+    from prbj.llm.prompt_cache import carries_breakpoint, with_cache_breakpoint
 
-    if call.shared_prefix_chars <= 0 or family(call.provider.model) != "anthropic":
-        return list(call.messages)
-    system = sum(len(m["content"]) for m in call.messages if m.get("role") == "system")
-    # ~4 characters a token: a prefix below the minimum would be refused silently and bill the write premium.
-    if (system + call.shared_prefix_chars) / 4 < min_prefix_tokens(call.provider.model):
+    if not carries_breakpoint(call.provider, call.messages, call.shared_prefix_chars):
         return list(call.messages)
     return with_cache_breakpoint([dict(m) for m in call.messages], call.shared_prefix_chars)

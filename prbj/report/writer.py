@@ -42,15 +42,17 @@ def render_report(
     title: str | None = None,
     extra_downstream: Sequence[pl.DataFrame] = (),
     slices: Sequence[str] = (),
+    leading: Sequence[Section] = (),
 ) -> RenderedReport:
     """The report of `runs` (one leaderboard when several); `plots_dir` is the folder, relative to report.md,
     its chart links point into; `extra_downstream` are outcome tables beyond those the runs hold; `slices` the
-    slices (prbj.analysis.slices) to show besides those the runs' summaries hold."""
+    slices (prbj.analysis.slices) to show besides those the runs' summaries hold; `leading` are sections a
+    caller puts first (an experiment's claims and figures)."""
     if not runs:
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    sections = all_sections(runs, content, slices=slices)
+    sections = [*leading, *all_sections(runs, content, slices=slices)]
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
     }

@@ -14,14 +14,12 @@ from prbj.analysis.jury import JurySpec, JuryStats, add_juries, parse_jury
 from prbj.analysis.slice_kinds import SLICE_KINDS
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
-from prbj.judges.generative import LLMJudgeBase
 from prbj.judges.sampling import with_samples
 
 
 @dataclass(frozen=True)
 class BeyondOptions:
     samples: int = 1
-    temperature: float | None = None
     juries: tuple[JurySpec, ...] = ()
     slices: tuple[str, ...] = ()
     compare: bool = False
@@ -34,7 +32,6 @@ class BeyondOptions:
             raise ConfigError("--jury: two juries have the same name")
         return cls(
             samples=int(options.pop("samples", 1) or 1),
-            temperature=options.pop("temperature", None),
             juries=juries,
             slices=expand_slices(options.pop("slices", ()) or ()),
             compare=bool(options.pop("compare", False)),
@@ -51,10 +48,6 @@ class BeyondOptions:
                     f"--jury {jury.name}: {', '.join(missing)} is not among the judges of this run "
                     f"({', '.join(sorted(names))}); add it with --provider"
                 )
-        if self.temperature is not None:
-            for judge in judges:
-                if isinstance(judge, LLMJudgeBase):
-                    judge.temperature = self.temperature
         return with_samples(judges, self.samples)
 
     def juried(self, frame: pl.DataFrame) -> tuple[pl.DataFrame, list[JuryStats]]:

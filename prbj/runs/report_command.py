@@ -14,6 +14,7 @@ from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
+from prbj.report.layout import Section
 from prbj.report.terminal import wide_console
 from prbj.report.writer import render_report
 from prbj.runs import rundir
@@ -47,9 +48,10 @@ def write_loaded_reports(
     title: str | None = None,
     downstream: Sequence[Path] = (),
     slices: Sequence[str] = (),
+    leading: Sequence[Section] = (),
 ) -> rundir.ReportFiles:
     """Render the runs into `out_dir` (the first run's directory when there is none, as for a lone run);
-    print the terminal report to `console` when given."""
+    print the terminal report to `console` when given. `leading` sections come first (prbj run's claims)."""
     if not runs:
         raise ValueError("write_reports needs at least one run directory")
     target = Path(out_dir) if out_dir is not None else runs[0].run_dir
@@ -59,6 +61,7 @@ def write_loaded_reports(
         title=title,
         extra_downstream=[rundir.read_downstream(Path(path)) for path in downstream],
         slices=slices,
+        leading=leading,
     )
     files = rundir.write_report(target, rendered)
     if console is not None:

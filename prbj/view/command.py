@@ -29,13 +29,14 @@ def default_reviewer() -> str:
 
 
 def open_catalog(paths: Sequence[Path], dataset: str | None) -> Catalog:
-    if not paths:
-        if not DEFAULT_FOLDER.is_dir():
-            raise DataError(f"no {DEFAULT_FOLDER}/ folder here: name the run directories to view")
-        paths = [DEFAULT_FOLDER]
-    catalog = Catalog.open(paths, dataset=dataset)
-    if not catalog.runs and not catalog.builds:
-        raise DataError(f"no run directory in {', '.join(str(p) for p in paths)}: run `prbj judge` first")
+    if paths:
+        return Catalog.open(paths, dataset=dataset)
+    if not DEFAULT_FOLDER.is_dir():
+        raise DataError(f"no {DEFAULT_FOLDER}/ folder here: name the run directories to view")
+    catalog = Catalog.open([DEFAULT_FOLDER], dataset=dataset)
+    # Named folders that are not runs get a page saying why; the default folder must hold some runs.
+    if not any(entry.header is not None for entry in catalog.runs.values()) and not catalog.builds:
+        raise DataError(f"no run directory in {DEFAULT_FOLDER}/: run `prbj judge` first")
     return catalog
 
 

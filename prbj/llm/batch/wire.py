@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from prbj.llm.batch.ledger import JobRecord
-from prbj.llm.litellm_setup import litellm
 from prbj.llm.transport import ChatCall, Completion
+from prbj.llm.wire_params import bare_model as bare_model
+from prbj.llm.wire_params import family_of as family_of
+from prbj.llm.wire_params import mapped_params
 
 # A provider job's state, in prbj's words: still running, or over (its results can be read).
 RUNNING = "running"
@@ -107,25 +109,7 @@ def provider_params(call: ChatCall, family: str) -> dict[str, Any]:
     """The generation parameters as the provider's API spells them, mapped by LiteLLM exactly as for a live
     call (e.g. max_tokens → max_completion_tokens for OpenAI reasoning models), so a batch line asks what the
     live request would have asked."""
-    from litellm.utils import get_optional_params
-
-    params = dict(call.params)
-    mapped = get_optional_params(
-        model=bare_model(call.provider.model), custom_llm_provider=family, drop_params=True, **params
-    )
-    mapped.pop("stream", None)
-    extra = mapped.pop("extra_body", None) or {}
-    return {**mapped, **extra}
-
-
-def bare_model(model: str) -> str:
-    """`openai/gpt-5.1` → `gpt-5.1`: the model name the provider's own API takes."""
-    return model.split("/", 1)[1] if "/" in model else model
-
-
-def family_of(model: str) -> str:
-    provider = litellm().get_llm_provider(model)[1] if "/" not in model else model.split("/", 1)[0]
-    return {"vertex_ai": "gemini", "gemini": "gemini", "anthropic": "anthropic"}.get(provider, provider)
+    return mapped_params(call.provider.model, call.params, family)
 
 
 def json_bytes(value: Any) -> int:

@@ -1,0 +1,82 @@
+"""The planner stage: the planner's aspects for every pair, bought once before any judge that shows them.
+
+prbj has no command that runs the planner alone (it runs inside `prbj judge --context planner`), so this stage
+calls the planner itself, through the same pieces the judge command uses (GatewayOptions, resolve_provider,
+Planner, the engine's fan-out). Its answers land in the response cache, where every judge stage with the
+`planner` context then finds them; planner.jsonl records what came back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from prbj.context.planner import Planner
+from prbj.data import load_dataset
+from prbj.data.files import write_jsonl
+from prbj.experiments.schema import Experiment
+from prbj.judges.setup import resolve_provider
+from prbj.llm.setup import GatewayOptions
+from prbj.report.terminal import usage_table
+from prbj.runs.engine import run_jobs
+
+PLANNER_FILE = "planner.jsonl"
+
+
+def gateway_options(defaults: Mapping[str, Any], base: Path, **fixed: Any) -> GatewayOptions:
+    """The [defaults] that are gateway options (cache_dir, api_base, rpm, ...), paths made absolute."""
+    from prbj.experiments.commandline import resolve_path
+
+    picked: dict[str, Any] = {}
+    for name in GatewayOptions.__dataclass_fields__:
+        if name in defaults:
+            value = defaults[name]
+            picked[name] = (
+                Path(resolve_path(str(value), base)) if name.endswith("_dir") or name == "env_file" else value
+            )
+    return GatewayOptions(**{**picked, **fixed})
+
+
+def run_planner(
+    experiment: Experiment, out: Path, *, max_cost: float | None, dry_run: bool, progress: bool = True
+) -> int:
+    planner_entry = experiment.planner
+    assert planner_entry is not None
+    shared = gateway_options(experiment.defaults, experiment.base, max_cost=max_cost, dry_run=dry_run)
+    console = Console()
+    data = load_dataset(experiment.dataset).select(experiment.subsets, experiment.limit)
+    with shared.open() as gateway:
+        planner = Planner(
+            resolve_provider(planner_entry.provider, shared, gateway),
+            gateway,
+            profile_k=planner_entry.profile_k,
+            repair=planner_entry.repair,
+        )
+        jobs = [partial(planner.aspects, pair.view("planner")) for pair in data.pairs]
+        outputs = asyncio.run(
+            gateway.in_rounds(partial(run_jobs, jobs, description="planning", show_progress=progress))
+        )
+        usage = [s.as_dict() for s in gateway.stats()]
+    if usage:
+        console.print(usage_table(usage, dry_run=dry_run))
+    if dry_run:
+        return 0
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(
+        out / PLANNER_FILE,
+        [
+            {"pair_id": o.pair_id, "status": o.status, "aspects": o.aspects}
+            for o in sorted(outputs, key=lambda o: o.pair_id)
+        ],
+    )
+    planned = sum(o.ok for o in outputs)
+    console.print(f"planner: aspects for {planned}/{len(outputs)} pairs; {out / PLANNER_FILE}")
+    if outputs and not planned:
+        console.print(f"[bold red]error:[/bold red] the planner {planner_entry.provider} answered no pair")
+        return 1
+    return 0
