@@ -229,7 +229,7 @@ def _answer(
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text if text or reply.end == STOP else None},
+                    "message": {"role": "assistant", "content": text if text or reply.end != REFUSED else None},
                     "finish_reason": end,
                 }
             ],
