@@ -137,7 +137,7 @@ def main() -> None:
             ("judge + wrong", "/run/big-run/judgments?judge=judge-03&context=profile&outcome=wrong"),
             ("judges disagree", "/run/big-run/judgments?disagree=1&judge=judge-00&judge=judge-09"),
             ("inconsistent", "/run/big-run/judgments?inconsistent=1"),
-            ("failed, by cost", "/run/big-run/judgments?outcome=failed&sort=latency_s&desc=1"),
+            ("failed, by latency", "/run/big-run/judgments?outcome=failed&sort=latency_s&desc=1"),
             ("text search", "/run/big-run/judgments?q=case+4242%29"),
             ("pair", f"/run/big-run/pair/{first_pair}"),
             (
@@ -158,7 +158,7 @@ def main() -> None:
         print(f"loading the run at start-up (judgments, dataset, report figures): {warm:.1f} s")
         print(f"{'page':<22} {'first ms':>9} {'median ms':>10} {'max ms':>8} {'KB':>7}  under target")
         for name, first, median, worst, size in rows:
-            verdict = "yes" if worst < TARGET_MS else "no"
+            verdict = "yes" if max(first, worst) < TARGET_MS else "no"
             print(f"{name:<22} {first:>9.0f} {median:>10.0f} {worst:>8.0f} {size / 1024:>7.0f}  {verdict}")
 
 

@@ -11,9 +11,12 @@ scripts it by the effort asked for);
 `server.inject(...)` queues faults (429 with Retry-After, Gemini's 429 with RetryInfo and QuotaFailure, OpenAI's
 insufficient_quota and x-ratelimit-reset headers, Anthropic's 529, 500, a hang past the client's timeout, a
 garbage body) for the next requests; `server.latency` delays every answer; `server.strict_params` answers 400 for
-the parameter combinations each provider rejects, `server.retired` names models that answer 404. Every request
-is recorded (path, headers, body, arrival time), so tests count at the server what really went over the wire. It
-runs on its own thread and event loop, so synchronous tests and subprocesses (the real `prbj` CLI) can talk to it.
+the parameter combinations each provider rejects, `server.retired` names models that answer 404. A request that
+asks for log-probabilities (OpenAI `logprobs` / `top_logprobs`, Gemini `generationConfig.responseLogprobs` /
+`logprobs`) gets them in its provider's shape, as `server.logprobs` scripts them (Anthropic returns none). Every
+request is recorded (path, headers, body, arrival time), so tests count at the server what really went over the
+wire. It runs on its own thread and event loop, so synchronous tests and subprocesses (the real `prbj` CLI) can
+talk to it.
 """
 
 from __future__ import annotations
@@ -200,14 +203,64 @@ def spends(by_effort: dict[str | None, int]) -> Callable[[ChatRequest], int]:
     return tokens
 
 
+# Per generated token: (token, logprob, [(alternative, logprob), ...] most likely first).
+TokenLogprobs = list[tuple[str, float, list[tuple[str, float]]]]
+
+
+def certain_tokens(request: ChatRequest, text: str) -> TokenLogprobs:
+    """The default log-probabilities: the text split into word tokens, each certain, alone in its list."""
+    return [(token, 0.0, [(token, 0.0)]) for token in re.findall(r"\s*\S+", text)]
+
+
+def logprobs_asked(family: str, body: dict[str, Any]) -> tuple[bool, int]:
+    """(asked at all, alternatives per position) as each provider reads its own request."""
+    if family == "openai":
+        return bool(body.get("logprobs")), int(body.get("top_logprobs") or 0)
+    if family == "gemini":
+        config = body.get("generationConfig") or {}
+        return bool(config.get("responseLogprobs")), int(config.get("logprobs") or 0)
+    return False, 0
+
+
+def _openai_logprobs(tokens: TokenLogprobs, top: int) -> dict[str, Any]:
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+    return {
+        "content": [
+            {**entry(token, logprob), "top_logprobs": [entry(t, lp) for t, lp in alternatives[:top]]}
+            for token, logprob, alternatives in tokens
+        ],
+        "refusal": None,
+    }
+
+
+def _gemini_logprobs(tokens: TokenLogprobs, top: int) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "chosenCandidates": [{"token": token, "logProbability": logprob} for token, logprob, _ in tokens]
+    }
+    if top:
+        result["topCandidates"] = [
+            {"candidates": [{"token": t, "logProbability": lp} for t, lp in alternatives[:top]]}
+            for _, _, alternatives in tokens
+        ]
+    return result
+
+
 def _answer(
-    family: str, request: ChatRequest, reply: str | Reply, cache: tuple[int, int] = (0, 0), reasoning: int = 0
+    family: str,
+    request: ChatRequest,
+    reply: str | Reply,
+    cache: tuple[int, int] = (0, 0),
+    reasoning: int = 0,
+    logprobs: tuple[TokenLogprobs, int] | None = None,
 ) -> dict[str, Any]:
     """The provider's reply; `cache` = (tokens read from, written to) its prompt cache, reported in each
     provider's own usage fields (OpenAI prompt_tokens_details, Anthropic cache_*_input_tokens, Gemini
     cachedContentTokenCount) only when non-zero. A `Reply` adds how it ended and the hidden reasoning spent
     (OpenAI completion_tokens_details.reasoning_tokens, Anthropic thinking blocks, Gemini thoughtsTokenCount);
-    `reasoning` more hidden tokens are spent from the output cap first (see `spend_cap`)."""
+    `reasoning` more hidden tokens are spent from the output cap first (see `spend_cap`); `logprobs` = (tokens,
+    alternatives asked) when the request asked for log-probabilities."""
     if isinstance(reply, str):
         reply = Reply(reply)
     if reasoning:
@@ -243,6 +296,8 @@ def _answer(
             answer["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
         if reply.reasoning_tokens:
             answer["usage"]["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        if logprobs is not None and text:
+            answer["choices"][0]["logprobs"] = _openai_logprobs(*logprobs)
         return answer
     if family == "anthropic":
         usage: dict[str, Any] = {"input_tokens": prompt_tokens - read - written, "output_tokens": completion_tokens}
@@ -285,11 +340,10 @@ def _answer(
     candidate_content: dict[str, Any] = {"role": "model"}
     if text or reply.end == STOP:
         candidate_content["parts"] = [{"text": text}]
-    return {
-        "candidates": [{"content": candidate_content, "finishReason": end, "index": 0}],
-        "usageMetadata": metadata,
-        "modelVersion": request.model,
-    }
+    candidate: dict[str, Any] = {"content": candidate_content, "finishReason": end, "index": 0}
+    if logprobs is not None and text:
+        candidate["logprobsResult"] = _gemini_logprobs(*logprobs)
+    return {"candidates": [candidate], "usageMetadata": metadata, "modelVersion": request.model}
 
 
 def gemini_resource_exhausted(fault: Fault) -> dict[str, Any]:
@@ -340,8 +394,8 @@ def provider_error(family: str, status: int, message: str, param: str | None = N
 
 def provider_rejection(request: ChatRequest) -> tuple[str, str] | None:
     """(message, parameter) of the 400 the provider documents for this request's parameters, or None:
-    OpenAI reasoning models (max_tokens; temperature other than 1 and top_p unless reasoning_effort is "none";
-    an effort level the model does not take), Claude 4.5 and later (temperature with top_p; with thinking on, a
+    OpenAI reasoning models (max_tokens; temperature other than 1, top_p and logprobs unless reasoning_effort is
+    "none"; an effort level the model does not take), Claude 4.5 and later (temperature with top_p; with thinking on, a
     budget below 1024 or not below max_tokens, temperature other than 1, top_p below 0.95, top_k)."""
     body, model = request.body, request.model.split("/")[-1]
     if request.family == "openai" and _OPENAI_REASONING.match(model):
@@ -369,6 +423,8 @@ def provider_rejection(request: ChatRequest) -> tuple[str, str] | None:
             )
         if effort != "none" and "top_p" in body:
             return "Unsupported parameter: 'top_p' is not supported with this model.", "top_p"
+        if effort != "none" and (body.get("logprobs") or "top_logprobs" in body):
+            return "Unsupported parameter: 'logprobs' is not supported with this model.", "logprobs"
         return None
     match = _CLAUDE_VERSION.match(model) if request.family == "anthropic" else None
     if match is None or (int(match.group(1)), int(match.group(2) or 0)) < (4, 5):
@@ -414,6 +470,8 @@ class ProviderServer:
     strict_params: bool = False
     # Model ids the provider no longer serves: every request for one answers 404 in the provider's shape.
     retired: set[str] = field(default_factory=set)
+    # Log-probabilities of a reply's tokens, for requests that ask for them (see certain_tokens).
+    logprobs: Callable[[ChatRequest, str], TokenLogprobs] = certain_tokens
 
     def __post_init__(self) -> None:
         from loopback_batches import BatchService
@@ -472,7 +530,10 @@ class ProviderServer:
             reply = self.answer(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
-        return web.json_response(_answer(family, parsed, reply, self.prompt_cache(family, parsed)))
+        asked, top = logprobs_asked(family, body)
+        tokens = (self.logprobs(parsed, reply.text), top) if asked else None
+        cache = self.prompt_cache(family, parsed)
+        return web.json_response(_answer(family, parsed, reply, cache, logprobs=tokens))
 
     def answer(self, request: ChatRequest) -> Reply:
         """The scripted reply to `request`, after the hidden reasoning it spends out of the output cap."""

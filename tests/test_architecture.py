@@ -18,6 +18,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "prbj"
 LAYERS: dict[str, int] = {
     "data": 0,
     "prompts": 0,
+    "display": 0,
     "llm": 1,
     "local": 2,
     "context": 3,

@@ -41,7 +41,9 @@ def fresh(server):
 def env() -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     keys = {variable: "sk-test-0123456789abcdef" for _, variable in PROFILES.values()}
-    return {**base, **keys, "PYTHONUNBUFFERED": "1", "PRBJ_BATCH_POLL_SECONDS": "0.05"}
+    # Wide enough that a line naming a temporary folder is not wrapped (prbj wraps its output at COLUMNS).
+    wide = {"COLUMNS": "400"}
+    return {**base, **keys, "PYTHONUNBUFFERED": "1", "PRBJ_BATCH_POLL_SECONDS": "0.05", **wide}
 
 
 def prbj(server, tmp_path: Path, *args: str, family: str = "openai", name: str = "run") -> list[str]:

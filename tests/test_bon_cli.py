@@ -365,3 +365,36 @@ def test_a_failed_evaluation_keeps_the_previous_good_outputs(chain, tmp_path: Pa
     assert "kept the previous summary.json" in result.output
     assert {name: (run / name).read_bytes() for name in before} == before
     assert (run / "gold.failed.parquet").exists()
+
+
+def test_run_directories_know_what_they_are(chain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26: `prbj report reports/*/` failed on a BoN run (`summary.json: field 'results[0].judge':
+    missing`, exit 2). BoN now writes under reports/bon/; a BoN directory given to report, show, diff or check
+    is named for what it is: skipped with a note in a glob, one line and exit 2 alone."""
+    ws = chain["ws"]
+    monkeypatch.chdir(tmp_path)
+    before = ws.sent()
+    prbj("bon", "sample", "--policy", "openai-compatible", "--n", "4", "--limit", str(LIMIT), *ws.cache)
+    assert ws.sent() == before  # all cached
+    (own,) = (tmp_path / "reports" / "bon").iterdir()
+    assert own.name.startswith("bon-")
+    assert CliRunner().invoke(main, ["judge", "--no-progress", "-p", "length", "--limit", "1"]).exit_code == 0
+    # An evaluated BoN run where an older prbj wrote it, beside the judge runs.
+    shutil.copytree(chain["run"], tmp_path / "reports" / "bon-old")
+    folders = sorted(f"reports/{p.name}/" for p in (tmp_path / "reports").iterdir())
+    glob = CliRunner(env={"COLUMNS": "300"}).invoke(main, ["report", *folders])
+    assert glob.exit_code == 0, glob.output
+    assert "skipped reports/bon-old: a best-of-N run directory (prbj bon), not a judge run" in glob.output
+    assert "skipped reports/bon: not a run directory" in glob.output
+    judge_run = next(p for p in (tmp_path / "reports").iterdir() if p.name[0].isdigit())
+    for args in (
+        ["report", "reports/bon-old"],
+        ["show", "reports/bon-old"],
+        ["diff", str(judge_run), "reports/bon-old"],
+        ["check", "reports/bon-old", "--baseline", "base.json"],
+        ["report", str(own)],
+    ):
+        alone = CliRunner().invoke(main, args)
+        assert alone.exit_code == 2, (args, alone.output)
+        lines = alone.output.strip().splitlines()
+        assert len(lines) == 1 and "best-of-N run directory (prbj bon), not a judge run" in lines[0], lines

@@ -227,6 +227,18 @@ def test_gold_plan_sends_no_planner_call_and_thresholds_are_options(server, work
     # The balance check is off without --balance-length: the share is reported, no warning is raised.
     summary = json.loads((workspace / "out" / "build_summary.json").read_text())
     assert summary["length"]["warning"] is False and summary["length"]["chosen_longer_share"] == 1.0
+    # Issue 26: a build directory given to the commands that read judge runs is named for what it is, and
+    # the way it points to (judging its pairs) works.
+    for args in (["report", str(workspace / "out")], ["show", str(workspace / "out")]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert "a build directory (prbj build), not a judge run" in result.output
+    judged = CliRunner().invoke(
+        main,
+        ["judge", "--no-progress", "-p", "length", "--dataset", str(workspace / "out" / "pairs.jsonl"),
+         "--out", str(workspace / "runs")],
+    )  # fmt: skip
+    assert judged.exit_code == 0, judged.output
 
 
 def test_budget_stops_before_the_cap_and_a_rerun_finishes_only_the_rest(server, workspace) -> None:

@@ -281,3 +281,50 @@ def test_stage_order_follows_the_dependencies(tmp_path: Path) -> None:
     for stage in stages:
         assert set(stage.after) <= seen
         seen.add(stage.name)
+
+
+def test_each_stage_runs_with_what_is_left_of_its_cap_and_of_the_total(tmp_path: Path) -> None:
+    from prbj.experiments.runner import Runner
+
+    path = write(
+        tmp_path,
+        """
+        [experiment]
+        max_cost = 10.0
+
+        [[judges]]
+        provider = "gpt-5.1"
+        max_cost = 3.0
+
+        [[judges]]
+        provider = "gemini-3-flash"
+        """,
+    )
+    runner = Runner(load_experiment(path, CLI), CLI, tmp_path / "experiment")
+    capped, free, _report = runner.stages
+    assert runner.remaining_cap(capped) == 3.0 and runner.remaining_cap(free) == 10.0
+    # An interrupted attempt of the capped stage spent $1; the experiment has spent $8.50 in all, reruns included.
+    runner.manifest.start(capped.name, "inputs").cost_usd = 1.0
+    runner.manifest.spent_usd = 8.5
+    assert runner.remaining_cap(capped) == pytest.approx(1.5)
+    runner.manifest.spent_usd = 7.5
+    assert runner.remaining_cap(capped) == pytest.approx(2.0)
+    runner.manifest.spent_usd = 12.0
+    assert runner.remaining_cap(free) == 0.0
+    argv = CommandBuilder(runner.experiment, CLI, runner.directory).judge(
+        capped, max_cost=runner.remaining_cap(capped), dry_run=False
+    ).argv
+    assert argv[argv.index("--max-cost") + 1] == "0.000000"
+
+
+def test_a_manifest_pointing_outside_the_experiment_is_refused(tmp_path: Path) -> None:
+    from prbj.errors import DataError
+    from prbj.experiments.manifest import Manifest
+
+    directory = tmp_path / "experiment"
+    directory.mkdir()
+    (directory / "manifest.json").write_text(
+        '{"stages": {"bon-sample": {"state": "done", "inputs": "x", "run_dirs": ["../../elsewhere"]}}}'
+    )
+    with pytest.raises(DataError, match="outside"):
+        Manifest.open(directory, {})

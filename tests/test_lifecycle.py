@@ -45,12 +45,18 @@ def on(day: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def prbj(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(
-        main, list(args), env={"ANTHROPIC_API_KEY": "ant-lifecycle"}, catch_exceptions=False, terminal_width=200
+        main,
+        list(args),
+        env={"ANTHROPIC_API_KEY": "ant-lifecycle"},
+        catch_exceptions=False,
+        terminal_width=200,
     )
     return result.exit_code, result.output
 
 
-def judge(server: ProviderServer, profiles: Path, tmp_path: Path, provider: str, *extra: str) -> tuple[int, str]:
+def judge(
+    server: ProviderServer, profiles: Path, tmp_path: Path, provider: str, *extra: str
+) -> tuple[int, str]:
     dataset = write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(1, 4)])
     return prbj(
         "judge", "--no-progress", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "-p", provider,
@@ -84,7 +90,9 @@ def test_a_run_within_30_days_of_the_date_warns_before_the_first_call(
     run_json = next((tmp_path / "out").glob("*/run.json")).read_text()
     assert "retires on 2026-11-30" in run_json  # recorded with the provider's parameters
     on("2026-10-31", monkeypatch)  # 30 days ahead still warns, 31 days do not
-    assert "retires on 2026-11-30 (in 30 days" in judge(server, profiles, tmp_path, "old-claude", "--dry-run")[1]
+    assert (
+        "retires on 2026-11-30 (in 30 days" in judge(server, profiles, tmp_path, "old-claude", "--dry-run")[1]
+    )
     on("2026-10-30", monkeypatch)
     assert "retires on" not in judge(server, profiles, tmp_path, "old-claude", "--dry-run")[1]
 

@@ -36,9 +36,12 @@ WORDS = "Result : A B the answer user which better fits this question camera fil
 HIDDEN = 32
 
 
-def build_tiny_llama(folder: Path, bigram: dict[str, str] | None = None) -> Path:
+def build_tiny_llama(
+    folder: Path, bigram: dict[str, str] | None = None, strengths: dict[tuple[str, str], float] | None = None
+) -> Path:
     """A 2-layer Llama with a word-level tokenizer and a chat template; with `bigram`, the next token depends
-    only on the current one, as the table says."""
+    only on the current one, as the table says. `strengths` sets the weight of some (current, next) entries
+    (10 in the table): the next-token logit is that weight times the normalised one-hot hidden state."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -89,6 +92,8 @@ def build_tiny_llama(folder: Path, bigram: dict[str, str] | None = None) -> Path
                 model.model.embed_tokens.weight[index, index] = 1.0
             for current, following in bigram.items():
                 model.lm_head.weight[vocab[following], vocab[current]] = 10.0
+            for (current, following), weight in (strengths or {}).items():
+                model.lm_head.weight[vocab[following], vocab[current]] = weight
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -221,6 +226,7 @@ def test_a_model_that_cannot_load_fails_each_call_once_without_retries(tmp_path:
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
+
     async def go() -> list[object]:
         gateway = Gateway()
         provider = resolve_provider(

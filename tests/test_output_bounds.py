@@ -86,7 +86,9 @@ def test_a_prompt_anthropic_may_write_to_its_cache_is_reserved_at_the_write_pric
     provider = profile(tmp_path, "anthropic/claude-sonnet-4-6", "max_tokens = 100", server)
     _, write = cache_rates(provider)
     assert write == pytest.approx(1.25e-6)  # LiteLLM's rates scaled to the profile's input price
-    shared = LLMRequest.chat("You judge.", f"{SHARED}\n## Answers\nA first", shared_prefix_chars=len(SHARED) + 1)
+    shared = LLMRequest.chat(
+        "You judge.", f"{SHARED}\n## Answers\nA first", shared_prefix_chars=len(SHARED) + 1
+    )
     prompt, completion, cost = planned(provider, shared)
     assert cost == pytest.approx(prompt * write + completion * 10e-6)
     # A prompt too short for a breakpoint is never written: the input price.

@@ -34,7 +34,11 @@ def reply(request: ChatRequest) -> str:
     prompts, tests/test_protocol.py) gets a list of scores; a pairwise judge picks A."""
     if request.system.startswith("TEST-GOLD"):
         return "[2, 1]"
-    return "Weighing both.\nResult: A" if "Result: A" in request.system + request.last_user else bon_reply(request)
+    return (
+        "Weighing both.\nResult: A"
+        if "Result: A" in request.system + request.last_user
+        else bon_reply(request)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +104,9 @@ def test_a_typed_value_the_provider_rejects_is_refused_naming_rule_and_fix() -> 
         settled("gpt-5.1", reasoning_effort=option("minimal", "--reasoning-effort"))
     with pytest.raises(ConfigError, match=r"with thinking on.*claude-thinking-sampling"):
         settled(
-            "claude-sonnet-4-6", temperature=option(0.5, "--temperature"), reasoning_effort=option("low", "-r")
+            "claude-sonnet-4-6",
+            temperature=option(0.5, "--temperature"),
+            reasoning_effort=option("low", "-r"),
         )
 
 
@@ -113,7 +119,9 @@ def test_reasoning_effort_on_claude_changes_the_profile_in_a_documented_way() ->
     assert any("claude-thinking-budget" in change for change in dated.changes)
     adaptive = settled("claude-sonnet-4-6", reasoning_effort=option("low", "-r"))
     assert "temperature" not in adaptive.wire and adaptive.wire["output_config"] == {"effort": "low"}
-    assert any(change.startswith("temperature 0 (profile claude-sonnet-4-6) not sent") for change in adaptive.changes)
+    assert any(
+        change.startswith("temperature 0 (profile claude-sonnet-4-6) not sent") for change in adaptive.changes
+    )
     # None on Claude is what the model does unasked: honoured, and not claimed in the parameters (nor the key).
     plain = settled("claude-sonnet-4-6", reasoning_effort=option("none", "-r"))
     assert "reasoning_effort" not in plain.params and plain.wire == {"temperature": 0, "max_tokens": 1024}
@@ -139,12 +147,31 @@ def test_judge_refuses_before_any_call_and_sends_what_run_json_records(
 ) -> None:
     dataset = write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(1, 3)])
     server.reset()
-    base = ["judge", "--no-progress", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "-p", "gpt-5.1"]
-    code, output = prbj(server, profiles, tmp_path, *base, "--context", "none", "--temperature", "0.7")
+    base = [
+        "judge",
+        "--no-progress",
+        "--dataset",
+        str(dataset),
+        "--out",
+        str(tmp_path / "out"),
+        "-p",
+        "gpt-5.1",
+    ]
+    typed = ["--context", "none", "--temperature", "0.7", "--samples", "3"]
+    code, output = prbj(server, profiles, tmp_path, *base, *typed)
     assert code == 2 and "openai-reasoning-sampling" in output and "--reasoning-effort none" in output
     assert server.requests == []  # refused before any call
     code, output = prbj(
-        server, profiles, tmp_path, *base, "--context", "none", "--temperature", "0.7", "--reasoning-effort", "none"
+        server,
+        profiles,
+        tmp_path,
+        *base,
+        "--context",
+        "none",
+        "--temperature",
+        "0.7",
+        "--reasoning-effort",
+        "none",
     )
     assert code == 0, output
     bodies = [r.body for r in server.requests]
@@ -192,7 +219,9 @@ def test_bon_on_the_claude_and_gpt_profiles_sends_nothing_the_rules_reject(
     assert all(r.body.get("max_completion_tokens") != 32 for r in server.requests if r.family == "openai")
 
 
-def test_official_gold_grading_on_a_reasoning_model_gets_room_for_its_reasoning(server: ProviderServer) -> None:
+def test_official_gold_grading_on_a_reasoning_model_gets_room_for_its_reasoning(
+    server: ProviderServer,
+) -> None:
     """The official gold call asks 32 tokens at temperature 0; a reasoning model spends them on hidden
     reasoning and answers nothing (before: every grade a parse error). Settled, the cap gets the reasoning's
     room and the temperature the model does not take is left out, both printed."""
@@ -217,7 +246,9 @@ def _ask(server: ProviderServer, body: dict[str, Any]) -> dict[str, Any]:
     import httpx
 
     body = {**body, "messages": [{"role": "user", "content": "End with Result: A or Result: B."}]}
-    return httpx.post(f"{server.url}/chat/completions", json=body, headers={"Authorization": "Bearer k"}).json()
+    return httpx.post(
+        f"{server.url}/chat/completions", json=body, headers={"Authorization": "Bearer k"}
+    ).json()
 
 
 def official_repo(root: Path) -> Path:
@@ -230,15 +261,23 @@ def test_the_strict_loopback_answers_what_the_providers_document(server: Provide
     """The 400s these tests rely on, in each provider's shape."""
     import httpx
 
-    anthropic = {"model": "claude-sonnet-4-6", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]}
+    anthropic = {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "x"}],
+    }
     headers = {"x-api-key": "k", "anthropic-version": "2023-06-01"}
-    both = httpx.post(f"{server.url}/v1/messages", json={**anthropic, "temperature": 1, "top_p": 0.9}, headers=headers)
+    both = httpx.post(
+        f"{server.url}/v1/messages", json={**anthropic, "temperature": 1, "top_p": 0.9}, headers=headers
+    )
     assert both.status_code == 400 and both.json()["error"]["type"] == "invalid_request_error"
     thinking = {**anthropic, "temperature": 0, "thinking": {"type": "enabled", "budget_tokens": 1024}}
     assert httpx.post(f"{server.url}/v1/messages", json=thinking, headers=headers).status_code == 400
-    gpt = _ask(server, {"model": "gpt-5.1", "max_completion_tokens": 10, "temperature": 0.5, "reasoning_effort": "low"})
+    gpt = _ask(
+        server,
+        {"model": "gpt-5.1", "max_completion_tokens": 10, "temperature": 0.5, "reasoning_effort": "low"},
+    )
     assert gpt["error"]["param"] == "temperature"
-
 
 
 @pytest.mark.parametrize(
@@ -251,12 +290,51 @@ def test_every_command_that_calls_models_takes_reasoning_effort(command: tuple[s
 
 def test_reasoning_effort_is_sent_and_keyed(server: ProviderServer, profiles: Path, tmp_path: Path) -> None:
     dataset = write_jsonl(tmp_path / "pairs.jsonl", [make_record(1)])
-    base = ["judge", "--no-progress", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "-p", "gemini-3-flash"]
+    base = [
+        "judge",
+        "--no-progress",
+        "--dataset",
+        str(dataset),
+        "--out",
+        str(tmp_path / "out"),
+        "-p",
+        "gemini-3-flash",
+    ]
     efforts = []
     for effort in ("low", "low", "high"):
         server.reset()
-        code, output = prbj(server, profiles, tmp_path, *base, "--context", "none", "--reasoning-effort", effort)
+        code, output = prbj(
+            server, profiles, tmp_path, *base, "--context", "none", "--reasoning-effort", effort
+        )
         assert code == 0, output
-        efforts.append([r.body["generationConfig"]["thinkingConfig"]["thinkingLevel"] for r in server.requests])
+        efforts.append(
+            [r.body["generationConfig"]["thinkingConfig"]["thinkingLevel"] for r in server.requests]
+        )
     # Asked once at low; the same run again is served from the cache; high is another answer, bought anew.
     assert efforts == [["low"], [], ["high"]]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("judge", "-p", "gpt-5.1", "--limit", "1"),
+        ("build", "--input", "{lamp}", "--out", "{out}", "-p", "gpt-5.1", "--limit", "1"),
+        ("bon", "sample", "--policy", "gpt-5.1", "--limit", "1", "--out", "{out}"),
+        ("serve", "-p", "gpt-5.1", "--port", "0"),
+    ],
+)
+def test_every_command_refuses_a_rejected_value_before_any_call(
+    server: ProviderServer, profiles: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    from lamp_fixture import write_fixture
+
+    lamp = write_fixture(tmp_path / "lamp.jsonl")
+    args = [part.format(lamp=lamp, out=tmp_path / "out") for part in command]
+    server.reset()
+    code, output = prbj(server, profiles, tmp_path, *args, "--reasoning-effort", "minimal")
+    assert code == 2, output
+    assert (
+        "reasoning_effort 'minimal' (--reasoning-effort)" in output
+        and "openai-reasoning-effort-level" in output
+    )
+    assert server.requests == []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,9 @@ def test_providers_lists_sources_without_importing_litellm(tmp_path: Path) -> No
         f" r = CliRunner().invoke(main, ['providers', '--providers-dir', {str(tmp_path)!r}]);"
         " print(r.output); print('litellm imported:', 'litellm' in sys.modules); sys.exit(r.exit_code)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # Wide enough that the profile's path stays on one line (prbj wraps its output at COLUMNS).
+    wide = {**os.environ, "COLUMNS": "300"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=wide)
     assert done.returncode == 0, done.stderr
     assert "litellm imported: False" in done.stdout
     assert "bundled (gemini-3-flash.toml)" in done.stdout

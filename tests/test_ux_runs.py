@@ -127,3 +127,18 @@ def test_diff_refuses_runs_of_different_datasets(runs, tmp_path: Path) -> None:
     (run,) = list(other.iterdir())
     result = CliRunner().invoke(main, ["diff", str(runs["a"]), str(run)])
     assert result.exit_code == 2 and "different datasets" in result.output
+
+
+def test_show_names_an_unknown_pair_and_reads_the_pairs_of_a_limited_run(tmp_path: Path, monkeypatch) -> None:
+    """Issue 26: `--pair p-0007` on a run without it was "0 judgments shown", exit 0; a run of a --limit
+    selection showed no question ("the sample has changed since the run")."""
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, ["judge", "--no-progress", "--limit", "2", "-p", "length"]).exit_code == 0
+    (run,) = (tmp_path / "reports").iterdir()
+    unknown = CliRunner().invoke(main, ["show", str(run), "--pair", "ae-0001"])
+    assert unknown.exit_code == 2, unknown.output
+    assert "--pair 'ae-0001': not in this run; did you mean 'ae-001'" in unknown.output
+    shown = CliRunner().invoke(main, ["show", str(run), "--pair", "ae-001"])
+    assert shown.exit_code == 0, shown.output
+    assert "has changed" not in shown.output and "Question" in shown.output
+    assert SAMPLE.pairs[0].question.split()[0] in shown.output

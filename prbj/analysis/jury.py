@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.analysis.derived import with_derived
 from prbj.data.status import most_severe
 from prbj.errors import ConfigError
 
@@ -136,10 +137,4 @@ def jury_judgments(frame: pl.DataFrame, spec: JurySpec) -> tuple[pl.DataFrame, l
 
 def add_juries(frame: pl.DataFrame, specs: list[JurySpec]) -> tuple[pl.DataFrame, list[JuryStats]]:
     """The judgments with every jury's rows appended (missing columns null), and the juries' figures."""
-    stats: list[JuryStats] = []
-    for spec in specs:
-        jury, figures = jury_judgments(frame, spec)
-        stats.extend(figures)
-        if jury.height:
-            frame = pl.concat([frame, jury], how="diagonal_relaxed")
-    return frame, stats
+    return with_derived(frame, specs, jury_judgments)

@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.data.status import ABSTAINED
+
 ALL_SUBSETS = "all"
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
@@ -64,15 +66,30 @@ class GroupStats:
     # Batching changes a float32 score by up to ~6e-8, so such a verdict could flip with --batch-tokens or a
     # device; exact ties are counted in `ties`, not here.
     tie_risk: int | None = None
+    # Verdicts withheld below a --selective threshold: answered, never counted as correct or as failed. None
+    # (and left out of summary.json) when no verdict was withheld, so other runs' summaries stay as they were.
+    abstained: int | None = None
 
     @property
     def failed(self) -> int:
-        """Judgments that did not end ok: errors, budget or cache skips, and statuses added later alike. (A
-        row read back from an older summary.json may lack counts: those count as 0.)"""
-        return (self.n or 0) - (self.n_ok or 0)
+        """Judgments that did not end ok, and were not withheld on purpose: errors, budget or cache skips, and
+        statuses added later alike. (A row read back from an older summary.json may lack counts: those count
+        as 0.)"""
+        return (self.n or 0) - (self.n_ok or 0) - (self.abstained or 0)
+
+    @property
+    def coverage(self) -> float | None:
+        """The share of answered judgments whose verdict was kept (--selective); None when none was withheld."""
+        if not self.abstained:
+            return None
+        answered = (self.n_ok or 0) + self.abstained
+        return (self.n_ok or 0) / answered if answered else None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        row = asdict(self)
+        if self.abstained is None:
+            del row["abstained"]
+        return row
 
 
 TIE_RISK_MARGIN = 1e-6
@@ -160,6 +177,7 @@ def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, s
         **_position_stats(frame),
         planner_errors=int(status_counts.get("planner_error", 0)),
         tie_risk=_tie_risk(ok),
+        abstained=int(status_counts.get(ABSTAINED, 0)) or None,
     )
 
 

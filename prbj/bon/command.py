@@ -47,6 +47,8 @@ from prbj.bon.rundir import (
 )
 from prbj.bon.sample import DemoPolicy, Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
+from prbj.display.fit import FittingTable
+from prbj.display.width import output_console
 from prbj.judges.official import Protocol, require_repo
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
@@ -95,7 +97,7 @@ def run_sample_command(
 ) -> int:
     shared = GatewayOptions.pop_from(gateway_options)
     on_ray = RayOptions.pop_from(gateway_options)
-    console = Console()
+    console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         settings = sampling_settings(
             n, k_profile, seed, temperature=temperature, top_p=top_p, max_tokens=max_tokens
@@ -147,11 +149,10 @@ def run_sample_command(
     console.print(
         f"{ok}/{frame.height} samples written for {len(questions.pairs)} questions "
         f"(N = {n}, policy {sampler.provider.name})",
-        soft_wrap=True,
     )
     _report_failures(frame, console, what="samples")
     console.print(f"run directory: {run.path}")
-    console.print(f"[dim]Next: prbj bon score {run.path} -p bm25-profile -p length[/dim]", soft_wrap=True)
+    console.print(f"[dim]Next: prbj bon score {run.path} -p bm25-profile -p length[/dim]")
     if not ok:
         console.print(f"[bold red]error:[/bold red] no sample came back from {sampler.provider.name}")
         return 1
@@ -159,7 +160,13 @@ def run_sample_command(
 
 
 def sampling_settings(
-    n: int, k_profile: int, seed: int | None, *, temperature: float | None, top_p: float | None, max_tokens: int | None
+    n: int,
+    k_profile: int,
+    seed: int | None,
+    *,
+    temperature: float | None,
+    top_p: float | None,
+    max_tokens: int | None,
 ) -> SamplingSettings:
     """The sampling settings: the options given, the official defaults for the rest (and which is which)."""
     given = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
@@ -203,7 +210,7 @@ def run_score_command(
     shared = GatewayOptions.pop_from(options)
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
-    console = Console()
+    console = output_console()
     run = BonRun.open(run_dir)
     samples = run.read(SAMPLES_FILE)
     questions = run.questions(dataset)
@@ -240,10 +247,10 @@ def run_score_command(
         "score", {"started": started, "finished": now(), "rms": names, "mode": gateway.mode, "usage": usage}
     )
     run.save()
-    console.print(_score_table(scores, picks, names, max(run.ks)))
+    console.print(FittingTable(_score_table(scores, picks, names, max(run.ks))))
     _report_failures(scores, console, what="scores")
     console.print(f"wrote {run.path / SCORES_FILE} and {run.path / PICKS_FILE}")
-    console.print(f"[dim]Next: prbj bon evaluate {run.path} --gold <provider>[/dim]", soft_wrap=True)
+    console.print(f"[dim]Next: prbj bon evaluate {run.path} --gold <provider>[/dim]")
     empty = [
         name for name in names if scores.filter(pl.col("rm") == name, pl.col("status") == "ok").is_empty()
     ]
@@ -288,7 +295,7 @@ def run_evaluate_command(
     del scalar_input  # grading calls no reward model; the option is shared with `bon score`
     shared = GatewayOptions.pop_from(gateway_options)
     repo = require_repo(official_repo, protocol)  # before any call: a missing file stops the run first
-    console = Console()
+    console = output_console()
     run = BonRun.open(run_dir)
     picks = run.read(PICKS_FILE)
     samples = run.read(SAMPLES_FILE)
@@ -297,7 +304,9 @@ def run_evaluate_command(
         judge = (
             DemoGoldJudge(gateway)
             if gold == DEMO
-            else gold_judge(resolve_provider(gold, shared, gateway, gold_params(repo)), gateway, gold_mode, repo)
+            else gold_judge(
+                resolve_provider(gold, shared, gateway, gold_params(repo)), gateway, gold_mode, repo
+            )
         )
         started = now()
         try:
@@ -329,7 +338,6 @@ def run_evaluate_command(
         console.print(
             f"[red]every gold call failed: kept the previous {SUMMARY_FILE} and {STORE_FILE} in {run.path}; "
             f"the failed grades are in {FAILED_GOLD_FILE}. Fix the cause and rerun.[/red]",
-            soft_wrap=True,
         )
         return 1
     evaluated = evaluations(picks, graded)
@@ -347,14 +355,13 @@ def run_evaluate_command(
     }
     run.log("evaluate", {"started": started, "finished": now(), "mode": gateway.mode, "usage": usage})
     run.save()
-    console.print(curve_table(points))
+    console.print(FittingTable(curve_table(points)))
     _report_failures(graded, console, what="gold grades")
     console.print(
         f"{picked_samples(picks).height} distinct picks graded for {len(official)} RM(s); wrote "
         f"{SUMMARY_FILE}, {STORE_FILE} and {RMS_FOLDER}/<rm>/{OFFICIAL_SUMMARY_FILE} in {run.path}",
-        soft_wrap=True,
     )
-    console.print(f"[dim]Next: prbj downstream add {run.path}[/dim]", soft_wrap=True)
+    console.print(f"[dim]Next: prbj downstream add {run.path}[/dim]")
     if not (graded["status"] == "ok").any():
         console.print(
             f"[bold red]error:[/bold red] no pick got a gold grade from {judge.describe()['provider']}"

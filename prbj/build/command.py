@@ -23,6 +23,8 @@ from prbj.build.pipeline import Builder, BuildSettings, Outcome, Roles
 from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
 from prbj.data.lamp import LampRecord, load_lamp
+from prbj.display.fit import FittingTable
+from prbj.display.width import output_console
 from prbj.errors import ConfigError, DataError
 from prbj.judges.setup import resolve_provider
 from prbj.llm.gateway import Gateway
@@ -84,7 +86,7 @@ def run_build_command(
     from prbj.runs.rundir import package_versions
 
     shared = GatewayOptions.pop_from(gateway_options)
-    console = Console()
+    console = output_console()
     lamp = load_lamp(input_spec, subsets=subsets, split=split).select(subsets, limit)
     if not lamp.records:
         raise DataError(f"--input {input_spec}: no records to build from")
@@ -143,13 +145,13 @@ def run_build_command(
         versions=package_versions(),
     )
     write_build(out, outcomes, builder, summary, markdown(summary), run)
-    console.print(outcome_table(summary))
+    console.print(FittingTable(outcome_table(summary)))
     if usage:
         console.print(usage_table(usage))
     note = length_note(summary["length"])
     if note:
         style = "yellow" if summary["length"]["warning"] else "dim"
-        console.print(f"[{style}]{note}[/{style}]", soft_wrap=True)
+        console.print(f"[{style}]{note}[/{style}]")
     console.print(f"build directory: {out} (pairs: {out / PAIRS_FILE})")
     return _exit_code(summary, outcomes, console)
 
@@ -175,7 +177,6 @@ def _exit_code(summary: dict[str, Any], outcomes: Sequence[Outcome], console: Co
     console.print(
         f"[yellow]{sum(incomplete.values())} records incomplete ({parts}): rerun to finish them "
         "(finished calls are cached; raise --max-cost or drop --cache-only).[/yellow]",
-        soft_wrap=True,
     )
     return 0
 
@@ -185,11 +186,10 @@ def run_annotate_command(out_dir: Path, *, annotators: int, sample: int, seed: i
     from prbj.build.annotate import write_sheets
 
     written = write_sheets(out_dir, annotators=annotators, sample=sample, seed=seed, profile_k=profile_k)
-    Console().print(
+    output_console().print(
         f"wrote {len(written.sheets)} sheet(s) of {written.items} pairs: "
         + ", ".join(str(p) for p in written.sheets)
         + f"; key (keep it from annotators): {written.key}",
-        soft_wrap=True,
     )
     return 0
 
@@ -203,9 +203,9 @@ def run_label_agreement_command(run_dir: Path) -> int:
     if not labels:
         raise DataError(f"{run_dir}: no {rundir.LABELS_FILE}; label pairs with `prbj view {run_dir}` first")
     report = label_agreement(labels)
-    console = Console()
+    console = output_console()
     for table in label_tables(report):
-        console.print(table)
+        console.print(FittingTable(table))
     path = rundir.write_label_agreement(run_dir, report)
     console.print(f"wrote {path}")
     return 0
@@ -218,9 +218,9 @@ def run_agreement_command(out_dir: Path, sheets: Sequence[Path]) -> int:
 
     annotations = read_sheets(out_dir, sheets)
     report = agreement_report(out_dir, annotations)
-    console = Console()
+    console = output_console()
     for table in agreement_tables(report):
-        console.print(table)
+        console.print(FittingTable(table))
     json_path, md_path = write_agreement(out_dir, report)
     console.print(f"wrote {json_path} and {md_path}")
     return 0

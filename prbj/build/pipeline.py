@@ -206,7 +206,10 @@ class Builder:
             self._generate("rejected", record, aspects, outcome),
         )
         outcome.chosen, outcome.rejected = chosen, rejected
-        problems = answer_problems(chosen, rejected, self.settings.thresholds)
+        # A dry run's stand-in answers are as long as a reply may be, not as long as a real one: the checks
+        # they would reach are planned, not judged by their length.
+        planned = any(call.status == "dry_run" for call in outcome.calls)
+        problems = [] if planned else answer_problems(chosen, rejected, self.settings.thresholds)
         if problems:
             self._finish(outcome, problems)
             return
@@ -249,8 +252,8 @@ class Builder:
             return gold_aspects(record)
         planned = await self.planner.aspects(record.view("profile"))
         self._record_call(outcome, "planner", planned.result)
-        if planned.result.status == "dry_run":
-            return [f"aspect {i + 1} this user expects" for i in range(self.settings.max_aspects)]
+        if planned.result.status == "dry_run":  # as long as the planner may answer: the estimate stays a bound
+            return self.planner.stand_in_aspects(record.view("profile"))
         if not planned.aspects and planned.status in ("truncated", "refused"):
             raise _Dropped(f"planner_{planned.status}")
         return planned.aspects
@@ -266,10 +269,14 @@ class Builder:
             }
         )
         request = LLMRequest.chat(system.text, prompt, template_hash=self._template_hash(role), purpose=role)
-        result = await self.gateway.call(getattr(self.roles, role), request)
+        provider = getattr(self.roles, role)
+        result = await self.gateway.call(provider, request)
         self._record_call(outcome, role, result)
-        if result.status == "dry_run":  # a stand-in of full length, distinct per role, so checks are planned
-            return " ".join([role] * self.settings.thresholds.max_words)
+        if result.status == "dry_run":
+            # A stand-in as long as the writer may answer, distinct per role, so that the checks are planned
+            # and their estimate bounds what they will cost.
+            length = max(self.settings.thresholds.max_words, self.gateway.completion_bound(provider, request))
+            return " ".join([role] * length)
         if result.status in ("truncated", "refused"):
             raise _Dropped(f"{role}_{result.status}")
         return clean_answer(result.text or "")

@@ -14,6 +14,7 @@ from prbj.cli.admin import cache_group, providers_command
 from prbj.cli.batch import batch_group
 from prbj.cli.bon import bon
 from prbj.cli.build import build
+from prbj.cli.calibrate import calibrate
 from prbj.cli.downstream import correlate, downstream
 from prbj.cli.inspect import diff, show
 from prbj.cli.judge import judge
@@ -49,6 +50,7 @@ for command in (
     report,
     check,
     power,
+    calibrate,
     show,
     diff,
     correlate,

@@ -28,6 +28,9 @@ from prbj.cli.options import (
 )
 from prbj.cli.support import friendly_errors
 
+# BoN runs get a folder of their own under reports/, so that `prbj report reports/*/` meets judge runs only.
+BON_RUNS_FOLDER = Path("reports") / "bon"
+
 
 @click.group()
 def bon() -> None:
@@ -36,7 +39,7 @@ def bon() -> None:
 
     \b
     Steps:
-      prbj bon sample --policy PROVIDER      → reports/bon-<id>/ (run.json, samples.parquet)
+      prbj bon sample --policy PROVIDER      → reports/bon/bon-<id>/ (run.json, samples.parquet)
       prbj bon score RUN_DIR -p RM [-p ...]  → scores.parquet, picks.parquet
       prbj bon evaluate RUN_DIR --gold PROV  → summary.json, evaluation_summary.json per RM, downstream.parquet
       prbj downstream add RUN_DIR            → the table 'prbj correlate' reads
@@ -95,7 +98,7 @@ def bon() -> None:
 )
 @gateway_options
 @batch_options
-@out_option("Folder in which the run directory bon-<id>/ is written.")
+@out_option("Folder in which the run directory bon-<id>/ is written.", default=BON_RUNS_FOLDER)
 @concurrency_option("Samples requested at once.")
 @progress_option
 @ray_options
@@ -181,7 +184,7 @@ def bon_score(**options: Any) -> None:
 
     \b
     Examples:
-      prbj bon score reports/bon-20260101-120000-abc123 -p bm25-profile -p length -p embed-profile
+      prbj bon score reports/bon/<bon-run> -p bm25-profile -p length -p embed-profile
       prbj bon score RUN_DIR -p gemini-3-flash --context profile --max-cost 5
       prbj bon score RUN_DIR -p openai-compatible --api-base http://127.0.0.1:8000/v1
     """
@@ -224,7 +227,7 @@ def bon_evaluate(**options: Any) -> None:
 
     \b
     Examples:
-      prbj bon evaluate reports/bon-20260101-120000-abc123 --gold gpt-5.1
+      prbj bon evaluate reports/bon/<bon-run> --gold gpt-5.1
       prbj bon evaluate RUN_DIR --gold gemini-3-flash --gold-mode per-aspect --max-cost 3
       prbj downstream add RUN_DIR && prbj correlate --run reports/<judge-run> --source bon
     """

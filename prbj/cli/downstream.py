@@ -202,7 +202,7 @@ def downstream_add(paths: tuple[Path, ...], rm: str | None, source: str | None, 
     Examples:
       prbj downstream add BoN/data/evaluation_summary.json --rm Skywork-Reward-V2-Llama-3.1-8B
       prbj downstream add ppo_results.csv --store reports/downstream
-      prbj downstream add reports/bon-run/ --source bon-qwen0.5b
+      prbj downstream add reports/bon/<bon-run> --source bon-qwen0.5b
     """
     from prbj.runs.downstream_command import run_downstream_add
 

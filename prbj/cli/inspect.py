@@ -47,7 +47,7 @@ def show(
     \b
     Examples:
       prbj show reports/<run-id> --only incorrect --judge gemini-3-flash
-      prbj show reports/<run-id> --pair p-0007
+      prbj show reports/<run-id> --pair ae-007
     """
     from prbj.runs.show_command import ShowFilter, run_show_command
 

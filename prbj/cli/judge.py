@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from prbj.cli.beyond_options import beyond_options
+from prbj.cli.confidence_options import confidence_options
 from prbj.cli.options import (
     batch_options,
     concurrency_option,
@@ -87,6 +88,7 @@ from prbj.data.schema import CONTEXTS
 @progress_option
 @scalar_options
 @beyond_options
+@confidence_options
 @ray_options
 @friendly_errors
 def judge(**options: Any) -> None:
@@ -115,6 +117,9 @@ def judge(**options: Any) -> None:
       prbj judge -p gemini-3-flash --context profile --context swapped-profile --context none
       prbj judge -p gemini-3-flash -p gpt-5.1 -p claude-sonnet-4-6 --jury trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-6
       prbj judge -p gemini-3-flash --samples 5 --slice all --compare
+      prbj judge -p embed-profile --confidence available
+      prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1 --confidence logprobs
+      prbj judge -p gemini-3-flash --escalate-to gemini-3.1-pro --escalate-below 0.8 --confidence logprobs
     """
     from prbj.runs.collector import kept_for_the_run
 

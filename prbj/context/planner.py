@@ -120,6 +120,14 @@ class Planner:
             self.system.text, user, template_hash=combined_sha(self.system, self.user), purpose="planner"
         )
 
+    def stand_in_aspects(self, view: JudgeView) -> list[str]:
+        """What a dry run shows judges in place of the aspects it did not ask for: max_aspects lines that
+        together are as long as the planner's reply may be (its max_tokens), so that the judge calls' estimate
+        bounds what they will cost (an aspect is at most a line of the reply)."""
+        words = self.gateway.completion_bound(self.provider, self.request(view))
+        per_line = -(-words // self.max_aspects)
+        return [" ".join(["aspect"] * per_line) for _ in range(self.max_aspects)]
+
     async def aspects(self, view: JudgeView) -> PlannerOutput:
         # Keyed by the request itself, not the pair id: a long-running server may see one id with different
         # questions. A failed plan is forgotten, so the next caller tries again instead of failing forever.

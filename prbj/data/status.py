@@ -12,7 +12,9 @@ from typing import Literal, TypeVar, get_args
 # (a cut-off reply whose visible text still holds a verdict is read as usual; a refusal never is).
 CallStatus = Literal["ok", "truncated", "refused", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
 # What a judgment ended in: a call's status, or an answer that said nothing usable (`parse_error` from the
-# judge, `planner_error` from the planner of the `planner` context: the pair was never judged on that reply).
+# judge, `planner_error` from the planner of the `planner` context: the pair was never judged on that reply),
+# or `abstained`: the judge answered, but less surely than a --selective threshold asks, so its verdict is
+# withheld (counted apart: never a verdict, never a failure).
 Status = Literal[
     "ok",
     "parse_error",
@@ -23,12 +25,18 @@ Status = Literal[
     "skipped_budget",
     "skipped_cache",
     "dry_run",
+    "abstained",
 ]
 
 STATUSES: tuple[Status, ...] = get_args(Status)
 CALL_STATUSES: tuple[CallStatus, ...] = get_args(CallStatus)
-# Judgments that count as failed in a run's figures: all but `ok` (a dry run is a plan, not a failure).
-FAILED_STATUSES: tuple[Status, ...] = tuple(s for s in STATUSES if s not in ("ok", "dry_run"))
+# A verdict withheld for being unsure (`--selective`), and the judgments that answered, withheld or not: the
+# ones with a probability, and the ones a judge is not "without any answer" for.
+ABSTAINED: Status = "abstained"
+ANSWERED_STATUSES: tuple[Status, ...] = ("ok", ABSTAINED)
+# Judgments that count as failed in a run's figures: all but the answered ones (a dry run is a plan, not a
+# failure).
+FAILED_STATUSES: tuple[Status, ...] = tuple(s for s in STATUSES if s not in (*ANSWERED_STATUSES, "dry_run"))
 # Calls the provider answered and billed: a complete answer, or a reply cut at its output cap or refused. Each is
 # cached, so a rerun replays it rather than buying it again.
 REPLIED_STATUSES: tuple[CallStatus, ...] = ("ok", "truncated", "refused")
@@ -49,6 +57,7 @@ STATUS_MEANING: dict[Status, str] = {
     "skipped_budget": "--max-cost reached (rerun with a higher cap)",
     "skipped_cache": "not in the cache (--cache-only)",
     "dry_run": "not sent (--dry-run)",
+    "abstained": "answered below the --selective confidence threshold (verdict withheld)",
 }
 # Failures a fresh sample of the same prompt can heal (--retry-failed): an unreadable, cut-off or refused reply,
 # a provider error. A budget or cache skip cannot be healed by asking again.
@@ -58,7 +67,7 @@ HEALABLE_STATUSES: tuple[Status, ...] = ("parse_error", "truncated", "refused", 
 # status that explains the most: a call never sent outranks one that failed, which outranks a reply the provider
 # refused or cut off, which outranks a reply that was unreadable. The three "not sent" statuses come from
 # exclusive modes, so their order among themselves is moot.
-_SEVERITY: dict[str, int] = {
+_SEVERITY: dict[str, float] = {
     "dry_run": 9,
     "skipped_budget": 8,
     "skipped_cache": 7,
@@ -68,11 +77,13 @@ _SEVERITY: dict[str, int] = {
     # Below a failed call (which explains more), above an unreadable verdict (the judge never saw a plan).
     "planner_error": 3,
     "parse_error": 2,
+    # An answer whose verdict was withheld still explains more than a plain ok, and less than any failure.
+    "abstained": 1.5,
     "ok": 1,
 }
 
 
-def severity(status: str) -> int:
+def severity(status: str) -> float:
     """Higher = explains more; a name outside the vocabulary ranks lowest."""
     return _SEVERITY.get(status, 0)
 

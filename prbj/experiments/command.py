@@ -6,16 +6,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
+from prbj.display.fit import FittingTable
+from prbj.display.width import output_console
 from prbj.experiments.commandline import CommandLine
 from prbj.experiments.dry_run import plan_stages
 from prbj.experiments.runner import Runner, RunOptions
 from prbj.experiments.schema import load_experiment
 from prbj.experiments.stages import Stage
 from prbj.experiments.usage import StageUsage, totals
-from prbj.report.fit import FittingTable
 
 EXPERIMENTS_FOLDER = Path("reports") / "experiments"
 
@@ -32,7 +32,7 @@ def run_experiment_command(
 ) -> int:
     experiment = load_experiment(path, cli)
     directory = out if out is not None else EXPERIMENTS_FOLDER / experiment.name
-    console = Console()
+    console = output_console()
     runner = Runner(experiment, cli, directory, console=console, options=RunOptions(dry_run, only, progress))
     if status:
         console.print(status_table(runner))
@@ -42,17 +42,14 @@ def run_experiment_command(
         console.print(FittingTable(plan_table(plans), key_columns=1))
         for stage, usage in plans:
             if usage.local_answers:
-                console.print(
-                    f"[dim]{stage.name}: {usage.local_answers:,} answers {usage.note}[/dim]", soft_wrap=True
-                )
+                console.print(f"[dim]{stage.name}: {usage.local_answers:,} answers {usage.note}[/dim]")
             elif usage.note:
-                console.print(f"[dim]{stage.name}: {usage.note}[/dim]", soft_wrap=True)
+                console.print(f"[dim]{stage.name}: {usage.note}[/dim]")
         if estimate:
-            console.print(f"[yellow]{estimate}[/yellow]", soft_wrap=True)
+            console.print(f"[yellow]{estimate}[/yellow]")
         if missing:
             console.print(
                 f"[yellow]API keys not set (a real run needs them): {', '.join(missing)}[/yellow]",
-                soft_wrap=True,
             )
         return 0
     return runner.run()

@@ -98,7 +98,7 @@ def _bon_ready(runner: Runner, stage_name: str) -> Path | None:
     sample = runner.manifest.stages.get(BON_SAMPLE_STAGE)
     if record is None or record.state != "done" or sample is None or not sample.run_dirs:
         return None
-    folder = Path(sample.run_dirs[0])
+    folder = runner.manifest.folders(BON_SAMPLE_STAGE)[0]
     needed = SAMPLES_FILE if stage_name == BON_SCORE_STAGE else "picks.parquet"
     return folder if (folder / needed).exists() else None
 

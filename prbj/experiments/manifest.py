@@ -78,6 +78,12 @@ class Manifest:
         stages = {
             name: StageRecord.parse(name, record, path) for name, record in raw.get("stages", {}).items()
         }
+        inside = directory.resolve()
+        for name, record in stages.items():
+            for folder in record.run_dirs:
+                # Stages read, and rewrite files in, the folders recorded here: never one outside the experiment.
+                if not (directory / folder).resolve().is_relative_to(inside):
+                    raise DataError(f"{path}: field 'stages.{name}.run_dirs': {folder} is outside {directory}")
         spent = raw.get("spent_usd", 0.0)
         if isinstance(spent, bool) or not isinstance(spent, int | float) or not spent >= 0:
             raise DataError(f"{path}: field 'spent_usd': expected a non-negative number")
@@ -104,6 +110,15 @@ class Manifest:
                 "stages": {name: asdict(record) for name, record in self.stages.items()},
             },
         )
+
+    def folders(self, name: str) -> list[Path]:
+        """The output folders (or files) of stage `name`, recorded relative to the experiment directory."""
+        record = self.stages.get(name)
+        return [self.path.parent / folder for folder in record.run_dirs] if record is not None else []
+
+    def relative(self, paths: list[Path]) -> list[str]:
+        directory = self.path.parent.resolve()
+        return [str(Path(p).resolve().relative_to(directory)) for p in paths]
 
     def cost_usd(self) -> float:
         """What the stages as they stand cost (a stage rerun after an edit counts its new run only)."""

@@ -14,11 +14,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from prbj.context.planner import Planner
 from prbj.data import load_dataset
 from prbj.data.files import write_jsonl
+from prbj.display.width import output_console
 from prbj.experiments.schema import Experiment
 from prbj.judges.setup import resolve_provider
 from prbj.llm.setup import GatewayOptions
@@ -48,7 +47,7 @@ def run_planner(
     planner_entry = experiment.planner
     assert planner_entry is not None
     shared = gateway_options(experiment.defaults, experiment.base, max_cost=max_cost, dry_run=dry_run)
-    console = Console()
+    console = output_console()
     data = load_dataset(experiment.dataset).select(experiment.subsets, experiment.limit)
     with shared.open() as gateway:
         planner = Planner(

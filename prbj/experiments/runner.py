@@ -156,7 +156,7 @@ class Runner:
     def _fresh(self, stage: Stage, record: StageRecord | None, inputs: str) -> bool:
         if record is None or record.state != "done" or record.inputs != inputs:
             return False
-        return all(Path(d).exists() for d in record.run_dirs)
+        return all(folder.exists() for folder in self.manifest.folders(stage.name))
 
     # --- running ------------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -223,7 +223,7 @@ class Runner:
             self.console.print(f"[bold red]stage {stage.name} failed (exit {code})[/bold red]")
             return code
         assert run_dirs is not None
-        record.run_dirs = [str(d) for d in run_dirs]
+        record.run_dirs = self.manifest.relative(run_dirs)
         record.outputs = self.output_digest(stage, run_dirs)
         record.state = "done"
         self.manifest.save()
@@ -291,14 +291,15 @@ class Runner:
 
     def _bon_dir(self) -> Path | None:
         record = self.manifest.stages.get(BON_SAMPLE_STAGE)
-        return Path(record.run_dirs[0]) if record is not None and record.run_dirs else None
+        folders = self.manifest.folders(BON_SAMPLE_STAGE)
+        return folders[0] if record is not None and folders else None
 
     def judge_run_dirs(self) -> list[Path]:
         dirs = []
         for stage in self.stages:
             record = self.manifest.stages.get(stage.name)
             if stage.kind == "judge" and record is not None and record.state == "done":
-                dirs += [Path(d) for d in record.run_dirs]
+                dirs += self.manifest.folders(stage.name)
         return dirs
 
     def output_digest(self, stage: Stage, run_dirs: Sequence[Path]) -> str:

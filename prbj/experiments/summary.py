@@ -71,7 +71,7 @@ def _comparisons(manifest: Manifest) -> list[dict[str, Any]]:
     record = manifest.stages.get(CORRELATE_STAGE)
     if record is None or record.state != "done":
         return []
-    path = Path(record.run_dirs[0]) / "correlation.json"
+    path = manifest.folders(CORRELATE_STAGE)[0] / "correlation.json"
     return list(read_json(path).get("comparisons", [])) if path.exists() else []
 
 
@@ -79,7 +79,7 @@ def _bon_results(manifest: Manifest) -> list[dict[str, Any]]:
     record = manifest.stages.get(BON_SAMPLE_STAGE)
     if record is None or not record.run_dirs:
         return []
-    path = Path(record.run_dirs[0]) / "summary.json"
+    path = manifest.folders(BON_SAMPLE_STAGE)[0] / "summary.json"
     return list(read_json(path).get("results", [])) if path.exists() else []
 
 
@@ -90,7 +90,7 @@ def write_experiment_report(
     for judge in experiment.judges:
         record = manifest.stages.get(judge_stage_name(judge))
         if record is not None and record.run_dirs:
-            runs[judge.name] = rundir.load_run(Path(record.run_dirs[0]))
+            runs[judge.name] = rundir.load_run(manifest.folders(judge_stage_name(judge))[0])
     outcomes: list[Outcomes] = [o for name, run in runs.items() for o in entry_outcomes(name, run.judgments)]
     size = size_figure(size_points(experiment, runs), seed=experiment.seed)
     effects = context_effects(outcomes, seed=experiment.seed)
@@ -118,7 +118,7 @@ def write_experiment_report(
         list(runs.values()),
         target,
         title=experiment.report_title or f"Experiment {experiment.name}",
-        downstream=[Path(store.run_dirs[0])] if store is not None and store.run_dirs else [],
+        downstream=manifest.folders(DOWNSTREAM)[:1] if store is not None else [],
         slices=experiment.report_slices,
         leading=experiment_sections(claims, size, effects, comparisons),
     )
@@ -143,31 +143,41 @@ def _value(value: float | None, *, points: bool) -> str:
     return f"{100 * value:+.1f}" if points else f"{value:+.2f}"
 
 
+# The claims by a few words, for table rows; their full statements are in the note under the table.
+SHORT_CLAIMS = {
+    "a": "best judge far below the oracle",
+    "b": "no growth with parameter count",
+    "c": "raw profile does not help",
+    "d": "planner aspects help",
+    "e": "closer to downstream than others",
+}
+
+
 def claims_table(claims: Sequence[Claim]) -> TextTable:
     rows = []
     for claim in claims:
-        points = claim.key != "b" and claim.key != "e"
-        detail = claim.missing if claim.verdict == "not tested" else claim.detail
+        points = claim.key not in ("b", "e")
+        tested = claim.verdict != "not tested"
+        why = f"{claim.figure}: {claim.detail}" if tested else f"missing: {claim.missing}"
         if claim.pairs_needed is not None:
-            detail += f"; ~{claim.pairs_needed} pairs would settle it (prbj power)"
+            why += f"; ~{claim.pairs_needed:,} pairs would settle it (prbj power)"
         rows.append(
             [
-                f"({claim.key}) {claim.statement}",
+                f"({claim.key}) {SHORT_CLAIMS.get(claim.key, claim.statement)}",
                 claim.verdict,
-                claim.figure or fmt.DASH,
                 _value(claim.value, points=points),
                 _interval(claim.ci_low, claim.ci_high, points=points),
-                detail,
+                why,
             ]
         )
+    statements = " ".join(f"({c.key}) {c.statement}" for c in claims)
     return TextTable(
         "claims",
         "The paper's claims on this experiment",
-        ["claim", "verdict", "figure", "value", "95% CI", "why"],
+        ["claim", "verdict", "value", "95% CI", "figure and why"],
         rows,
-        [False, False, False, True, True, False],
-        note="Differences in accuracy points; (b) and (e) are rank correlations. 'not tested': the experiment "
-        "lacks what the claim needs.",
+        [False, False, True, True, False],
+        note=f"{statements} Values in accuracy points, except (b) and (e): rank correlations.",
     )
 
 

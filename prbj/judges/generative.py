@@ -26,12 +26,14 @@ from prbj.judges.base import (
     ScoreFailure,
     verdict_from_scores,
 )
+from prbj.judges.confidence import probability_of_a
 from prbj.judges.official import Protocol, official_positions, parse_official_verdict
 from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
+from prbj.llm.logprobs import asked
 from prbj.llm.prompt_cache import shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
-from prbj.llm.reading import Reading, may_repair, read_reply
+from prbj.llm.reading import may_repair, read_reply
 from prbj.prompts import Template, builtin, combined_sha
 
 OrderMode = Literal["random", "both"]
@@ -92,8 +94,9 @@ class ContextBuilder:
             assert self.planner is not None
             planned = await self.planner.aspects(view)
             if planned.result.status == "dry_run":
-                # Nothing was asked, but the judge calls that would follow must still be counted in the plan.
-                rubrics = "\n".join("- (an aspect from the planner)" for _ in range(self.planner.max_aspects))
+                # Nothing was asked, but the judge calls that would follow must still be counted in the plan,
+                # with aspects as long as the planner's reply may be, so that their estimate stays a bound.
+                rubrics = "\n".join(f"- {aspect}" for aspect in self.planner.stand_in_aspects(view))
                 return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
             if not planned.ok:
                 failure = (
@@ -114,7 +117,12 @@ def check_template_shows_context(
     template: Template, context: Context, option: str, *, system: Template | None = None
 ) -> None:
     """A custom template that never shows the context would silently turn every setting into `none`."""
-    needs = {"profile": "profile", "swapped-profile": "profile", "planner": "rubrics", "oracle": "rubrics"}.get(context)
+    needs = {
+        "profile": "profile",
+        "swapped-profile": "profile",
+        "planner": "rubrics",
+        "oracle": "rubrics",
+    }.get(context)
     shown = template.placeholders | (system.placeholders if system is not None else set())
     if needs and not ({needs, "context"} & shown):
         raise ConfigError(
@@ -122,6 +130,17 @@ def check_template_shows_context(
         )
 
 
+@dataclass(frozen=True)
+class VerdictRead:
+    """What one pairwise call (with its repair, if any) ended in."""
+
+    status: Status
+    letter: str | None = None
+    error: str | None = None
+    # P("A") from the verdict token's log-probabilities (--confidence logprobs), when they were returned.
+    probability_of_a: float | None = None
+    # Why it failed, in the words failures are counted by (see prbj.llm.reading).
+    cause: str | None = None
 
 
 @dataclass
@@ -140,6 +159,8 @@ class Usage:
     replies: list[str] = field(default_factory=list)
     prompt_hashes: list[str] = field(default_factory=list)
     context_block: str | None = None
+    # P(chosen is better) from verdict-token log-probabilities (--confidence logprobs); None otherwise.
+    p_chosen: float | None = None
 
     def add(self, result: LLMResult, prompt_hash: str | None = None) -> None:
         self.cost_usd += result.cost_usd
@@ -167,6 +188,12 @@ class Usage:
                 "context_block": self.context_block,
                 "original_cost_usd": self.original_cost_usd,
                 "latency_s": self.latency_s if self.calls > self.cached_calls else None,
+                # Only when computed, so that a run that did not ask has no such column.
+                **(
+                    {}
+                    if self.p_chosen is None
+                    else {"p_chosen": self.p_chosen, "confidence_source": "logprobs"}
+                ),
             },
         }
 
@@ -188,6 +215,12 @@ class LLMJudgeBase:
     retry_failed: bool = False
     # Which repeated sample of the same prompt this judge asks for (part of the cache key); see judges.sampling.
     sample_index: int = 0
+
+    @property
+    def top_logprobs(self) -> int:
+        """Alternatives per position whose log-probabilities the provider is asked for (--confidence logprobs,
+        as the provider's settled parameters hold it: a rule may have left them out); 0 when none are."""
+        return asked(self.provider.params)
 
     def _template_hash(self) -> str:
         return combined_sha(self.system, self.user, *self.contexts.templates()) + f"-p{PARSER_VERSION}"
@@ -313,18 +346,25 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             )
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
         picks: dict[str, str | None] = {}
-        readings: list[Reading[str]] = []
+        reads: list[VerdictRead] = []
+        chosen_probabilities: list[float | None] = []
         for position in positions:
             first, second = (pair.chosen, pair.rejected) if position == "A" else (pair.rejected, pair.chosen)
-            reading = await self._verdict(view, block, first, second, usage)
-            readings.append(reading)
-            if reading.value is not None:
-                picks[position] = "chosen" if reading.value == position else "rejected"
-        status = most_severe(r.status for r in readings)
+            read = await self._verdict(view, block, first, second, usage)
+            reads.append(read)
+            if read.letter is not None:
+                picks[position] = "chosen" if read.letter == position else "rejected"
+            # P(the chosen answer is better) in this order: P(A) when it stood in A, else P(B).
+            p_a = read.probability_of_a
+            chosen_probabilities.append(None if p_a is None else p_a if position == "A" else 1.0 - p_a)
+        status = most_severe(r.status for r in reads)
         verdict = None
         if status == "ok":
             values = set(picks.values())
             verdict = values.pop() if len(values) == 1 else "inconsistent"
+            if self.top_logprobs and all(p is not None for p in chosen_probabilities):
+                # Both orders: the mean of the two order-specific probabilities.
+                usage.p_chosen = sum(p for p in chosen_probabilities if p is not None) / len(positions)
         return self._judgment(
             task,
             status=status,
@@ -332,24 +372,24 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             chosen_position="both" if self.order == "both" else positions[0],
             verdict_chosen_a=picks.get("A"),
             verdict_chosen_b=picks.get("B"),
-            error="; ".join(r.error for r in readings if r.error) or None,
-            cause=next((r.cause for r in readings if r.status == status), None),
+            error="; ".join(r.error for r in reads if r.error) or None,
+            cause=next((r.cause for r in reads if r.status == status), None),
             **usage.fields(),
         )
 
     async def _verdict(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage
-    ) -> Reading[str]:
+    ) -> VerdictRead:
         for sample in self._samples():
-            reading = await self._verdict_sample(view, block, answer_a, answer_b, usage, sample)
-            if reading.status not in HEALABLE_STATUSES:
+            read = await self._verdict_sample(view, block, answer_a, answer_b, usage, sample)
+            if read.status not in HEALABLE_STATUSES:
                 break
         usage.sample_index = max(usage.sample_index, sample)
-        return reading
+        return read
 
     async def _verdict_sample(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage, sample: int
-    ) -> Reading[str]:
+    ) -> VerdictRead:
         prompt = self._prompt(
             {
                 "context": block.text,
@@ -361,16 +401,27 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             }
         )
         result = await self._ask(prompt, usage, sample, varying=(answer_a, answer_b))
+        shown = [answer_a, answer_b]
 
         def verdict(text: str) -> str | None:
-            return self._read_verdict(text, [answer_a, answer_b])
+            return self._read_verdict(text, shown)
 
         reading = read_reply(result, verdict)
         if self.repair and may_repair(reading, result):
-            repaired = read_reply(await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage), verdict)
+            asked = await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage)
+            repaired = read_reply(asked, verdict)
             if repaired.ok:
-                return repaired
-        return reading
+                reading, result = repaired, asked
+        if not reading.ok:
+            return VerdictRead(reading.status, error=reading.error, cause=reading.cause)
+        return VerdictRead("ok", reading.value, probability_of_a=self._probability_of_a(result, shown))
+
+    def _probability_of_a(self, result: LLMResult, shown: Sequence[str]) -> float | None:
+        """From the log-probabilities of the reply the verdict was read from; only prbj's parser locates the
+        verdict token (the official protocol's reading gets no probability)."""
+        if not self.top_logprobs or self.protocol == "official":
+            return None
+        return probability_of_a(result.text, shown, result.logprobs)
 
 
 class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
@@ -426,7 +477,20 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         usage.context_block = block.text
         if block.failure is not None:
             raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}", block.failure.cause)
-        return [await self._score_one(view, block, answer, usage) for answer in answers]
+        scores: list[float] = []
+        planned: ScoreFailure | None = None
+        for answer in answers:
+            try:
+                scores.append(await self._score_one(view, block, answer, usage))
+            except ScoreFailure as failure:
+                # A dry run answers nothing, but the calls for the other answers must still be counted in
+                # the plan (a real run sends them all).
+                if failure.status != "dry_run":
+                    raise
+                planned = planned or failure
+        if planned is not None:
+            raise planned
+        return scores
 
     async def _score_one(self, view: JudgeView, block: ContextBlock, answer: str, usage: Usage) -> float:
         for sample in self._samples():

@@ -19,6 +19,7 @@ from prbj.judges.official import OfficialRepo, Protocol, require_repo
 from prbj.judges.scalar import ScalarOptions
 from prbj.llm import lifecycle
 from prbj.llm.gateway import Gateway
+from prbj.llm.logprobs import DEFAULT_TOP_LOGPROBS, LOGPROB_PARAMS, request_params
 from prbj.llm.params import Asked, with_params
 from prbj.llm.providers import LITELLM_TRANSPORT, ProviderSpec
 from prbj.llm.setup import GatewayOptions
@@ -57,14 +58,25 @@ def resolve_provider(
         if provider.transport == LITELLM_TRANSPORT:
             run_params["reasoning_effort"] = Asked(shared.reasoning_effort, "--reasoning-effort", "option")
         else:
-            notes.append(f"--reasoning-effort not sent to {provider.name}: in-process models do not reason on request")
-    provider = announce(lifecycle.checked(with_params(provider, run_params), shared.providers_dir), gateway, notes)
+            notes.append(
+                f"--reasoning-effort not sent to {provider.name}: in-process models do not reason on request"
+            )
+    if any(name in run_params for name in LOGPROB_PARAMS) and provider.supports_logprobs is False:
+        for name in LOGPROB_PARAMS:
+            run_params.pop(name, None)
+        notes.append(
+            "--confidence logprobs: no log-probabilities asked (the model returns none); its probabilities come "
+            "from both orders, samples or scores where the run has them"
+        )
+    provider = announce(
+        lifecycle.checked(with_params(provider, run_params), shared.providers_dir), gateway, notes
+    )
     return provider
 
 
 def announce(provider: ProviderSpec, gateway: Gateway, extra: Sequence[str] = ()) -> ProviderSpec:
-    """Print what the parameter rules and the model's lifecycle say about `provider` (each line once per run)
-    and record its settled parameters in the run's usage."""
+    """Print what the parameter rules and the model's lifecycle say about `provider`, each line once per run
+    (the gateway records the settled parameters in the run's usage when the provider is first called)."""
     settled = provider.settled
     lines = [*(settled.notices if settled is not None else ()), *extra]
     fresh = [line for line in lines if line not in gateway.announced]
@@ -73,7 +85,6 @@ def announce(provider: ProviderSpec, gateway: Gateway, extra: Sequence[str] = ()
         console = Console(stderr=True, highlight=False, soft_wrap=True)
         for line in fresh:
             console.print(f"[yellow]note:[/yellow] {provider.name}: {escape(line)}")
-    gateway.record_params(provider)
     return provider
 
 
@@ -100,13 +111,23 @@ class JudgeOptions:
     official_repo: Path | None = None
     # --temperature (prbj judge): the LLM judges' sampling temperature for this run; None keeps the profile's.
     temperature: float | None = None
+    # --confidence logprobs (prbj judge): the LLM judges ask for verdict-token log-probabilities.
+    logprobs: bool = False
 
     @property
     def judge_params(self) -> dict[str, Asked]:
-        """What the LLM judges ask of their providers besides the profile (the planner asks nothing)."""
-        if self.temperature is None:
-            return {}
-        return {"temperature": Asked(self.temperature, "--temperature", "option")}
+        """What the LLM judges ask of their providers besides the profile (the planner asks nothing). The
+        log-probabilities are asked where a model can give them: a provider rule may leave them out (a
+        default, not a typed value, so such a judge runs without them rather than refusing the run)."""
+        params: dict[str, Asked] = {}
+        if self.temperature is not None:
+            params["temperature"] = Asked(self.temperature, "--temperature", "option")
+        if self.logprobs:
+            params |= {
+                name: Asked(value, "--confidence logprobs", "default")
+                for name, value in request_params(DEFAULT_TOP_LOGPROBS).items()
+            }
+        return params
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> JudgeOptions:

@@ -109,6 +109,60 @@ def parse_verdict(reply: str | None, shown: Sequence[str] = ()) -> str | None:
     return bare_verdict(lines[-1]) if lines else None
 
 
+def verdict_position(reply: str | None, shown: Sequence[str] = ()) -> tuple[str, int] | None:
+    """The verdict `parse_verdict` reads and where its letter stands in `reply` (a character offset), so that
+    the token the model generated there can be found. The same reading as parse_verdict, on a copy of the
+    reply in which what it would cut out is blanked instead (quoted answers, quoted lines, reasoning before
+    `</think>`), so that offsets keep pointing into the reply; None when there is no verdict, or in the rare
+    reply where the blanked copy reads otherwise than parse_verdict (no position rather than a wrong one)."""
+    letter = parse_verdict(reply, shown)
+    if letter is None or not reply:
+        return None
+    text = _blanked_final_answer(reply, shown)
+    found: list[tuple[int, str, int]] = []
+    for pattern in _VERDICT_PATTERNS:
+        found.extend(
+            (m.start(), m.group(1).upper(), m.start(1))
+            for m in pattern.finditer(text)
+            if not _inside_quotes(text, m.start(), m.end())
+        )
+    if found:
+        _, read, at = max(found)
+    else:
+        last = _last_line(text)
+        bare = _BARE.match(text[last[0] : last[1]]) if last is not None else None
+        if last is None or bare is None:
+            return None
+        read, at = bare.group(1).upper(), last[0] + bare.start(1)
+    return (letter, at) if read == letter else None
+
+
+def _blanked_final_answer(reply: str, shown: Sequence[str]) -> str:
+    """`_final_answer` with every cut replaced by spaces of the same length: same offsets as `reply`."""
+    text = reply
+    for original in sorted((s for s in shown if s.strip()), key=len, reverse=True):
+        quoted = original.strip()
+        text = text.replace(quoted, " " * len(quoted))
+    shown_lines = {row.strip() for original in shown for row in original.splitlines() if row.strip()}
+    pieces = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        bare = body.strip().lstrip(">").strip().strip("\"'“”")
+        quoted_line = bare and (body.lstrip().startswith(">") or len(bare) >= 12)
+        if quoted_line and any(bare in quoted for quoted in shown_lines):
+            line = " " * len(body) + line[len(body) :]
+        pieces.append(line)
+    text = "".join(pieces)
+    ends = [m.end() for m in _THINK_END.finditer(text)]
+    return " " * ends[-1] + text[ends[-1] :] if ends else text
+
+
+def _last_line(text: str) -> tuple[int, int] | None:
+    """(start, end) of the last line holding anything but whitespace."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"[^\r\n]*", text) if m.group().strip()]
+    return spans[-1] if spans else None
+
+
 def parse_score(
     reply: str | None, shown: Sequence[str] = (), *, low: float = 1, high: float = 10
 ) -> float | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
+from prbj.display.width import output_console
 from prbj.llm import lifecycle
 from prbj.llm.cache import ResponseCache
 from prbj.llm.lifecycle import WARN_DAYS
@@ -114,7 +115,7 @@ def print_providers(providers: Sequence[ProviderSpec], console: Console, on: dat
             ("price", _listed_price(p, price_map)),
             ("retires", _retires(p, price_map, on)),
         ):
-            console.print(f"  {label:<8}{value}", highlight=False, soft_wrap=True)
+            console.print(f"  {label:<8}{value}", highlight=False)
     console.print(
         "\n[dim]prices: USD per million tokens in / out; retires: the model's deprecation date in LiteLLM's "
         "model map (a run warns within 30 days of it); keys are never shown; --rpm, --tpm, --max-concurrency and "
@@ -126,7 +127,7 @@ def print_providers(providers: Sequence[ProviderSpec], console: Console, on: dat
 def run_providers_command(providers_dir: Path | None) -> int:
     """`prbj providers`: the profiles, where each was read from, their keys (set or not, never shown), limits
     and prices."""
-    print_providers(list_providers(providers_dir, resolve_prices=False), Console())
+    print_providers(list_providers(providers_dir, resolve_prices=False), output_console())
     return 0
 
 
@@ -137,9 +138,8 @@ def run_cache_stats(cache_dir: Path | None) -> int:
     with ResponseCache(cache_dir) as cache:
         stats = cache.stats()
     kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(stats.by_kind.items())) or "empty"
-    Console().print(
+    output_console().print(
         f"{stats.directory}: {stats.entries} entries ({kinds}), {stats.size_bytes / 1e6:.1f} MB",
-        soft_wrap=True,
     )
     return 0
 
@@ -149,12 +149,12 @@ def run_cache_clear(cache_dir: Path | None, *, confirm: Callable[[str], None] | 
     with ResponseCache(cache_dir) as cache:
         if confirm is not None:
             confirm(f"Delete all {cache.stats().entries} entries in {cache.directory}?")
-        Console().print(f"deleted {cache.clear()} entries")
+        output_console().print(f"deleted {cache.clear()} entries")
     return 0
 
 
 def run_cache_prune(cache_dir: Path | None, seconds: float, *, older_than: str) -> int:
     """Delete the entries stored more than `seconds` ago; `older_than` is the age as the user wrote it."""
     with ResponseCache(cache_dir) as cache:
-        Console().print(f"deleted {cache.prune(seconds)} entries older than {older_than}")
+        output_console().print(f"deleted {cache.prune(seconds)} entries older than {older_than}")
     return 0

@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tenacity import (
@@ -33,7 +33,7 @@ from tenacity import (
 
 from prbj.data.status import REPLIED_STATUSES, CallStatus
 from prbj.errors import ConfigError
-from prbj.llm.answer import answer_value
+from prbj.llm.answer import answer_value, stored_logprobs
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
@@ -41,6 +41,7 @@ from prbj.llm.error_text import describe_error, one_line
 from prbj.llm.finish import COMPLETE, ReplyEnd, end_cause, end_message, end_of
 from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
+from prbj.llm.logprobs import TokenChoice
 from prbj.llm.param_rules import DEFAULT_MAX_TOKENS, output_cap
 from prbj.llm.prompt_cache import cache_adjustment, cache_write_premium
 from prbj.llm.provider_errors import from_provider
@@ -117,6 +118,8 @@ class LLMResult:
     cause: str | None = None
     # How the reply ended (cut at the output cap, refused) and the hidden reasoning tokens it spent.
     end: ReplyEnd = COMPLETE
+    # Letter positions of the reply with their log-probabilities, when the request asked (prbj.llm.logprobs).
+    logprobs: tuple[TokenChoice, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -218,6 +221,9 @@ class Gateway:
         self._providers: dict[str, _ProviderState] = {}
         self._inflight: dict[str, asyncio.Future[LLMResult]] = {}
         self._computing: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        # --dry-run: the requests planned so far. A request asked again (a planner call shared by several judges,
+        # a pick judged for two RMs) is bought once by a real run, so the plan counts it once.
+        self._planned: set[str] = set()
         # Names this gateway's leases in a shared cache folder (see _buy_leased).
         self._holder = new_lease_holder()
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
@@ -263,12 +269,9 @@ class Gateway:
         """The providers this gateway has been asked to call, in the order of stats()."""
         return [state.spec for state in self._providers.values()]
 
-    def record_params(self, provider: ProviderSpec) -> None:
-        """Record `provider`'s settled parameters in its usage (run.json), once per distinct setting."""
-        state = self._state(provider)
-        settled = provider.settled
-        if settled is None or any(settled is seen for seen in state.recorded):
-            return
+    @staticmethod
+    def _record_params(state: _ProviderState, settled: SettledParams) -> None:
+        """Record a provider's settled parameters in its usage (run.json), once per distinct setting."""
         state.recorded.append(settled)
         record = settled.record()
         if record not in state.stats.params:
@@ -287,8 +290,9 @@ class Gateway:
 
     async def call(self, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
         state = self._state(provider)
-        if provider.settled is not None and not any(provider.settled is seen for seen in state.recorded):
-            self.record_params(provider)
+        settled = provider.settled
+        if settled is not None and not any(settled is seen for seen in state.recorded):
+            self._record_params(state, settled)
         key = self.request_key(provider, request)
         bought = self._batch_bought.get(key)
         if bought is not None:
@@ -297,21 +301,18 @@ class Gateway:
         if hit is not None:
             return self._hit(state, hit, request)
         if self.mode == "dry_run":
-            planned = planned_keys.get()
-            if planned is not None and key in planned:
-                return LLMResult(status="dry_run", error="not sent (--dry-run; planned by an earlier step)")
-            if planned is not None:
-                planned.add(key)
-            return self._plan(state, provider, request)
+            return self._plan(state, provider, request, key)
         if self.mode == "cache_only":
             state.stats.skipped_cache += 1
             return LLMResult(status="skipped_cache", error="not in the cache (--cache-only)")
         if self.batch is not None and provider.transport == LITELLM_TRANSPORT:
             return await self._queue(state, provider, request, key)
         # Identical requests in flight at once (e.g. the same pick judged for two RMs) are bought once.
-        result, shared = await _once(self._inflight, key, lambda: self._buy_leased(state, provider, request, key))
+        result, shared = await _once(
+            self._inflight, key, lambda: self._buy_leased(state, provider, request, key)
+        )
         if shared:
-            return LLMResult(**{**asdict(result), "end": result.end, "cost_usd": 0.0, "cached": result.replied})
+            return replace(result, cost_usd=0.0, cached=result.replied)
         return result
 
     async def cached(self, key: str, compute: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -374,6 +375,7 @@ class Gateway:
                 cost_usd=answer.cost_usd,
                 original_cost_usd=answer.cost_usd,
                 attempts=1,
+                logprobs=completion.logprobs,
             )
             _count_end(stats, completion.end)
             stats.batch_calls += 1
@@ -426,6 +428,7 @@ class Gateway:
             params,
             original_cost_usd=float(hit.get("cost_usd", 0.0)),
             cached=True,
+            logprobs=stored_logprobs(hit),
         )
 
     async def _buy_leased(
@@ -521,7 +524,18 @@ class Gateway:
             return self._estimate(provider, request)
         return await asyncio.to_thread(self._estimate, provider, request)
 
-    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest) -> LLMResult:
+    def completion_bound(self, provider: ProviderSpec, request: LLMRequest) -> int:
+        """The most output tokens `request` may come back with: the largest output bound it is sent with."""
+        return self._completion_bound(provider, request)
+
+    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest, key: str) -> LLMResult:
+        # Each distinct request is planned once: within this gateway, and across the steps of a dry run of
+        # several (planned_keys), since an earlier step's answer would be in the cache when a later one asks.
+        shared = planned_keys.get()
+        planned = self._planned if shared is None else shared
+        if key in planned:
+            return LLMResult(status="dry_run", error="not sent (--dry-run; planned already)")
+        planned.add(key)
         prompt, completion, cost = self._estimate(provider, request)
         state.stats.planned_calls += 1
         state.stats.planned_prompt_tokens += prompt
@@ -580,7 +594,9 @@ class Gateway:
                     try:
                         completion = await self._send(state, call, prompt_estimate + completion_bound)
                     except Exception as err:
-                        self._account_failed_attempt(state, err, reserved, None if counted else (spec, request))
+                        self._account_failed_attempt(
+                            state, err, reserved, None if counted else (spec, request)
+                        )
                         reserved = 0.0
                         raise
                     except asyncio.CancelledError:
@@ -631,7 +647,14 @@ class Gateway:
             self.cache.store_soon(
                 key,
                 answer_value(
-                    text, prompt_tokens, completion_tokens, cost, spec.model, request.purpose, completion.end
+                    text,
+                    prompt_tokens,
+                    completion_tokens,
+                    cost,
+                    spec.model,
+                    request.purpose,
+                    logprobs=completion.logprobs,
+                    end=completion.end,
                 ),
             )
         return replied(
@@ -644,6 +667,7 @@ class Gateway:
             original_cost_usd=cost,
             latency_s=time.monotonic() - started,
             attempts=attempts,
+            logprobs=completion.logprobs,
         )
 
     async def _send(self, state: _ProviderState, call: ChatCall, tokens: int) -> Completion:
@@ -718,7 +742,9 @@ class Gateway:
         return LLMResult(
             status="api_error",
             error=_with_note(
-                state.spec, error, describe_error(error, attempts, time.monotonic() - started, secrets=[api_key])
+                state.spec,
+                error,
+                describe_error(error, attempts, time.monotonic() - started, secrets=[api_key]),
             ),
             cause=cause_of(error),
             latency_s=time.monotonic() - started,

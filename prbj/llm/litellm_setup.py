@@ -103,7 +103,11 @@ def _is_facts(raw: Any) -> bool:
     "default_reasoning_effort": str | None}."""
     if not isinstance(raw, dict) or set(raw) != set(ModelFacts.__dataclass_fields__):
         return False
-    date, reasoning, effort = raw["deprecation_date"], raw["supports_reasoning"], raw["default_reasoning_effort"]
+    date, reasoning, effort = (
+        raw["deprecation_date"],
+        raw["supports_reasoning"],
+        raw["default_reasoning_effort"],
+    )
     return (
         (date is None or (isinstance(date, str) and _iso_date(date) is not None))
         and isinstance(reasoning, bool)

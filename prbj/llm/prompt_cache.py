@@ -62,7 +62,9 @@ def cache_adjustment(spec: ProviderSpec, cached_tokens: int, cache_write_tokens:
     return cached_tokens * (read - price) + cache_write_tokens * (write - price)
 
 
-def carries_breakpoint(spec: ProviderSpec, messages: Sequence[Mapping[str, Any]], shared_prefix_chars: int) -> bool:
+def carries_breakpoint(
+    spec: ProviderSpec, messages: Sequence[Mapping[str, Any]], shared_prefix_chars: int
+) -> bool:
     """Whether a request gets an Anthropic cache breakpoint: an Anthropic model, and a shared prefix (system text
     included) that reaches the model's minimum cacheable length."""
     if shared_prefix_chars <= 0 or family(spec.model) != "anthropic":
@@ -72,7 +74,9 @@ def carries_breakpoint(spec: ProviderSpec, messages: Sequence[Mapping[str, Any]]
     return (system + shared_prefix_chars) / 4 >= min_prefix_tokens(spec.model)
 
 
-def cache_write_premium(spec: ProviderSpec, messages: Sequence[Mapping[str, Any]], shared_prefix_chars: int) -> float:
+def cache_write_premium(
+    spec: ProviderSpec, messages: Sequence[Mapping[str, Any]], shared_prefix_chars: int
+) -> float:
     """USD per prompt token above the input price that a request may pay for writing its prefix into the
     provider's cache (Anthropic's 1.25×); 0 for a request that carries no breakpoint."""
     if not carries_breakpoint(spec, messages, shared_prefix_chars):

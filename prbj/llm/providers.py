@@ -47,6 +47,7 @@ _KNOWN_KEYS = {
     "price",
     "params",
     "timeout",
+    "logprobs",
     "replaces",
 }
 
@@ -81,6 +82,9 @@ class ProviderSpec:
     source: str = ""
     # Which of the gateway's transports sends this provider's requests (prbj.llm.transport).
     transport: str = LITELLM_TRANSPORT
+    # Whether the model returns token log-probabilities (`logprobs = true|false` in a profile); None: not
+    # stated (see supports_logprobs).
+    logprobs: bool | None = None
     # Profile names and model ids this profile takes over from once they retire (prbj.llm.lifecycle).
     replaces: tuple[str, ...] = ()
     # The parameters as settled for this run (prbj.llm.params.with_params): what is sent, changes, warnings.
@@ -91,6 +95,14 @@ class ProviderSpec:
     @property
     def family(self) -> str:
         return self.model.split("/", 1)[0] if "/" in self.model else "openai"
+
+    @property
+    def supports_logprobs(self) -> bool | None:
+        """What the profile says; else False for Anthropic (its API has no log-probabilities), None (unknown:
+        ask, and judge without them where none come back). LiteLLM 1.110's model map has no such field."""
+        if self.logprobs is not None:
+            return self.logprobs
+        return False if self.family == "anthropic" else None
 
     def with_api_base(self, api_base: str | None) -> ProviderSpec:
         return self if api_base is None else replace(self, api_base=check_api_base(api_base))
@@ -338,6 +350,7 @@ def load_profile(
         batch_output_price=_price(price, "batch_output", path),
         params=params,
         timeout=float(_positive(raw, "timeout", path) or 120.0),
+        logprobs=_optional_flag(raw, "logprobs", path),
         replaces=_names(raw, "replaces", path),
         # The file a profile was read from, and the profile it extends when it is partial.
         source=f"{path} (extends {extends})" if extends is not None else str(path),
@@ -376,6 +389,10 @@ def _flag(raw: dict[str, Any], key: str, path: Path, *, default: bool) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{path}: field '{key}': expected true or false, got {value!r}")
     return value
+
+
+def _optional_flag(raw: dict[str, Any], key: str, path: Path) -> bool | None:
+    return None if raw.get(key) is None else _flag(raw, key, path, default=False)
 
 
 def _profile_api_base(raw: dict[str, Any], path: Path) -> str | None:

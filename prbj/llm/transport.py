@@ -15,8 +15,10 @@ from typing import Any, Protocol
 from prbj.llm.finish import COMPLETE, ReplyEnd
 from prbj.llm.litellm_finish import RawBody, reply_end
 from prbj.llm.litellm_setup import litellm
+from prbj.llm.logprobs import TokenChoice, asked, from_response
 from prbj.llm.prompt_cache import family
 from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
+from prbj.llm.wire_params import allowed_through
 
 __all__ = ["LITELLM_TRANSPORT", "ChatCall", "Completion", "LiteLLMTransport", "Transport"]
 
@@ -41,6 +43,9 @@ class Completion:
     # Of the prompt tokens: read from, and written to, the provider's prompt cache (billed at other rates).
     cached_tokens: int = 0
     cache_write_tokens: int = 0
+    # Where the request asked for log-probabilities (--confidence logprobs): the positions where a letter stood
+    # (prbj.llm.logprobs); None when none were asked for or the provider sent none.
+    logprobs: tuple[TokenChoice, ...] | None = None
     # How the reply ended (cut at the output cap, refused) and the hidden reasoning it spent: prbj.llm.finish.
     end: ReplyEnd = COMPLETE
 
@@ -69,19 +74,29 @@ class LiteLLMTransport:
             max_retries=0,
             drop_params=True,
             **extra,
+            **allowed_through(spec.model, call.params),
             **call.params,
         )
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         cached, written = prompt_cache_counts(usage)
+        text = choice.message.content or ""
         return Completion(
-            text=choice.message.content or "",
+            text=text,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cached_tokens=cached,
             cache_write_tokens=written,
+            logprobs=reply_logprobs(call, getattr(choice, "logprobs", None), text),
             end=reply_end(response, raw),
         )
+
+
+def reply_logprobs(call: ChatCall, choice_logprobs: Any, text: str) -> tuple[TokenChoice, ...] | None:
+    if not asked(call.params):
+        return None
+    kept = from_response(choice_logprobs, text)
+    return None if kept is None else tuple(kept)
 
 
 def prompt_cache_counts(usage: Any) -> tuple[int, int]:

@@ -28,6 +28,17 @@ def family_of(model: str) -> str:
     return {"vertex_ai": "gemini", "gemini": "gemini", "anthropic": "anthropic"}.get(provider, provider)
 
 
+def allowed_through(model: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """What must go with `params` for LiteLLM to send them all. Its Gemini (AI Studio) mapping lists `logprobs`
+    but not `top_logprobs` among the parameters it takes, so `drop_params` would drop the number of
+    alternatives (--confidence logprobs) and Gemini would return only the chosen token's log-probability, which
+    cannot be normalised over two verdict letters; allowed through, LiteLLM's own mapping sends it as
+    generationConfig.logprobs."""
+    if params.get("logprobs") and "top_logprobs" in params and model.startswith(("gemini/", "vertex_ai/")):
+        return {"allowed_openai_params": ["top_logprobs"]}
+    return {}
+
+
 def mapped_params(model: str, params: Mapping[str, Any], family: str | None = None) -> dict[str, Any]:
     """`params` as LiteLLM sends them for `model` (with drop_params, as the transport sends them); raises what
     LiteLLM raises for parameters it cannot send at all."""
@@ -37,6 +48,7 @@ def mapped_params(model: str, params: Mapping[str, Any], family: str | None = No
         model=bare_model(model),
         custom_llm_provider=family or family_of(model),
         drop_params=True,
+        **allowed_through(model, params),
         **dict(params),
     )
     mapped.pop("stream", None)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from prbj.errors import ConfigError
+from prbj.llm.logprobs import TokenChoice, kept_positions
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
 from prbj.local.model_files import ModelSource
 
@@ -51,12 +52,16 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str  # "stop" (end of sequence) or "length" (hit max_new_tokens)
+    # From the model's own logits, when the request asked for log-probabilities (prbj.llm.logprobs).
+    logprobs: tuple[TokenChoice, ...] | None = None
 
 
 @dataclass(frozen=True)
 class _Job:
     messages: list[dict[str, str]]
     max_new_tokens: int
+    # Alternatives per generated position to report with their log-probabilities; 0: none asked for.
+    top_logprobs: int = 0
 
 
 class LoadError(RuntimeError):
@@ -77,11 +82,11 @@ class LocalGenerator:
         )
 
     def generate(
-        self, messages: Sequence[Mapping[str, str]], max_new_tokens: int
+        self, messages: Sequence[Mapping[str, str]], max_new_tokens: int, *, top_logprobs: int = 0
     ) -> asyncio.Future[Generation]:
         """Queue one conversation; await the future for its reply. Submit all that are ready before awaiting."""
         plain = [{"role": m["role"], "content": m["content"]} for m in messages]
-        return self._batcher.submit(_Job(plain, max_new_tokens))
+        return self._batcher.submit(_Job(plain, max_new_tokens, top_logprobs))
 
     def run_batch(self, requests: Sequence[tuple[list[dict[str, str]], int]]) -> list[Generation | Exception]:
         """Generate replies for (messages, max_new_tokens) requests on the calling thread, in batches of at
@@ -186,6 +191,7 @@ class LocalGenerator:
         jobs = [job for job, _ in prepared]
         prompts = [ids for _, ids in prepared]
         budget = max(job.max_new_tokens for job in jobs)
+        scored = any(job.top_logprobs for job in jobs)
         width = max(len(ids) for ids in prompts)
         # Left padding: every prompt ends at the same column, so generation continues all rows at once.
         input_ids = torch.tensor([[self.pad_id] * (width - len(ids)) + ids for ids in prompts])
@@ -200,22 +206,53 @@ class LocalGenerator:
                 top_p=None,
                 top_k=None,
                 pad_token_id=self.pad_id,
+                # The raw logits of every step, only when a request asked for log-probabilities: the greedy
+                # choice is the same either way.
+                output_logits=scored,
+                return_dict_in_generate=scored,
             )
+        sequences = output.sequences if scored else output
         self.batch_sizes.append(len(jobs))
         results = []
-        for row, ids, job in zip(output[:, width:].tolist(), prompts, jobs, strict=True):
+        for index, (row, ids, job) in enumerate(
+            zip(sequences[:, width:].tolist(), prompts, jobs, strict=True)
+        ):
             new = row[: job.max_new_tokens]
             stop = next((i for i, token in enumerate(new) if token in self.eos_ids), None)
             kept = new if stop is None else new[:stop]
+            text = str(self.tokenizer.decode(kept, skip_special_tokens=True))
             results.append(
                 Generation(
-                    text=str(self.tokenizer.decode(kept, skip_special_tokens=True)),
+                    text=text,
                     prompt_tokens=len(ids),
                     completion_tokens=len(kept) + (stop is not None),
                     finish_reason="length" if stop is None else "stop",
+                    logprobs=self._logprobs(output.logits, index, kept, job.top_logprobs, text)
+                    if scored and job.top_logprobs
+                    else None,
                 )
             )
         return results
+
+    def _logprobs(
+        self, logits: Sequence[Any], row: int, generated: list[int], top: int, text: str
+    ) -> tuple[TokenChoice, ...]:
+        """Each generated token's log-probability and the `top` most likely tokens at its step, from the
+        model's logits (log-softmax over the vocabulary), placed in the reply's text."""
+        torch = self._torch
+        positions = []
+        for step, token in enumerate(generated):
+            logprobs = torch.log_softmax(logits[step][row].float(), dim=-1)
+            values, indices = torch.topk(logprobs, top)
+            alternatives = [
+                (self._piece(int(i)), float(v))
+                for v, i in zip(values.tolist(), indices.tolist(), strict=True)
+            ]
+            positions.append((self._piece(token), float(logprobs[token]), alternatives))
+        return tuple(kept_positions(text, positions))
+
+    def _piece(self, token: int) -> str:
+        return str(self.tokenizer.decode([token], skip_special_tokens=True))
 
 
 def _ids(encoded: Any) -> list[int]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from prbj.errors import ConfigError
 from prbj.llm.finish import LENGTH, STOP, ReplyEnd
 from prbj.llm.gateway import Gateway
+from prbj.llm.logprobs import asked
 from prbj.llm.transport import ChatCall, Completion
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
 from prbj.local.generator import MODEL_PREFIX, LoadError, LocalGenerator, max_new_tokens
@@ -90,12 +91,20 @@ class LocalModels:
     async def send(self, call: ChatCall) -> Completion:
         try:
             generator = self.generator(call.provider.model.removeprefix(MODEL_PREFIX))
-            generated = await generator.generate(call.messages, max_new_tokens(call.params))
+            generated = await generator.generate(
+                call.messages, max_new_tokens(call.params), top_logprobs=asked(call.params)
+            )
         except (ConfigError, LoadError, ValueError) as err:
             raise LocalModelError(str(err)) from err
         # A reply that hit max_new_tokens ended at its output cap, as a provider's `length`.
         end = ReplyEnd(LENGTH if generated.finish_reason == LENGTH else STOP)
-        return Completion(generated.text, generated.prompt_tokens, generated.completion_tokens, end=end)
+        return Completion(
+            generated.text,
+            generated.prompt_tokens,
+            generated.completion_tokens,
+            logprobs=generated.logprobs,
+            end=end,
+        )
 
     def generator(self, path_or_id: str) -> LocalGenerator:
         found = self._generators.get(path_or_id)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from prbj.analysis.check import CheckReport
+from prbj.display.fit import FittingTable
 from prbj.report import fmt
 
 _STATUS_STYLE = {
@@ -66,11 +67,11 @@ def check_table(report: CheckReport) -> Table:
 
 
 def print_check(report: CheckReport, console: Console) -> None:
-    console.print(check_table(report))
+    console.print(FittingTable(check_table(report), key_columns=3))
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     for failure in report.failures:
-        console.print(f"[bold red]FAIL:[/bold red] {failure}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]FAIL:[/bold red] {failure}", highlight=False)
     if report.spent_usd is not None:
         console.print(f"spent: {fmt.usd(report.spent_usd)}", highlight=False)
     if report.passed:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from prbj.display.fit import FittingTable
 from prbj.report.content import ReportContent
-from prbj.report.fit import FittingTable
 from prbj.report.layout import Section, demo_note, report_sections
 from prbj.report.tables import TextTable
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from prbj.analysis.downstream import STORE_FILE as DOWNSTREAM_FILE
 from prbj.report import plots, tables
 from prbj.report.content import ReportContent
+from prbj.report.frontier import cost_accuracy_figure
 from prbj.report.plots import Figure
 from prbj.report.tables import TextTable
 
@@ -87,7 +88,7 @@ def report_sections(content: ReportContent, *, terse: bool = False) -> list[Sect
             "Cost",
             intro=cost_intro,
             tables=[tables.cost_table(content)],
-            figures=_present(plots.cost_figure(content)),
+            figures=_present(plots.cost_figure(content)) + _present(cost_accuracy_figure(content)),
         )
     )
     if content.failures:

@@ -15,15 +15,8 @@ from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES
+from prbj.display.fit import FittingTable
 from prbj.report import fmt
-from prbj.report.fit import FittingTable
-
-
-def wide_console(width: int) -> Console:
-    """A console for tables: the terminal's width on a terminal, else `width` columns (CI logs, pipes), where
-    Rich would squeeze the tables into 80."""
-    console = Console()
-    return console if console.is_terminal else Console(width=width)
 
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
@@ -120,10 +113,7 @@ def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], con
     console.print("[bold]failures by cause[/bold]")
     for item in causes:
         breaker = f" ({item.not_sent} not sent: circuit breaker opened)" if item.not_sent else ""
-        console.print(
-            f"  [red]{escape(item.cause)}[/red] ×{item.count}{breaker}: {escape(item.first_message)}",
-            soft_wrap=True,
-        )
+        console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{breaker}: {escape(item.first_message)}")
 
 
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> FittingTable:

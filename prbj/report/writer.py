@@ -10,6 +10,7 @@ import polars as pl
 
 from prbj.analysis.run_data import RunData
 from prbj.report.beyond import beyond_sections
+from prbj.report.confidence import confidence_sections
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import Section, report_sections
@@ -30,8 +31,11 @@ def all_sections(
 ) -> list[Section]:
     """Every section of the report of `runs`, in order: what report.md and report.html render, and what the
     viewer's Run page shows."""
-    return report_sections(content) + beyond_sections(
-        runs, [run.run_id for run in content.runs], slices=slices
+    labels = [run.run_id for run in content.runs]
+    return (
+        report_sections(content)
+        + beyond_sections(runs, labels, slices=slices)
+        + confidence_sections(runs, labels)
     )
 
 

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from prbj.context.planner import Planner
 from prbj.data import load_dataset
-from prbj.data.status import FAILED_STATUSES
-from prbj.errors import DataError
-from prbj.judges.registry import build_judges
+from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
+from prbj.display.width import output_console
+from prbj.errors import ConfigError, DataError
+from prbj.judges.base import Judge
+from prbj.judges.registry import build_judges, resolve_judges
 from prbj.judges.setup import JudgeOptions
+from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
 from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.collector import kept_for_the_run
-from prbj.runs.execute import RunConfig, execute
+from prbj.runs.confidence import ConfidenceOptions
+from prbj.runs.execute import Escalation, RunConfig, execute
 
 
 def run_judge_command(
@@ -38,12 +45,17 @@ def run_judge_command(
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
     beyond = BeyondOptions.pop_from(options)
+    surety = ConfidenceOptions.pop_from(options)
+    # --confidence logprobs is a parameter of the LLM judges' requests (and so of their cache keys).
+    judging = replace(judging, logprobs=surety.confidence == "logprobs")
     if options:
         raise TypeError(f"run_judge_command: unexpected options {sorted(options)}")
     dry_run, cache_only = shared.dry_run, shared.cache_only
-    console = Console()
+    console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         judges, planner = build_judges(providers, judging, shared, gateway)
+        _ = surety.thresholds  # a bad --selective file fails before any call
+        escalation = _escalation(surety, judges, judging, shared, gateway, planner)
         judges = beyond.sampled(judges)
         with kept_for_the_run():
             data = load_dataset(dataset).select(subsets, limit)
@@ -60,13 +72,16 @@ def run_judge_command(
             protocol=judging.protocol,
             official_repo=str(judging.official.root) if judging.official is not None else None,
             beyond=beyond,
+            confidence=surety,
         )
-        result = execute(data, judges, config, gateway=gateway, planner=planner)
+        result = execute(data, judges, config, gateway=gateway, planner=planner, escalation=escalation)
     usage = result.extra.get("usage", [])
     if dry_run:
         console.print(usage_table(usage, dry_run=True))
         return 0
     print_leaderboard(result.summary, console)
+    for note in result.extra.get("selective_notes", []):
+        console.print(f"selective: {note}", highlight=False)
     print_failure_causes(result.judgments.select("status", "cause", "error").iter_rows(), console)
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
@@ -95,6 +110,43 @@ def run_judge_command(
     return max(_exit_code(result.judgments, fail_on_error, console), budget_code)
 
 
+def _escalation(
+    surety: ConfidenceOptions,
+    judges: Sequence[Judge],
+    judging: JudgeOptions,
+    shared: GatewayOptions,
+    gateway: Gateway,
+    planner: Planner | None,
+) -> Escalation | None:
+    """--escalate-to: the strong judge, built in every context a first-stage judge runs in; where it runs
+    among --provider already, its own judgments serve the cascade."""
+    if surety.escalate_to is None:
+        return None
+    contexts = tuple(dict.fromkeys(judge.context for judge in judges))
+    strong = resolve_judges(
+        [surety.escalate_to], replace(judging, contexts=contexts), shared, gateway, planner
+    )
+    name = strong[0].name
+    ran = {judge.context for judge in judges if judge.name == name}
+    if {judge.name for judge in judges} <= {name}:
+        raise ConfigError(
+            f"--escalate-to {surety.escalate_to}: no other judge to escalate from (add one with --provider)"
+        )
+    # An offline judge sees one fixed context: it can only back up judges that saw the same.
+    missing = sorted({j.context for j in judges if j.name != name} - {j.context for j in strong} - ran)
+    if missing:
+        own = ", ".join(sorted({j.context for j in strong}))
+        raise ConfigError(
+            f"--escalate-to {surety.escalate_to}: it judges in context {own} only, and would back up judges "
+            f"that saw {', '.join(missing)}; pick judges of the same context"
+        )
+    return Escalation(
+        name=name,
+        judges={judge.context: judge for judge in strong if judge.context not in ran},
+        ran_alone=frozenset(ran),
+    )
+
+
 def _report_budget(usage: list[Any], spent: float, cap: float | None, console: Console) -> int:
     """--max-cost stopped some calls: say how far the money went and fail the run (exit 1), since its figures
     cover only part of the pairs."""
@@ -112,9 +164,10 @@ def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) ->
     more judgments failed than --fail-on-error allows; else 0."""
     import polars as pl
 
+    # A verdict withheld for being unsure (--selective) was still an answer.
     empty = (
         judgments.group_by("judge", "context", maintain_order=True)
-        .agg((pl.col("status") == "ok").sum().alias("ok"), pl.len().alias("n"))
+        .agg(pl.col("status").is_in(ANSWERED_STATUSES).sum().alias("ok"), pl.len().alias("n"))
         .filter(pl.col("ok") == 0)
     )
     for judge_name, context, _, n in empty.iter_rows():

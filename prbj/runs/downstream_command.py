@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
-from rich.console import Console
 from rich.table import Table
 
 from prbj.analysis.benchmark_scores import RunSelection, load_benchmark_csv, load_prbj_runs, parse_mapping
@@ -15,10 +14,11 @@ from prbj.analysis.correlate_run import CorrelateConfig, KChoice, write_report
 from prbj.analysis.correlate_run import correlate as correlate_tables
 from prbj.analysis.downstream import add_outcomes, conversions, read_outcomes, read_store
 from prbj.data.names import did_you_mean
+from prbj.display.fit import FittingTable
+from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.report import fmt
 from prbj.report.correlation import comparison_table, markdown, notes
-from prbj.report.fit import FittingTable
 from prbj.runs import rundir
 
 STORE_COLUMNS = ("rm", "source", "subset", "k", "score", "n", "std")
@@ -88,10 +88,10 @@ def run_correlate_command(
         },
     )
     report = correlate_tables(read_store(store), prbj_benchmark, external, config)
-    console = Console()
-    console.print(comparison_table(report, compact=console.width < 120))
+    console = output_console()
+    console.print(FittingTable(comparison_table(report, compact=console.width < 120)))
     for line in notes(report):
-        console.print(f"[dim]{line}[/dim]", soft_wrap=True)
+        console.print(f"[dim]{line}[/dim]")
     json_path, md_path = write_report(report, out, markdown(report))
     console.print(f"wrote {json_path} and {md_path}")
 
@@ -100,12 +100,12 @@ def run_downstream_add(paths: Sequence[Path], *, rm: str | None, source: str | N
     outcomes = [o for path in paths for o in read_outcomes(path, rm=rm, source=source)]
     result = add_outcomes(store, outcomes)
     rms = sorted({o.rm for o in outcomes})
+    console = output_console()
     for note in conversions(outcomes):
-        Console().print(f"[dim]note: {note}[/dim]", soft_wrap=True)
-    Console().print(
+        console.print(f"[dim]note: {note}[/dim]")
+    console.print(
         f"{result.added} row(s) added, {result.replaced} replaced for {len(rms)} RM(s) "
-        f"({', '.join(rms)}); {result.total} in {result.path}",
-        soft_wrap=True,
+        f"({', '.join(rms)}); {result.total} in {result.path}"
     )
 
 
@@ -135,7 +135,7 @@ def run_downstream_show(
             frame = frame.filter(pl.col(column).is_in(list(wanted)))
     if ks:
         frame = frame.filter(pl.col("k").is_in(list(ks)))
-    console = Console()
+    console = output_console()
     if pivot:
         console.print(FittingTable(_pivot_table(frame), key_columns=3))
         return

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -15,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.analysis.cascade import CascadePlan, escalated_label
 from prbj.analysis.run_data import RunData
 from prbj.analysis.slices import pair_features
 from prbj.analysis.stats import GroupStats, summarize
@@ -28,6 +29,13 @@ from prbj.llm.gateway import Gateway
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import BeyondOptions
+from prbj.runs.confidence import (
+    ConfidenceOptions,
+    cascade_plans,
+    escalations,
+    finish,
+    prepare,
+)
 from prbj.runs.engine import run_jobs
 from prbj.runs.progress import Meter
 
@@ -83,6 +91,17 @@ class RunConfig:
     protocol: str = "prbj"
     official_repo: str | None = None
     beyond: BeyondOptions = field(default_factory=BeyondOptions)
+    confidence: ConfidenceOptions = field(default_factory=ConfidenceOptions)
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """--escalate-to: the strong judge's name, and one judge of it per context it must answer in that it did
+    not already run in (where it did, its own judgments serve the cascade)."""
+
+    name: str
+    judges: dict[str, Judge]
+    ran_alone: frozenset[str]
 
 
 @dataclass
@@ -95,8 +114,13 @@ class RunResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-# Columns only some runs have (--samples); added when any judgment carries them.
-OPTIONAL_COLUMNS: dict[str, Any] = {"sample_verdicts": pl.String}
+# Columns only some runs have (--samples, --confidence); added when any judgment carries them.
+OPTIONAL_COLUMNS: dict[str, Any] = {
+    "sample_verdicts": pl.String,
+    "p_chosen": pl.Float64,
+    "confidence": pl.Float64,
+    "confidence_source": pl.String,
+}
 
 
 def judgments_frame(judgments: Sequence[Judgment]) -> pl.DataFrame:
@@ -148,31 +172,61 @@ def _task(pair: Any, judge: Judge, swapped: dict[str, Any]) -> PairTask:
     return PairTask(pair, judge.context)
 
 
-async def _judge_in_rounds(
+@dataclass
+class Stages:
+    """The judgments of a run: every judge on every pair, then the strong judge of a cascade on the pairs the
+    others were unsure of (its judge name marked as escalated-only), and the cascades that read them."""
+
+    first: list[Judgment]
+    plans: list[CascadePlan] = field(default_factory=list)
+    second: list[Judgment] = field(default_factory=list)
+
+
+async def judge_stages(
     dataset: Dataset,
     judges: Sequence[Judge],
+    config: RunConfig,
     *,
-    concurrency: int,
-    show_progress: bool,
-    seed: int,
     gateway: Gateway | None,
-) -> list[Judgment]:
-    """Judge everything; under --batch the misses of each round are bought in batch jobs and the round is run
-    again (a planner's aspects must come back before the judge calls that show them can be asked), until a
-    round queues nothing: its judgments are the run's, as a live run would have made them."""
-    work = partial(
+    escalation: Escalation | None,
+) -> Stages:
+    judging = partial(
         judge_dataset,
-        dataset,
-        judges,
-        concurrency=concurrency,
-        show_progress=show_progress,
-        seed=seed,
+        concurrency=config.concurrency,
+        show_progress=config.show_progress,
+        seed=config.seed,
         gateway=gateway,
     )
+    first = await judging(dataset, judges)
+    if escalation is None:
+        return Stages(first)
+    prepared = prepare(_with_features(judgments_frame(first), dataset), config.confidence)
+    plans = cascade_plans(prepared.frame, config.confidence, escalation.name, set(escalation.ran_alone))
+    second: list[Judgment] = []
+    for context, pair_ids in escalations(prepared.frame, plans).items():
+        wanted = set(pair_ids)
+        narrowed = dataset.keep([p for p in dataset.pairs if p.id in wanted])
+        for judgment in await judging(narrowed, [escalation.judges[context]]):
+            judgment.judge = escalated_label(escalation.name)
+            second.append(judgment)
+    return Stages(first, plans, second)
+
+
+def _with_features(frame: pl.DataFrame, dataset: Dataset) -> pl.DataFrame:
+    return frame.join(pair_features(dataset.pairs), on="pair_id", how="left")
+
+
+async def _judge_in_rounds(
+    work: Callable[[], Awaitable[Stages]], gateway: Gateway | None, progress: bool
+) -> Stages:
+    """Judge everything; under --batch the misses of each round are bought in batch jobs and the round is run
+    again (a planner's aspects must come back before the judge calls that show them can be asked, a first
+    stage's answers before its unsure pairs are escalated), until a round queues nothing: its judgments are
+    the run's, as a live run would have made them."""
     if gateway is None:
         return await work()
     if gateway.batch is not None:
-        gateway.batch.show_progress = show_progress
+        gateway.batch.show_progress = progress
     return await gateway.in_rounds(work)
 
 
@@ -183,31 +237,34 @@ def execute(
     *,
     gateway: Gateway | None = None,
     planner: Planner | None = None,
+    escalation: Escalation | None = None,
 ) -> RunResult:
     started = datetime.now(UTC)
-    for judge in judges:
+    for judge in [*judges, *(escalation.judges.values() if escalation is not None else ())]:
         judge.prepare(dataset.pairs)
-    judgments = asyncio.run(
-        _judge_in_rounds(
-            dataset,
-            judges,
-            concurrency=config.concurrency,
-            show_progress=config.show_progress,
-            seed=config.seed,
-            gateway=gateway,
-        )
-    )
+    work = partial(judge_stages, dataset, judges, config, gateway=gateway, escalation=escalation)
+    stages = asyncio.run(_judge_in_rounds(work, gateway, config.show_progress))
     # Per-pair features (profile size, rubric-aspect count) ride along for slices; juries are added from
     # their members' judgments, costing no call.
-    frame = judgments_frame(judgments).join(pair_features(dataset.pairs), on="pair_id", how="left")
+    frame = _with_features(judgments_frame(stages.first), dataset)
     frame, juries = config.beyond.juried(frame)
+    # Probabilities per judgment, withheld verdicts and cascades, when asked (and position fairness when a
+    # judge ran both orders).
+    surety = finish(
+        prepare(frame, config.confidence),
+        config.confidence,
+        seed=config.seed,
+        plans=stages.plans,
+        second_stage=_with_features(judgments_frame(stages.second), dataset) if stages.second else None,
+    )
+    frame = surety.frame
     summary = summarize(frame, seed=config.seed)
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()] if gateway is not None else []
     if gateway is not None and gateway.mode == "dry_run":
         return RunResult(None, frame, summary, started, finished, {"usage": usage})
     run_dir = rundir.new_run_dir(config.out_dir, started, _config_hash(dataset, judges, config))
-    extra: dict[str, Any] = {"usage": usage}
+    extra: dict[str, Any] = {"usage": usage, **({"selective_notes": surety.notes} if surety.notes else {})}
     if gateway is not None:
         extra["mode"] = gateway.mode
         extra["max_cost"] = gateway.budget.max_cost
@@ -227,7 +284,10 @@ def execute(
             extra=extra,
         ),
         summary=rundir.summary_document(
-            dataset, config.seed, summary, extra=config.beyond.figures(frame, juries, seed=config.seed)
+            dataset,
+            config.seed,
+            summary,
+            extra={**config.beyond.figures(frame, juries, seed=config.seed), **surety.figures},
         ),
         results=summary,
         judgments=frame,

@@ -9,9 +9,10 @@ from rich.table import Table
 
 from prbj.analysis.compare import compare_judges, power_rows
 from prbj.analysis.power import ALPHA, POWER
+from prbj.display.fit import FittingTable
+from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.report import fmt
-from prbj.report.terminal import wide_console
 from prbj.runs import rundir
 
 
@@ -50,8 +51,8 @@ def run_power_command(baseline: Path, *, delta: float, output_format: str = "tab
             fmt.DASH if row["pairs_needed"] is None else str(row["pairs_needed"]),
             fmt.percent(row["min_detectable_difference"]),
         )
-    console = wide_console(160)
-    console.print(table)
+    console = output_console()
+    console.print(FittingTable(table, key_columns=2))
     console.print(
         "pairs needed: McNemar's test on paired verdicts, from the observed share of pairs on which the two "
         "judges disagree about correctness (— when that share is smaller than the difference). MDE now: the "

@@ -12,10 +12,10 @@ from prbj.analysis.baseline import baseline_from_run, read_baseline, write_basel
 from prbj.analysis.check import CheckSettings, check_run
 from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
+from prbj.display.width import output_console
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
 from prbj.report.layout import Section
-from prbj.report.terminal import wide_console
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import expand_slices
@@ -82,8 +82,8 @@ def run_report_command(
 ) -> None:
     """One report per dataset (runs on different pairs are never ranked together unless --mix-datasets), of
     the latest run of each judge × context with --latest."""
-    console = wide_console(140)
-    notes = Console(stderr=True, highlight=False)
+    console = output_console()
+    notes = output_console(stderr=True, highlight=False)
     paths = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
     loaded = [rundir.load_run(Path(path)) for path in paths]
     groups = [loaded] if mix_datasets else group_by_dataset(loaded)
@@ -111,7 +111,7 @@ def run_report_command(
             downstream=downstream,
             slices=expand_slices(slices),
         )
-        console.print(f"report: {files.markdown} and {files.html}", highlight=False, soft_wrap=True)
+        console.print(f"report: {files.markdown} and {files.html}", highlight=False)
 
 
 def _target(out: Path | None, runs: Sequence[RunData], *, several_groups: bool) -> Path | None:
@@ -134,7 +134,7 @@ def run_check_command(
     output_format: str,
 ) -> int:
     """Check the run against the baseline (or write the baseline); the exit code of the check."""
-    console = wide_console(120)
+    console = output_console()
     run = rundir.load_run(run_dir)
     if update_baseline:
         baseline = baseline_from_run(run)
@@ -143,7 +143,6 @@ def run_check_command(
             f"baseline written: {baseline_path} ({len(baseline.results)} result rows, "
             f"{len(baseline.items)} items, from run {baseline.source_run})",
             highlight=False,
-            soft_wrap=True,
         )
         return 0
     result = check_run(run, read_baseline(baseline_path), settings, baseline_path=str(baseline_path))

@@ -8,6 +8,7 @@
     <run-id>/downstream.parquet  downstream outcomes, when the directory holds some (a prbj BoN run writes them)
     <run-id>/labels.jsonl        human labels of pairs, appended one line at a time by `prbj view`
     <run-id>/labels_agreement.json   their agreement with the benchmark and between reviewers (`prbj build agreement`)
+    <run-id>/selective.json      confidence thresholds `prbj calibrate` picked from the run (runs.selective_file)
 
 Analyses and reports never touch these files: they get the runs this module loads (`RunData`) and hand back
 what to write. Runs written by other versions of prbj may carry more or fewer columns and fields; the reader
@@ -49,6 +50,7 @@ HTML_FILE = "report.html"
 PLOTS_DIR = "plots"
 LABELS_FILE = "labels.jsonl"
 LABEL_AGREEMENT_FILE = "labels_agreement.json"
+SELECTIVE_FILE = "selective.json"
 # A run directory holding downstream outcomes holds them as a downstream store does.
 DOWNSTREAM_FILE = STORE_FILE
 
@@ -166,13 +168,39 @@ def write_report(target: Path, rendered: RenderedReport) -> ReportFiles:
 # Reading -----------------------------------------------------------------------------------------------------
 
 
+# What the other commands' directories are, by the `command` their run.json records: read by the commands that
+# take judge runs, so that a BoN or build directory is named for what it is rather than misread.
+OTHER_KINDS = {
+    "bon": "a best-of-N run directory (prbj bon), not a judge run: prbj bon evaluate reports on it and "
+    "prbj downstream add reads its outcomes",
+    "build": "a build directory (prbj build), not a judge run: judge its pairs with prbj judge --dataset "
+    "DIR/pairs.jsonl",
+}
+
+
+def run_kind(path: Path) -> str | None:
+    """"judge" for a judge run, "bon" or "build" for those commands' directories, None for anything else."""
+    if not path.is_dir():
+        return None
+    run_path = path / RUN_FILE
+    if run_path.is_file():
+        try:
+            command = read_json(run_path).get("command")
+        except (DataError, AttributeError):  # unreadable, or not an object: judged by its files below
+            command = None
+        if command in OTHER_KINDS:
+            return str(command)
+    return "judge" if (path / SUMMARY_FILE).exists() else None
+
+
 def is_run_dir(path: Path) -> bool:
-    return path.is_dir() and (path / SUMMARY_FILE).exists()
+    return run_kind(path) == "judge"
 
 
 def select_run_dirs(paths: Sequence[Path], note: Callable[[str], None]) -> list[Path]:
-    """Every path must exist; with several (a shell glob over reports/*), folders that are not runs, such as
-    reports/baselines or an earlier leaderboard, are skipped with a `note` instead of stopping the command."""
+    """Every path must exist; with several (a shell glob over reports/*), folders that are not judge runs, such
+    as reports/baselines, an earlier leaderboard or a BoN run, are skipped with a `note` instead of stopping the
+    command."""
     for path in paths:
         if not path.exists():
             raise DataError(f"{path}: no such run directory")
@@ -180,12 +208,15 @@ def select_run_dirs(paths: Sequence[Path], note: Callable[[str], None]) -> list[
         return list(paths)
     runs = []
     for path in paths:
-        if is_run_dir(path):
+        kind = run_kind(path)
+        if kind == "judge":
             runs.append(path)
+        elif kind in OTHER_KINDS:
+            note(f"skipped {path}: {OTHER_KINDS[kind]}")
         else:
             note(f"skipped {path}: not a run directory ({SUMMARY_FILE} missing)")
     if not runs:
-        raise DataError(f"none of the {len(paths)} paths is a run directory ({SUMMARY_FILE} missing)")
+        raise DataError(f"none of the {len(paths)} paths is a judge run directory")
     return runs
 
 
@@ -208,6 +239,9 @@ def load_run_header(run_dir: Path) -> RunHeader:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise DataError(f"{run_dir}: not a run directory (no such folder)")
+    kind = run_kind(run_dir)
+    if kind in OTHER_KINDS:
+        raise DataError(f"{run_dir}: {OTHER_KINDS[kind]}")
     summary_path = run_dir / SUMMARY_FILE
     if not summary_path.exists():
         raise DataError(f"{run_dir}: not a run directory (no {SUMMARY_FILE})")

@@ -18,6 +18,7 @@ from rich.markup import escape
 from prbj.analysis.run_data import RunData
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
+from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.runs import rundir
 from prbj.runs.run_pairs import read_run_pairs
@@ -62,6 +63,14 @@ def select_judgments(judgments: pl.DataFrame, chosen: ShowFilter) -> pl.DataFram
             _check_names(option, wanted, sorted(set(frame[column].to_list())))
             frame = frame.filter(pl.col(column).is_in(list(wanted)))
     if chosen.pair_ids:
+        known_ids = set(frame["pair_id"].to_list())
+        for pair_id in chosen.pair_ids:
+            if pair_id not in known_ids:
+                examples = ", ".join(sorted(known_ids)[:3])
+                raise DataError(
+                    f"--pair {pair_id!r}: not in this run;{did_you_mean(pair_id, known_ids)} "
+                    f"its {len(known_ids)} pair ids look like {examples}, …"
+                )
         frame = frame.filter(pl.col("pair_id").is_in(list(chosen.pair_ids)))
     if chosen.outcome is not None:
         keep = [outcome_of(row) == chosen.outcome for row in frame.iter_rows(named=True)]
@@ -109,7 +118,7 @@ def _block(console: Console, label: str, text: str | None) -> None:
     console.print(f"[bold]{label}[/bold]", highlight=False)
     body = (text or "").strip() or "(empty)"
     console.print(
-        escape("\n".join(f"  {line}" for line in body.splitlines())), highlight=False, soft_wrap=True
+        escape("\n".join(f"  {line}" for line in body.splitlines())), highlight=False
     )
 
 
@@ -118,7 +127,7 @@ def print_judgment(row: dict[str, Any], pair: Pair | None, console: Console) -> 
         f"{escape(row['pair_id'])} · {escape(row['subset'])} · {escape(row['judge'])} · {escape(row['context'])}",
         align="left",
     )
-    console.print(_verdict_line(row), highlight=False, soft_wrap=True)
+    console.print(_verdict_line(row), highlight=False)
     if pair is not None:
         _block(console, "Question", pair.question)
         for slot, which, text in _answers_in_order(row, pair):
@@ -141,8 +150,8 @@ def run_show_command(
     dataset: str | None,
     console: Console | None = None,
 ) -> int:
-    console = console or Console(highlight=False)
-    note = Console(stderr=True, highlight=False)
+    console = console or output_console(highlight=False)
+    note = output_console(stderr=True, highlight=False)
     run = rundir.load_run(run_dir)
     selected = select_judgments(run.judgments, chosen)
     total = selected.height
@@ -189,7 +198,7 @@ def run_diff_command(
     limit: int | None = None,
     console: Console | None = None,
 ) -> int:
-    console = console or Console(highlight=False)
+    console = console or output_console(highlight=False)
     first, second = rundir.load_run(run_a), rundir.load_run(run_b)
     fp_a, fp_b = first.dataset.get("fingerprint"), second.dataset.get("fingerprint")
     if fp_a != fp_b:
@@ -216,7 +225,6 @@ def run_diff_command(
                 f"[bold]{label}[/bold] {escape(run.run_id)}: {outcome}, verdict {row[f'verdict{suffix}'] or '—'}"
                 f" (status {row[f'status{suffix}']})",
                 highlight=False,
-                soft_wrap=True,
             )
         for label, suffix in (("A", ""), ("B", "_b")):
             reply = row[f"reply{suffix}"]
@@ -228,6 +236,5 @@ def run_diff_command(
         f"{len(rows)} of {common} shared judgments changed ({better} now correct, {worse} no longer correct; "
         f"A = {first.run_id}, B = {second.run_id})",
         highlight=False,
-        soft_wrap=True,
     )
     return 0

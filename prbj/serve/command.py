@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rich.console import Console
-
 from prbj.data.schema import Context
+from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions
@@ -51,5 +50,5 @@ def run_serve_command(
         )
     usage = [s.as_dict() for s in gateway.stats()]
     if usage:
-        Console().print(usage_table(usage))
+        output_console().print(usage_table(usage))
     print("prbj serve: stopped", flush=True)

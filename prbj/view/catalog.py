@@ -18,6 +18,7 @@ from prbj.analysis.run_data import RunData
 from prbj.data.schema import Pair
 from prbj.errors import DataError, PrbjError
 from prbj.runs import rundir
+from prbj.runs.collector import kept_for_the_run
 from prbj.runs.run_pairs import RunPairs, read_run_pairs
 
 ANNOTATION_DIR = "annotation"
@@ -145,7 +146,10 @@ class Catalog:
 
     def load(self, key: str) -> LoadedRun:
         """The run with its judgments, pairs and planner outputs, read once; a DataError says why not."""
-        with self._lock:
+        # A run's tables and pairs live as long as the viewer (a big run: ~a million Python objects): made with
+        # the cyclic collector paused and frozen out of it after, so its full collections never walk them again
+        # in the middle of serving a page.
+        with self._lock, kept_for_the_run():
             return self._load(key)
 
     def _load(self, key: str) -> LoadedRun:

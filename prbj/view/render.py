@@ -38,6 +38,13 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def compile_templates() -> None:
+    """Compile every template now (the viewer's warm-up), not on the first request for each page."""
+    env = environment()
+    for name in env.list_templates(extensions=["html"]):
+        env.get_template(name)
+
+
 def render(template: str, context: dict[str, Any], links: Links, **common: Any) -> str:
     """`common`: what every page may show (the reviewer's name, the write token on a live page)."""
     values = {"reviewer": "", "token": "", "saved": False, "problem": None, "hint": None, **common, **context}

@@ -30,7 +30,7 @@ from prbj.view import overview, pair, sheets, table
 from prbj.view.catalog import BuildEntry, Catalog, LoadedRun
 from prbj.view.links import LiveLinks
 from prbj.view.query import Query
-from prbj.view.render import render, static_file
+from prbj.view.render import compile_templates, render, static_file
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LINKS = LiveLinks()
@@ -69,6 +69,7 @@ class Viewer:
         """Load every run and compute its report (on a worker thread, at start), so that pages are served from
         memory; returns the seconds it took. A run that cannot be read is left to its own page."""
         started = time.perf_counter()
+        compile_templates()
         for key in self.catalog.runs:
             if self.stopping.is_set():
                 break

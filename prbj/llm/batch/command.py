@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from prbj.display.fit import FittingTable
+from prbj.display.width import output_console
 from prbj.errors import ConfigError
 from prbj.llm.batch.ledger import SUBMITTED, SUBMITTING, JobRecord, Ledger
 from prbj.llm.batch.queue import BatchQueue, elapsed
@@ -51,10 +52,7 @@ def run_batch_status(cache_dir: Path | None, run: str | None) -> int:
             str(len(r.entries)),
             elapsed(r),
         )
-    console = Console()
-    if not console.is_terminal:
-        console.width = 200  # piped or captured: whole ids, not wrapped cells
-    console.print(table)
+    output_console().print(FittingTable(table, key_columns=2))
     return 0
 
 
@@ -68,10 +66,9 @@ def run_batch_cancel(cache_dir: Path | None, run: str | None) -> int:
             await queue.cancel(record)
 
     asyncio.run(cancel())
-    Console().print(
+    output_console().print(
         f"cancel requested for {len(records)} job(s); answers already made are still billed and stored: "
         "`prbj batch collect` stores them, and the rest become api_error judgments a rerun buys again.",
-        soft_wrap=True,
     )
     return 0
 
@@ -79,7 +76,7 @@ def run_batch_cancel(cache_dir: Path | None, run: str | None) -> int:
 def run_batch_collect(cache_dir: Path | None, run: str | None, wait: bool, show_progress: bool = True) -> int:
     """Store the answers of ended jobs in the cache (waiting for the rest with --wait)."""
     folder = cache_dir or default_cache_dir()
-    console = Console()
+    console = output_console()
     with ResponseCache(folder) as cache:
         queue = BatchQueue(cache, folder, run_id="collect", show_progress=show_progress)
         records = [r for r in _records(folder, run) if r.open]
@@ -106,12 +103,10 @@ def run_batch_collect(cache_dir: Path | None, run: str | None, wait: bool, show_
         answered, failed, still_open = asyncio.run(collect())
     console.print(
         f"stored {answered} answers in {folder}; {failed} requests failed (a rerun buys them again).",
-        soft_wrap=True,
     )
     if still_open:
         console.print(
             f"{still_open} job(s) still open: collect again later, or rerun the command that submitted them "
             "(a job whose submission was cut off is resolved there).",
-            soft_wrap=True,
         )
     return 0

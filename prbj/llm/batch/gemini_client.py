@@ -26,6 +26,7 @@ from prbj.llm.batch.wire import (
     with_unanswered,
 )
 from prbj.llm.litellm_finish import gemini_end
+from prbj.llm.logprobs import from_gemini
 from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion
 
@@ -195,9 +196,16 @@ def _outcome(key: str, response: dict[str, Any]) -> Outcome:
     if not candidates and end.status != "refused":
         return Outcome(key, error=f"no candidates: {json.dumps(response)[:200]}")
     cached = int(usage.get("cachedContentTokenCount") or usage.get("cached_content_token_count") or 0)
+    first = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
+    logprobs = from_gemini(first.get("logprobsResult") or first.get("logprobs_result"), text)
     return Outcome(
         key,
         completion=Completion(
-            text=text, prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached, end=end
+            text=text,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=cached,
+            logprobs=None if logprobs is None else tuple(logprobs),
+            end=end,
         ),
     )

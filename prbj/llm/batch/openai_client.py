@@ -25,6 +25,7 @@ from prbj.llm.batch.wire import (
 )
 from prbj.llm.litellm_finish import native_end
 from prbj.llm.litellm_setup import litellm
+from prbj.llm.logprobs import from_response
 from prbj.llm.transport import Completion
 
 ENDPOINT = "/v1/chat/completions"
@@ -159,6 +160,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
     choice = (body.get("choices") or [{}])[0]
     text = (choice.get("message") or {}).get("content") or ""
     reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
+    logprobs = from_response(choice.get("logprobs"), text)
     return Outcome(
         cid,
         completion=Completion(
@@ -166,6 +168,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
+            logprobs=None if logprobs is None else tuple(logprobs),
             # A line cut at its cap (length) or filtered (content_filter) ends as a live reply would.
             end=native_end(choice.get("finish_reason"), reasoning),
         ),

@@ -285,7 +285,8 @@ class BatchQueue:
                         cost,
                         record.model,
                         entry.purpose,
-                        completion.end,
+                        logprobs=completion.logprobs,
+                        end=completion.end,
                     ),
                 )
             record.failures.pop(entry.key, None)

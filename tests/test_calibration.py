@@ -1,0 +1,180 @@
+"""The calibration figures against their definitions, the probability read at the verdict token, and the
+log-probabilities a cache stores (read back as untrusted input)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from prbj.analysis.calibration import BIN_EDGES, Resamples, aurc, bin_of, calibrate, calibration
+from prbj.analysis.confidence import with_confidence
+from prbj.analysis.position import position_fairness
+from prbj.judges.confidence import probability_of_a
+from prbj.llm.logprobs import TokenChoice, from_stored, kept_positions, to_stored
+
+
+def ranks_auroc(confidence: np.ndarray, correct: np.ndarray) -> float:
+    right, wrong = confidence[correct > 0], confidence[correct == 0]
+    wins = sum(1.0 if r > w else 0.5 if r == w else 0.0 for r in right for w in wrong)
+    return wins / (right.size * wrong.size)
+
+
+@pytest.mark.parametrize("levels", [None, 7])
+def test_the_figures_equal_their_definitions_with_and_without_ties(levels: int | None) -> None:
+    rng = np.random.default_rng(3)
+    confidence = rng.uniform(0.5, 1.0, 300)
+    if levels is not None:  # only a few distinct values: ties between right and wrong verdicts
+        confidence = np.round(confidence * levels) / levels
+    correct = (rng.uniform(size=300) < confidence).astype(float)
+    p_chosen = np.where(correct > 0, confidence, 1 - confidence)
+    figures = calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=1, resamples=400))
+    ece = 0.0
+    for b in range(10):
+        inside = bin_of(confidence) == b
+        if inside.any():
+            ece += inside.mean() * abs(correct[inside].mean() - confidence[inside].mean())
+    assert figures["ece"] == pytest.approx(ece, abs=1e-12)
+    assert figures["brier"] == pytest.approx(np.mean((p_chosen - 1) ** 2), abs=1e-12)
+    assert figures["auroc"] == pytest.approx(ranks_auroc(confidence, correct), abs=1e-12)
+    for name in ("ece", "brier", "auroc"):
+        assert figures[f"{name}_ci_low"] < figures[name] < figures[f"{name}_ci_high"]
+    # The same seed draws the same resamples: the intervals are reproducible.
+    again = calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=1, resamples=400))
+    assert again["auroc_ci_low"] == figures["auroc_ci_low"]
+
+
+def test_bin_edges_and_a_perfectly_calibrated_judge() -> None:
+    assert BIN_EDGES.tolist() == pytest.approx([i / 10 for i in range(11)])
+    # (low, high]: 0.1 is in the first bin, 0 too, 1.0 in the last.
+    assert bin_of(np.array([0.0, 0.1, 0.100001, 0.95, 1.0])).tolist() == [0, 0, 1, 9, 9]
+    confidence = np.repeat([0.55, 0.75, 0.95], 20)
+    correct = np.r_[np.ones(11), np.zeros(9), np.ones(15), np.zeros(5), np.ones(19), np.zeros(1)]
+    figures = calibrate(confidence, correct, confidence, resamples=Resamples(seed=1, resamples=50))
+    assert figures["ece"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_aurc_is_the_mean_error_of_the_surest_kept() -> None:
+    confidence = np.array([0.9, 0.8, 0.7, 0.6])
+    correct = np.array([1.0, 0.0, 1.0, 0.0])
+    # Kept 1: error 0; 2: 1/2; 3: 1/3; 4: 1/2.
+    assert aurc(confidence, correct) == pytest.approx((0 + 1 / 2 + 1 / 3 + 1 / 2) / 4)
+    # Ties are kept together: both at 0.8 enter at once, with the error of both.
+    tied = np.array([0.9, 0.8, 0.8, 0.6])
+    assert aurc(tied, correct) == pytest.approx((0 + 2 * (1 / 3) + 1 / 2) / 4)
+
+
+def test_calibration_rows_cover_answered_judgments_with_a_probability() -> None:
+    frame = pl.DataFrame(
+        {
+            "pair_id": [f"p{i}" for i in range(6)],
+            "judge": ["j"] * 6,
+            "context": ["none"] * 6,
+            "status": ["ok", "ok", "ok", "ok", "api_error", "ok"],
+            "verdict": ["chosen", "rejected", "chosen", "tie", None, "chosen"],
+            "correct": [True, False, True, False, False, True],
+            "score_chosen": [2.0, 0.0, 1.0, 1.0, None, 3.0],
+            "score_rejected": [1.0, 1.0, 0.5, 1.0, None, 0.0],
+        }
+    )
+    (row,) = calibration(with_confidence(frame), seed=0)
+    assert (row.answered, row.n, row.sources) == (5, 5, {"scores": 5})
+    sigma = [1 / (1 + math.exp(-d)) for d in (1.0, -1.0, 0.5, 0.0, 3.0)]
+    confidence = [sigma[0], 1 - sigma[1], sigma[2], 0.5, sigma[4]]
+    assert row.mean_confidence == pytest.approx(np.mean(confidence))
+
+
+def test_preference_fairness_follows_shi_et_al() -> None:
+    # Four pairs in both orders: consistent, said A twice (primacy), said B twice (recency), said A twice.
+    frame = pl.DataFrame(
+        {
+            "judge": ["j"] * 4,
+            "context": ["none"] * 4,
+            "chosen_position": ["both"] * 4,
+            "verdict_chosen_a": ["chosen", "chosen", "rejected", "chosen"],
+            "verdict_chosen_b": ["chosen", "rejected", "chosen", "rejected"],
+        }
+    )
+    (row,) = position_fairness(frame)
+    assert (row.consistent, row.primacy, row.recency) == (1, 2, 1)
+    # Shi et al.: raw = recency·r% − primacy·p%, rescaled by ±pairs: (1·1/3 − 2·2/3) / 4 = (1 − 2) / 4.
+    assert row.preference_fairness == pytest.approx((1 * 1 / 3 - 2 * 2 / 3) / 4)
+    assert row.position_consistency == 0.25
+
+
+# --- the verdict token ------------------------------------------------------------------------------------
+
+
+def choices(text: str, at: str, alternatives: list[tuple[str, float]]) -> list[TokenChoice]:
+    """Word tokens of `text`, certain, but for the token `at` with these alternatives."""
+    import re
+
+    positions = []
+    for token in re.findall(r"\s*\S+", text):
+        if token == at:
+            positions.append((token, dict(alternatives)[token], alternatives))
+        else:
+            positions.append((token, 0.0, [(token, 0.0)]))
+    return kept_positions(text, positions)
+
+
+def test_the_probability_is_read_at_the_verdict_the_parser_reads() -> None:
+    reply = "Answer A is vague.\nResult: B"
+    shown = ["first answer", "second answer"]
+    logprobs = choices(reply, " B", [(" B", math.log(0.6)), (" A", math.log(0.3)), (" C", math.log(0.1))])
+    # "A" in "Answer A is vague" is a letter too, but not the verdict.
+    assert len(logprobs) == 2
+    assert probability_of_a(reply, shown, logprobs) == pytest.approx(0.3 / 0.9)
+    # A missing letter is bounded by what the listed alternatives leave over: never surer than they show.
+    only_b = choices(reply, " B", [(" B", math.log(0.7)), (" The", math.log(0.2))])
+    assert probability_of_a(reply, shown, only_b) == pytest.approx(0.1 / 0.8)
+    assert probability_of_a("no verdict here", shown, logprobs) is None
+    assert probability_of_a(reply, shown, None) is None
+
+
+def test_a_byte_token_does_not_shift_the_letters_that_follow() -> None:
+    text = "Ça va.\nResult: A"
+    positions = [
+        ("\\xc3", -0.1, []),
+        ("a va.", 0.0, []),
+        ("\n", 0.0, []),
+        ("Result", 0.0, []),
+        (":", 0.0, []),
+    ]
+    positions.append((" A", -0.2, [(" A", -0.2), (" B", -1.8)]))
+    (kept,) = kept_positions(text, positions)
+    assert text[kept.offset : kept.end] == " A"
+
+
+def test_stored_logprobs_round_trip_and_tampered_ones_read_as_none() -> None:
+    kept = choices("Result: A", " A", [(" A", -0.1), (" B", -2.4)])
+    assert from_stored(to_stored(kept)) == kept
+    for tampered in (
+        "not a list",
+        [[0, "A", 0.5, []]],  # a log-probability above 0
+        [[-1, "A", -0.1, []]],
+        [[0, "A", float("nan"), []]],
+        [[0, "A", -0.1, [["B"]]]],
+        [[0, "A", -0.1]],
+    ):
+        assert from_stored(tampered) is None
+
+
+def test_alike_judgments_resampled_as_groups_give_the_same_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both orders give three probabilities: such judgments are resampled as weighted groups. Drawn one by one
+    instead, the intervals agree up to the resampling's own noise."""
+    import prbj.analysis.calibration as module
+
+    rng = np.random.default_rng(5)
+    p_chosen = rng.choice([0.0, 0.5, 1.0], size=800, p=[0.15, 0.25, 0.6])
+    confidence = np.where(p_chosen == 0.5, 0.5, 1.0)
+    correct = (p_chosen == 1.0).astype(float)
+    grouped = calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=2))
+    monkeypatch.setattr(module, "GROUPED_SHARE", 10**9)
+    one_by_one = calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=2))
+    for name in ("ece", "brier", "auroc"):
+        assert grouped[name] == pytest.approx(one_by_one[name], abs=1e-12)
+        for end in ("ci_low", "ci_high"):
+            assert grouped[f"{name}_{end}"] == pytest.approx(one_by_one[f"{name}_{end}"], abs=0.01)

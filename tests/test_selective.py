@@ -1,0 +1,191 @@
+"""Selective judging: Learn-then-Test thresholds keep their promise across seeds, `prbj calibrate` writes them,
+and `prbj judge --selective` withholds the verdicts below them (status `abstained`) and checks the target on
+held-out pairs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from prbj.analysis.selective import apply_threshold, learn_then_test, minimum_kept
+from prbj.cli import main
+
+TARGET, DELTA = 0.10, 0.05
+
+
+def draw(seed: int, n: int, informative: bool) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    confidence = rng.uniform(0.5, 1.0, size=n)
+    # Informative: never wrong above 0.75, ever more often below (the surer, the righter). Uninformative: 85%
+    # right whatever the confidence says, so no threshold can bring the error down to 10%.
+    chance = np.clip(4 * confidence - 2, 0, 1) if informative else np.full(n, 0.85)
+    return confidence, rng.uniform(size=n) < chance
+
+
+def test_an_uninformative_confidence_rarely_claims_a_threshold_that_then_fails() -> None:
+    seeds, failed = 1000, 0
+    for seed in range(seeds):
+        confidence, correct = draw(seed, 2000, informative=False)
+        found = learn_then_test(confidence[:400], correct[:400], target_error=TARGET, delta=DELTA)
+        if found.threshold is None:
+            continue
+        held_out = apply_threshold(
+            confidence[400:], correct[400:], threshold=found.threshold, target_error=TARGET
+        )
+        failed += held_out.held is False
+    # The guarantee: a threshold whose error exceeds the target is claimed with probability at most δ.
+    assert failed / seeds <= DELTA
+
+
+def test_an_informative_confidence_keeps_verdicts_under_the_target() -> None:
+    coverages, held = [], []
+    for seed in range(200):
+        confidence, correct = draw(seed, 2400, informative=True)
+        found = learn_then_test(confidence[:400], correct[:400], target_error=TARGET, delta=DELTA)
+        coverages.append(found.coverage)
+        if found.threshold is not None:
+            check = apply_threshold(
+                confidence[400:], correct[400:], threshold=found.threshold, target_error=TARGET
+            )
+            held.append(bool(check.held))
+            assert found.bound is not None and found.bound <= TARGET
+    assert np.mean(np.array(coverages) > 0) > 0.95 and np.median(coverages) > 0.4
+    assert np.mean(held) >= 1 - DELTA
+
+
+def test_too_few_judgments_claim_nothing_and_ties_are_kept_together() -> None:
+    assert minimum_kept(0.10, 0.05) == 29
+    few = learn_then_test(np.ones(20), np.ones(20), target_error=TARGET, delta=DELTA)
+    assert few.threshold is None and few.coverage == 0.0
+    # Three confidence levels, all right at the top two: the threshold keeps whole levels only.
+    confidence = np.r_[np.full(40, 0.9), np.full(40, 0.7), np.full(40, 0.5)]
+    correct = np.r_[np.ones(80), np.zeros(40)]
+    found = learn_then_test(confidence, correct, target_error=TARGET, delta=DELTA)
+    assert found.threshold == 0.7 and found.kept == 80 and found.errors == 0
+
+
+# --- the commands --------------------------------------------------------------------------------------------
+
+
+def prbj(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False, terminal_width=200)
+    return result.exit_code, result.output
+
+
+def only_run(folder: Path) -> Path:
+    (run_dir,) = [p for p in folder.iterdir() if p.is_dir()]
+    return run_dir
+
+
+@pytest.fixture
+def scored_run(tmp_path: Path) -> Path:
+    """bm25-profile on the bundled sample, with probabilities from its scores."""
+    code, output = prbj(
+        "judge",
+        "--no-progress",
+        "-p",
+        "bm25-profile",
+        "--confidence",
+        "available",
+        "--out",
+        str(tmp_path / "first"),
+    )
+    assert code == 0, output
+    return only_run(tmp_path / "first")
+
+
+def test_calibrate_then_judge_selectively(scored_run: Path, tmp_path: Path) -> None:
+    code, output = prbj("calibrate", str(scored_run), "--target-error", "0.2", "--delta", "0.2")
+    assert code == 0, output
+    document = json.loads((scored_run / "selective.json").read_text())
+    (entry,) = document["thresholds"]
+    assert (
+        entry["judge"] == "bm25-profile" and entry["bound"] <= 0.2 and len(entry["calibration_pairs"]) == 60
+    )
+    assert f"{entry['threshold']:.4f}" in output
+
+    code, output = prbj(
+        "judge",
+        "--no-progress",
+        "-p",
+        "bm25-profile",
+        "--selective",
+        str(scored_run / "selective.json"),
+        "--out",
+        str(tmp_path / "second"),
+    )
+    assert code == 0, output
+    run_dir = only_run(tmp_path / "second")
+    frame = pl.read_parquet(run_dir / "judgments.parquet")
+    below = frame["confidence"] < entry["threshold"]
+    assert (frame["status"] == "abstained").to_list() == below.to_list()
+    assert frame.filter(below)["verdict"].null_count() == int(below.sum())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    overall = next(r for r in summary["results"] if r["subset"] == "all")
+    kept = frame.filter(~below)
+    assert overall["abstained"] == int(below.sum()) and overall["n_ok"] == kept.height
+    assert overall["accuracy"] == pytest.approx(kept["correct"].mean())
+    (selective,) = summary["selective"]
+    assert selective["coverage"] == pytest.approx(kept.height / 60) and selective["held_out"] is None
+    assert "target unchecked" in output
+    assert "Selective judging" in (run_dir / "report.html").read_text()
+
+
+def test_a_held_out_split_checks_the_target_and_says_so(scored_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "half.json"
+    code, output = prbj(
+        "calibrate",
+        str(scored_run),
+        "--target-error",
+        "0.3",
+        "--delta",
+        "0.3",
+        "--split",
+        "0.5",
+        "--out",
+        str(out),
+    )
+    assert code == 0, output
+    assert "held-out" in output
+    pairs = set(json.loads(out.read_text())["thresholds"][0]["calibration_pairs"])
+    assert 10 < len(pairs) < 50
+    code, output = prbj(
+        "judge", "--no-progress", "-p", "bm25-profile", "--selective", str(out), "--out", str(tmp_path / "o")
+    )
+    assert code == 0, output
+    summary = json.loads((only_run(tmp_path / "o") / "summary.json").read_text())
+    (selective,) = summary["selective"]
+    assert selective["held_out"]["n"] == 60 - len(pairs)
+    held = selective["held_out"]["held"]
+    assert ("held-out" in output) and (": held" in output if held else "NOT held" in output)
+
+
+def test_calibrate_without_probabilities_or_thresholds_fails_plainly(
+    tmp_path: Path, scored_run: Path
+) -> None:
+    code, output = prbj(
+        "judge", "--no-progress", "-p", "random", "--order", "random", "--out", str(tmp_path / "p")
+    )
+    # random scores each answer: it has probabilities; an impossible target has no threshold, and exits 1.
+    code, output = prbj("calibrate", str(only_run(tmp_path / "p")), "--target-error", "0.01")
+    assert code == 1 and "no threshold" in output
+    assert not (only_run(tmp_path / "p") / "selective.json").exists()
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps(
+            {
+                "kind": "prbj-selective",
+                "target_error": 0.1,
+                "delta": 0.05,
+                "thresholds": [{"judge": "x", "context": "none", "threshold": 7}],
+            }
+        )
+    )
+    code, output = prbj("judge", "--no-progress", "--selective", str(bad), "--out", str(tmp_path / "q"))
+    assert code == 2 and "thresholds[0].threshold" in output
