@@ -228,6 +228,7 @@ def run_score_command(
                         samples,
                         concurrency=concurrency,
                         show_progress=progress,
+                        admitted=gateway.in_flight_allowed,
                     )
                 )
             )
@@ -320,6 +321,7 @@ def run_evaluate_command(
                         picks,
                         concurrency=concurrency,
                         show_progress=progress,
+                        admitted=gateway.in_flight_allowed,
                     )
                 )
             )

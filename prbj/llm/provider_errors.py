@@ -11,8 +11,8 @@ than from the text of the exception LiteLLM or an SDK wrapped it in.
 
 LiteLLM keeps the provider's real HTTP response at the bottom of the exception chain (httpx's HTTPStatusError),
 also where the exception on top carries a status of LiteLLM's making; the SDK clients of the batch APIs put it
-on their own status errors. Parsing stays here so that the retry layer, the circuit breaker, the batch clients
-and the rate-limit reader of successful replies share one reading.
+on their own status errors. Parsing stays here so that the retry layer, the circuit breaker and the batch
+clients share one reading; durations are read as prbj.llm.ratelimit_headers reads them on successful replies.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
+from prbj.llm.ratelimit_headers import duration_seconds
+
 OVERLOADED_STATUS = 529
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
-_DURATION_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 _RETRY_IN_MESSAGE = re.compile(r"retry in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.IGNORECASE)
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _QUOTA_FAILURE = "type.googleapis.com/google.rpc.QuotaFailure"
@@ -152,22 +152,13 @@ def status_phrase(status: int) -> str:
         return f"HTTP {status}"
 
 
-def parse_duration(text: str) -> float | None:
-    """Seconds in a Go-style duration as OpenAI and Google send them ("1s", "6m0s", "20ms", "1.5s")."""
-    text = text.strip()
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        return None
-    return sum(float(number) * _DURATION_UNIT[unit] for number, unit in parts)
-
-
 def _rate_limit_reset(headers: Mapping[str, str]) -> float | None:
     """OpenAI's reset time of the limit that ran out: the limits whose remaining count is 0 (the longest of
     them), else the soonest reset it names."""
     resets: dict[str, float] = {}
     for limit in ("requests", "tokens"):
         value = headers.get(f"x-ratelimit-reset-{limit}")
-        seconds = parse_duration(value) if value is not None else None
+        seconds = duration_seconds(value) if value is not None else None
         if seconds is not None:
             resets[limit] = seconds
     exhausted = [s for limit, s in resets.items() if headers.get(f"x-ratelimit-remaining-{limit}") == "0"]
@@ -181,7 +172,7 @@ def _retry_info(error: Mapping[str, Any]) -> float | None:
         if detail.get("@type") == _RETRY_INFO:
             delay = detail.get("retryDelay")
             if isinstance(delay, str):
-                return parse_duration(delay)
+                return duration_seconds(delay)
     return None
 
 
