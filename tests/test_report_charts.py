@@ -5,7 +5,6 @@ test's folder) as part of the test."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from browser import chromium, chromium_available
+from browser import chromium_or_skip
 
 from prbj.runs.report_command import write_reports
 from run_dirs import judgment, write_run_dir
@@ -116,11 +115,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
-    if not chromium_available():
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("no Chromium on this machine (apt-get install chromium)")
-    with chromium() as running:
+    with chromium_or_skip() as running:
         yield running
 
 
