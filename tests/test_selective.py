@@ -134,6 +134,8 @@ def test_calibrate_then_judge_selectively(scored_run: Path, tmp_path: Path) -> N
     assert selective["coverage"] == pytest.approx(kept.height / 60) and selective["held_out"] is None
     assert "target unchecked" in output
     assert "Selective judging" in (run_dir / "report.html").read_text()
+    code, output = prbj("show", str(run_dir), "--only", "abstained", "--limit", "100")
+    assert code == 0 and output.count("abstained") >= int(below.sum())
 
 
 def test_a_held_out_split_checks_the_target_and_says_so(scored_run: Path, tmp_path: Path) -> None:

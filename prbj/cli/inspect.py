@@ -9,7 +9,7 @@ import click
 
 from prbj.cli.support import friendly_errors
 
-_OUTCOMES = ["correct", "incorrect", "failed"]
+_OUTCOMES = ["correct", "incorrect", "failed", "abstained"]
 
 
 @click.command()
@@ -19,7 +19,11 @@ _OUTCOMES = ["correct", "incorrect", "failed"]
 @click.option("--context", "contexts", multiple=True, metavar="NAME", help="Only this context (repeatable).")
 @click.option("--pair", "pair_ids", multiple=True, metavar="ID", help="Only this pair id (repeatable).")
 @click.option(
-    "--only", "outcome", type=click.Choice(_OUTCOMES), default=None, help="Only correct, incorrect or failed."
+    "--only",
+    "outcome",
+    type=click.Choice(_OUTCOMES),
+    default=None,
+    help="Only correct, incorrect, failed or abstained (withheld by --selective).",
 )
 @click.option(
     "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Judgments shown at most."

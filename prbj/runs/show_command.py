@@ -18,13 +18,14 @@ from rich.markup import escape
 from prbj.analysis.run_data import RunData
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
+from prbj.data.status import ABSTAINED
 from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.runs import rundir
 from prbj.runs.run_pairs import read_run_pairs
 
-Outcome = Literal["correct", "incorrect", "failed"]
-OUTCOMES: tuple[Outcome, ...] = ("correct", "incorrect", "failed")
+Outcome = Literal["correct", "incorrect", "failed", "abstained"]
+OUTCOMES: tuple[Outcome, ...] = ("correct", "incorrect", "failed", "abstained")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class ShowFilter:
 
 
 def outcome_of(row: dict[str, Any]) -> Outcome:
+    if row["status"] == ABSTAINED:  # answered, its verdict withheld below a --selective threshold
+        return "abstained"
     if row["status"] != "ok":
         return "failed"
     return "correct" if row["correct"] else "incorrect"
@@ -103,7 +106,7 @@ def _answers_in_order(row: dict[str, Any], pair: Pair) -> list[tuple[str, str, s
 
 def _verdict_line(row: dict[str, Any]) -> str:
     outcome = outcome_of(row)
-    colour = {"correct": "green", "incorrect": "red", "failed": "yellow"}[outcome]
+    colour = {"correct": "green", "incorrect": "red", "failed": "yellow", "abstained": "cyan"}[outcome]
     parts = [f"[{colour}]{outcome}[/{colour}]", f"status {row['status']}", f"verdict {row['verdict'] or '—'}"]
     if row.get("chosen_position"):
         parts.append(f"chosen answer shown as {row['chosen_position']}")
