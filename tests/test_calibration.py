@@ -178,3 +178,25 @@ def test_alike_judgments_resampled_as_groups_give_the_same_intervals(monkeypatch
         assert grouped[name] == pytest.approx(one_by_one[name], abs=1e-12)
         for end in ("ci_low", "ci_high"):
             assert grouped[f"{name}_{end}"] == pytest.approx(one_by_one[f"{name}_{end}"], abs=0.01)
+
+
+def test_the_same_surety_on_either_side_is_one_confidence() -> None:
+    """A judge as sure of a rejected verdict as of a chosen one has one confidence for both (1 − σ(−10) and
+    σ(10) differ in floating point): a length judge whose every margin is 10 words cannot rank its right
+    verdicts above its wrong ones."""
+    margins = [10.0, -10.0] * 3
+    frame = pl.DataFrame(
+        {
+            "judge": ["length"] * 6,
+            "context": ["none"] * 6,
+            "status": ["ok"] * 6,
+            "verdict": ["chosen", "rejected"] * 3,
+            "correct": [True, False] * 3,
+            "score_chosen": [10.0 + m for m in margins],
+            "score_rejected": [10.0] * 6,
+        }
+    )
+    rated = with_confidence(frame)
+    assert rated["confidence"].n_unique() == 1
+    (row,) = calibration(rated, seed=0)
+    assert row.auroc == 0.5
