@@ -10,7 +10,9 @@ faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage b
 `server.strict_params` answers 400 for the parameter combinations each provider rejects, `server.retired` names
 models that answer 404. A request that asks for log-probabilities (OpenAI `logprobs` / `top_logprobs`, Gemini
 `generationConfig.responseLogprobs` / `logprobs`) gets them in its provider's shape, as `server.logprobs`
-scripts them (Anthropic returns none). Every request is recorded (path, headers, body, arrival time), so tests
+scripts them (Anthropic returns none). `server.limits` enforces rate limits with real 429s and states limits in
+each reply's headers (tests/loopback_limits.py). Every request is recorded (path, headers, body, arrival time,
+the status it was answered with when a limit refused it), so tests
 count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
 tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
@@ -49,6 +51,8 @@ class ChatRequest:
     headers: dict[str, str]
     body: dict[str, Any]
     received_at: float
+    # 429 when server.limits refused it.
+    status: int = 200
 
     @property
     def prompt(self) -> str:
@@ -381,11 +385,15 @@ class ProviderServer:
     retired: set[str] = field(default_factory=set)
     # Log-probabilities of a reply's tokens, for requests that ask for them (see certain_tokens).
     logprobs: Callable[[ChatRequest, str], TokenLogprobs] = certain_tokens
+    # Rate limits enforced with 429s and stated in headers (tests/loopback_limits.py); none by default.
+    limits: Any = None
 
     def __post_init__(self) -> None:
         from loopback_batches import BatchService
+        from loopback_limits import LimitService
 
         self.batches = BatchService(self)
+        self.limits = LimitService()
 
     # --- scripting -------------------------------------------------------------------------------
     def inject(self, *faults: Fault | str) -> None:
@@ -399,6 +407,7 @@ class ProviderServer:
             self._faults.clear()
             self._prefixes.clear()
         self.batches.reset()
+        self.limits.reset()
 
     @property
     def url(self) -> str:
@@ -420,6 +429,12 @@ class ProviderServer:
         with self._lock:
             self.requests.append(parsed)
             fault = self._faults.popleft() if self._faults else None
+        if fault is None:
+            # Over a rate limit: refused at once, as providers do, without the model's latency.
+            refused = self.limits.admit(parsed, _tokens(parsed.prompt))
+            if refused is not None:
+                parsed.status = 429
+                return refused
         if self.latency:
             await asyncio.sleep(self.latency)
         if fault is not None:
@@ -435,7 +450,9 @@ class ProviderServer:
         asked, top = logprobs_asked(family, body)
         tokens = (self.logprobs(parsed, text), top) if asked else None
         cache = self.prompt_cache(family, parsed)
-        return web.json_response(_answer(family, parsed, text, cache, reasoning, tokens))
+        answer = _answer(family, parsed, text, cache, reasoning, tokens)
+        self.limits.settle(parsed, _tokens(text) + reasoning)
+        return web.json_response(answer, headers=self.limits.headers(family))
 
     def _refusal(self, request: ChatRequest) -> web.Response | None:
         """A retired model's 404, or (with `strict_params`) the 400 the provider answers for the parameters."""

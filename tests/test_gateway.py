@@ -257,15 +257,16 @@ async def test_concurrency_hands_a_freed_slot_to_the_longest_waiter_and_skips_ca
 
 async def test_gateway_shrinks_concurrency_on_sustained_429s(server, tmp_path) -> None:
     server.inject(*[Fault("429", retry_after=0.01)] * 4)
-    spec = provider("gpt-5.1", server, max_concurrency=8)
+    # No rate to size requests in flight by (Little's law): the ceiling is where it starts.
+    spec = provider("gpt-5.1", server, max_concurrency=8, rpm=None, tpm=None)
     gw = gateway(tmp_path)
     await gw.call(spec, ask("limited"))
     state = gw._providers[spec.name]
-    assert state.concurrency.limit < 8
+    assert state.pacing.concurrency.limit < 8
     server.inject(*["500"] * 4)
     gw500 = gateway(tmp_path / "other")
     await gw500.call(spec, ask("server trouble"))
-    assert gw500._providers[spec.name].concurrency.limit == 8
+    assert gw500._providers[spec.name].pacing.concurrency.limit == 8
 
 
 def _priced(server: ProviderServer, **changes) -> ProviderSpec:

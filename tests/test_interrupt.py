@@ -50,7 +50,8 @@ def wait_for(server: ProviderServer, requests: int, timeout: float = 120) -> Non
 @pytest.mark.processes
 def test_first_ctrl_c_caches_the_answers_on_the_wire(server, tmp_path) -> None:
     server.latency = 2.0
-    run = command(server, tmp_path, "--limit", "5", "--concurrency", "4")
+    # At most four requests in flight (the provider's ceiling; --concurrency no longer caps API calls).
+    run = command(server, tmp_path, "--limit", "5", "--max-concurrency", "4")
     proc = subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     # The first request goes alone (LiteLLM warms up); then four are on the wire at once.
     wait_for(server, 5)

@@ -41,7 +41,8 @@ def fresh(server, monkeypatch: pytest.MonkeyPatch):
 
 
 # --- item 4: a cap is filled, not abandoned, at any concurrency ---------------------------------------------
-@pytest.mark.parametrize("concurrency", [1, 16])
+# None: the defaults (requests in flight from the rate limit and latency, every call handed over at once).
+@pytest.mark.parametrize("concurrency", [1, 16, None])
 async def test_the_cap_is_filled_at_any_concurrency(server, tmp_path, concurrency) -> None:
     server.latency = 0.01
     server.reply = lambda r: " ".join(["word"] * 20)  # $0.02 a call; worst case (50 tokens) $0.05
@@ -54,7 +55,7 @@ async def test_the_cap_is_filled_at_any_concurrency(server, tmp_path, concurrenc
     )
     budget = Budget(max_cost=1.0)
     gateway = Gateway(ResponseCache(tmp_path / "cache"), budget, retry=FAST_RETRY)
-    semaphore = asyncio.Semaphore(concurrency)
+    semaphore = asyncio.Semaphore(concurrency or 80)
 
     async def one(i: int):
         async with semaphore:
@@ -70,35 +71,26 @@ async def test_the_cap_is_filled_at_any_concurrency(server, tmp_path, concurrenc
     assert budget.reserved == pytest.approx(0.0)
 
 
-def _capped_profile(tmp_path: Path, concurrency: int) -> Path:
+def _capped_profile(tmp_path: Path, concurrency: int | None) -> Path:
     providers = tmp_path / "providers"
     providers.mkdir()
     # Worst case per call: 10 output tokens at $0.001 = $0.01 (input free); the replies are 5 tokens ($0.005).
+    ceiling = f"max_concurrency = {concurrency}\n" if concurrency else ""
     (providers / "gpt-5.1.toml").write_text(
-        f'model = "openai/gpt-5.1-2025-11-13"\napi_key_env = "OPENAI_API_KEY"\nmax_concurrency = {concurrency}\n'
+        f'model = "openai/gpt-5.1-2025-11-13"\napi_key_env = "OPENAI_API_KEY"\n{ceiling}'
         "[price]\ninput = 0\noutput = 1000\n[params]\nmax_tokens = 10\n"
     )
     return providers
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("concurrency", [1, 16])
+@pytest.mark.parametrize("concurrency", [1, 16, None])  # None: the defaults
 def test_judge_fills_the_cap_and_says_so(server, tmp_path, concurrency) -> None:
     server.latency = 0.02
     providers = _capped_profile(tmp_path, concurrency)
+    fan_out = ["--concurrency", str(concurrency)] if concurrency else []
     result = run(
-        prbj(
-            server,
-            tmp_path,
-            "--limit",
-            "20",
-            "--max-cost",
-            "0.1",
-            "--concurrency",
-            str(concurrency),
-            "--providers-dir",
-            str(providers),
-        )
+        prbj(server, tmp_path, "--limit", "20", "--max-cost", "0.1", *fan_out, "--providers-dir", str(providers))
     )
     assert result.returncode == 1, result.stderr
     usage = json.loads((latest_run(tmp_path) / "run.json").read_text())["usage"][0]
@@ -146,9 +138,10 @@ def test_a_lease_left_by_a_killed_process_on_this_machine_is_taken_over_at_once(
 
 
 @pytest.mark.processes
-def test_two_processes_on_one_cache_buy_each_answer_once(server, tmp_path) -> None:
+@pytest.mark.parametrize("fan_out", [("--concurrency", "8"), ()])  # (): the defaults
+def test_two_processes_on_one_cache_buy_each_answer_once(server, tmp_path, fan_out) -> None:
     server.latency = 0.1
-    command = prbj(server, tmp_path, "--limit", "10", "--concurrency", "8")
+    command = prbj(server, tmp_path, "--limit", "10", *fan_out)
     procs = [
         subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
         for _ in range(2)

@@ -14,14 +14,19 @@ def test_running_total_follows_acquire_correct_and_expiry(monkeypatch) -> None:
     window = TokenWindow(tpm=1_000, window=60.0)
 
     async def scenario() -> None:
-        await window.acquire(300)
+        first = await window.acquire(300)
         clock[0] += 10
-        await window.acquire(200)
-        window.correct(200, 50)  # the provider reported fewer tokens than estimated
+        second = await window.acquire(200)
+        window.correct(second, 50)  # the provider reported fewer tokens than estimated
         assert window._used(clock[0]) == 350 == sum(t for _, t in window._spent)
         clock[0] += 55  # the first call leaves the window
         assert window._used(clock[0]) == 50 == sum(t for _, t in window._spent)
+        window.correct(first, 0)  # a correction after its call left the window changes nothing
+        assert window._used(clock[0]) == 50
         await window.acquire(950)  # fits only because the total dropped
         assert window._used(clock[0]) == 1_000
+        window.tpm = 2_000  # a provider stated a higher limit: room at once
+        await window.acquire(900)
+        assert window._used(clock[0]) == 1_900
 
     asyncio.run(scenario())

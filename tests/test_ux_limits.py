@@ -26,7 +26,7 @@ from prbj.llm.setup import GatewayOptions
 def test_every_model_calling_command_takes_the_limit_options(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0, result.output
-    for option in ("--rpm", "--tpm", "--max-concurrency", "--timeout"):
+    for option in ("--rpm", "--tpm", "--input-tpm", "--output-tpm", "--max-concurrency", "--timeout"):
         assert option in result.output, (command, option)
 
 
@@ -37,6 +37,7 @@ def test_limit_options_override_the_profile_for_this_run(tmp_path: Path) -> None
     with shared.open() as gateway:
         provider = resolve_provider("gemini-3-flash", shared, gateway)
     assert (provider.rpm, provider.max_concurrency, provider.timeout) == (5000, 3, 7)
+    assert provider.flagged == {"rpm", "max_concurrency", "timeout"}  # the run reports these as flags
     assert provider.tpm == resolve_profile("gemini-3-flash").tpm  # not given: the profile's
     assert GatewayOptions().limit_overrides == {}
 

@@ -227,6 +227,7 @@ def run_score_command(
                         samples,
                         concurrency=concurrency,
                         show_progress=progress,
+                        admitted=gateway.in_flight_allowed,
                     )
                 )
             )
@@ -319,6 +320,7 @@ def run_evaluate_command(
                         picks,
                         concurrency=concurrency,
                         show_progress=progress,
+                        admitted=gateway.in_flight_allowed,
                     )
                 )
             )

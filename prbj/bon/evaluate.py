@@ -8,7 +8,7 @@ and counted (`no_pick`, `gold_failed`), never scored 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
@@ -82,6 +82,7 @@ async def grade_picks(
     *,
     concurrency: int,
     show_progress: bool,
+    admitted: Callable[[], int] | None = None,
 ) -> pl.DataFrame:
     texts = {
         (pair_id, index): text
@@ -91,7 +92,9 @@ async def grade_picks(
         partial(_grade, gold, questions[pair_id], index, texts[(pair_id, index)])
         for pair_id, index in picked_samples(picks).iter_rows()
     ]
-    rows = await run_jobs(jobs, concurrency=concurrency, description="grading", show_progress=show_progress)
+    rows = await run_jobs(
+        jobs, concurrency=concurrency, description="grading", show_progress=show_progress, admitted=admitted
+    )
     return pl.DataFrame(rows, schema=GOLD_SCHEMA, orient="row")
 
 

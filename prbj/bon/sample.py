@@ -163,7 +163,13 @@ async def sample_answers(
         for pair in questions
         for index in range(policy.settings.n)
     ]
-    rows = await run_jobs(jobs, concurrency=concurrency, description="sampling", show_progress=show_progress)
+    rows = await run_jobs(
+        jobs,
+        concurrency=concurrency,
+        description="sampling",
+        show_progress=show_progress,
+        admitted=gateway.in_flight_allowed,
+    )
     return pl.DataFrame(rows, schema=SAMPLE_SCHEMA, orient="row")
 
 

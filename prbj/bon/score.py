@@ -130,8 +130,10 @@ async def score_samples(
     *,
     concurrency: int,
     show_progress: bool,
+    admitted: Callable[[], int] | None = None,
 ) -> pl.DataFrame:
-    """One row per RM × sample the policy wrote (status ok); failed policy samples are not scored."""
+    """One row per RM × sample the policy wrote (status ok); failed policy samples are not scored. `admitted`:
+    the requests in flight the model providers allow now (runs.engine.run_jobs)."""
     answered = samples.filter(pl.col("status") == "ok").sort("pair_id", "sample_index", maintain_order=True)
     by_question: dict[str, list[tuple[int, str]]] = {}
     for pair_id, index, text in answered.select("pair_id", "sample_index", "text").iter_rows():
@@ -145,7 +147,7 @@ async def score_samples(
             else:
                 jobs.append(partial(_score, rm, pair, items))
     results = await run_jobs(
-        jobs, concurrency=concurrency, description="scoring", show_progress=show_progress
+        jobs, concurrency=concurrency, description="scoring", show_progress=show_progress, admitted=admitted
     )
     rows = [row for rows in results for row in rows]
     return pl.DataFrame(rows, schema=SCORE_SCHEMA, orient="row")

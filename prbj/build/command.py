@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -55,10 +55,16 @@ def _roles(
 
 
 async def _build_all(
-    builder: Builder, records: tuple[LampRecord, ...], concurrency: int, progress: bool
+    builder: Builder,
+    records: tuple[LampRecord, ...],
+    concurrency: int,
+    progress: bool,
+    admitted: Callable[[], int] | None = None,
 ) -> list[Outcome]:
     jobs = [partial(builder.build, record) for record in records]
-    return await run_jobs(jobs, concurrency=concurrency, description="building", show_progress=progress)
+    return await run_jobs(
+        jobs, concurrency=concurrency, description="building", show_progress=progress, admitted=admitted
+    )
 
 
 def run_build_command(
@@ -121,7 +127,8 @@ def run_build_command(
         )
         started = datetime.now(UTC)
         builder = Builder(gateway, roles, settings)
-        outcomes = asyncio.run(gateway.in_rounds(partial(_build_all, builder, lamp.records, concurrency, progress)))
+        build_all = partial(_build_all, builder, lamp.records, concurrency, progress, gateway.in_flight_allowed)
+        outcomes = asyncio.run(gateway.in_rounds(build_all))
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()]
     if shared.dry_run:

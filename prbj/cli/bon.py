@@ -13,6 +13,7 @@ from prbj.cli.options import (
     concurrency_option,
     context_option,
     dataset_options,
+    fanned_out,
     gateway_options,
     judge_template_options,
     mode_option,
@@ -99,7 +100,7 @@ def bon() -> None:
 @gateway_options
 @batch_options
 @out_option("Folder in which the run directory bon-<id>/ is written.", default=BON_RUNS_FOLDER)
-@concurrency_option("Samples requested at once.")
+@concurrency_option(fanned_out("Samples requested"))
 @progress_option
 @ray_options
 @friendly_errors
@@ -172,7 +173,7 @@ _bon_dataset_option = click.option(
 @protocol_options
 @gateway_options
 @batch_options
-@concurrency_option("Scoring jobs at once.")
+@concurrency_option(fanned_out("Scoring jobs"))
 @progress_option
 @ray_options
 @friendly_errors
@@ -214,7 +215,7 @@ def bon_score(**options: Any) -> None:
 @protocol_options
 @gateway_options
 @batch_options
-@concurrency_option("Picks graded at once.")
+@concurrency_option(fanned_out("Picks graded"))
 @progress_option
 @friendly_errors
 def bon_evaluate(**options: Any) -> None:

@@ -12,6 +12,7 @@ import click
 from prbj.cli.options import (
     batch_options,
     concurrency_option,
+    fanned_out,
     gateway_options,
     limit_option,
     out_option,
@@ -108,7 +109,7 @@ def _role_provider_option(role: str, what: str) -> Callable[[F], F]:
 )
 @gateway_options
 @batch_options
-@concurrency_option("Records built at once.", default=8)
+@concurrency_option(fanned_out("Records built"), default=8)
 @progress_option
 @friendly_errors
 def build(**options: Any) -> None:

@@ -14,6 +14,7 @@ from prbj.cli.options import (
     concurrency_option,
     context_option,
     dataset_options,
+    fanned_out,
     gateway_options,
     judge_template_options,
     mode_option,
@@ -84,7 +85,7 @@ from prbj.data.schema import CONTEXTS
 @gateway_options
 @batch_options
 @out_option("Folder in which the run directory <run-id>/ is written.")
-@concurrency_option("Pairs judged at once.")
+@concurrency_option(fanned_out("Pairs judged"))
 @progress_option
 @scalar_options
 @beyond_options

@@ -34,6 +34,15 @@ def seed_option(help: str) -> Callable[[F], F]:
     return click.option("--seed", type=int, default=42, show_default=True, help=help)
 
 
+def fanned_out(what: str) -> str:
+    """The help of --concurrency on a command whose model calls fan out through runs.engine."""
+    return (
+        f"{what} at once on top of the requests in flight the API providers admit (each provider's rate "
+        "limit × its latency, at most --max-concurrency), so API calls never wait for it; it bounds the work "
+        "of in-process models (hf:, hf-local:), whose inputs are batched, and memory."
+    )
+
+
 def concurrency_option(help: str, *, default: int = 16) -> Callable[[F], F]:
     """--concurrency; the help says what runs at once."""
     return click.option(
@@ -231,19 +240,33 @@ gateway_options = stacked(
         "--rpm",
         type=click.FloatRange(min=0, min_open=True),
         default=None,
-        help="Requests per minute for this run, overriding the provider profile.",
+        help="Requests per minute for this run, overriding the provider profile; a lower limit stated in the "
+        "provider's rate-limit headers still wins.",
     ),
     click.option(
         "--tpm",
         type=click.FloatRange(min=0, min_open=True),
         default=None,
-        help="Tokens per minute for this run, overriding the provider profile.",
+        help="Tokens per minute (input and output together) for this run, overriding the provider profile.",
+    ),
+    click.option(
+        "--input-tpm",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Input tokens per minute for this run, overriding the provider profile (Anthropic's ITPM).",
+    ),
+    click.option(
+        "--output-tpm",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Output tokens per minute for this run, overriding the provider profile (Anthropic's OTPM).",
     ),
     click.option(
         "--max-concurrency",
         type=click.IntRange(min=1),
         default=None,
-        help="Requests in flight per provider for this run, overriding the provider profile.",
+        help="Ceiling on requests in flight per provider for this run, overriding the provider profile. "
+        "Below it, requests in flight follow the rate limit × the observed latency. [default: 500]",
     ),
     click.option(
         "--timeout",
@@ -262,8 +285,8 @@ gateway_options = stacked(
     ),
 )
 """--max-cost, --dry-run, --cache-only, --cache-dir, --api-base, --providers-dir, --env-file, --rpm, --tpm,
---max-concurrency, --timeout, --reasoning-effort; the command receives them as keyword arguments and hands them
-to prbj.llm.setup.GatewayOptions."""
+--input-tpm, --output-tpm, --max-concurrency, --timeout, --reasoning-effort; the command receives them as keyword
+arguments and hands them to prbj.llm.setup.GatewayOptions."""
 
 
 # --- protocol (judge, bon, serve) ---------------------------------------------------------------------------

@@ -57,9 +57,10 @@ def run_planner(
             repair=planner_entry.repair,
         )
         jobs = [partial(planner.aspects, pair.view("planner")) for pair in data.pairs]
-        outputs = asyncio.run(
-            gateway.in_rounds(partial(run_jobs, jobs, description="planning", show_progress=progress))
+        plan_all = partial(
+            run_jobs, jobs, description="planning", show_progress=progress, admitted=gateway.in_flight_allowed
         )
+        outputs = asyncio.run(gateway.in_rounds(plan_all))
         usage = [s.as_dict() for s in gateway.stats()]
     if usage:
         console.print(usage_table(usage, dry_run=dry_run))

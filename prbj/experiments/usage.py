@@ -9,6 +9,7 @@ from typing import Any
 
 from prbj.llm.batch.queue import batch_cost
 from prbj.llm.gateway import Gateway, ProviderStats
+from prbj.llm.pacing import DEFAULT_MAX_IN_FLIGHT
 from prbj.llm.providers import ProviderSpec
 
 # A call's round trip when a profile states no rate limit: only for the time estimate of a dry run.
@@ -81,7 +82,8 @@ def estimate_seconds(spec: ProviderSpec | None, calls: int, tokens: int) -> floa
     """The least time `calls` calls of `tokens` tokens take within the profile's limits."""
     if not calls:
         return 0.0
-    concurrency = spec.max_concurrency if spec is not None else 8
+    # Requests in flight: at most the provider's ceiling (prbj.llm.pacing sizes them from rate × latency).
+    concurrency = (spec.max_concurrency or DEFAULT_MAX_IN_FLIGHT) if spec is not None else 8
     bounds = [calls * NOMINAL_LATENCY_S / max(1, concurrency)]
     if spec is not None and spec.rpm:
         bounds.append(calls * 60.0 / spec.rpm)

@@ -50,8 +50,11 @@ def resolve_provider(
     )
     # Limits never enter the cache key, so overriding them for one run keeps every cached answer.
     overrides = shared.limit_overrides
-    # The overrides are ProviderSpec fields (rpm, tpm, max_concurrency, timeout) with values of their types.
-    provider = replace(provider, **overrides) if overrides else provider  # type: ignore[arg-type]
+    # Which limits were set by a flag is kept, so that the run reports each limit's source and a provider's
+    # headers do not overrule it.
+    if overrides:
+        # The overrides are ProviderSpec fields (rpm, tpm, ..., timeout) with values of their types.
+        provider = replace(provider, **overrides, flagged=frozenset(overrides))  # type: ignore[arg-type]
     run_params = dict(asked or {})
     notes: list[str] = []
     if shared.reasoning_effort is not None:

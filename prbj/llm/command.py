@@ -67,13 +67,18 @@ def _listed_price(provider: ProviderSpec, price_map: dict[str, Any]) -> str:
 
 
 def _limits(provider: ProviderSpec) -> str:
+    from prbj.llm.pacing import DEFAULT_MAX_IN_FLIGHT
+
     parts = [
         f"{provider.rpm:g} rpm" if provider.rpm else "",
         f"{provider.tpm:,.0f} tpm" if provider.tpm else "",
+        f"{provider.input_tpm:,.0f} input tpm" if provider.input_tpm else "",
+        f"{provider.output_tpm:,.0f} output tpm" if provider.output_tpm else "",
     ]
+    ceiling = provider.max_concurrency or DEFAULT_MAX_IN_FLIGHT
     return (
         ", ".join(p for p in parts if p)
-        + f"; {provider.max_concurrency} at once; timeout {provider.timeout:g} s"
+        + f"; in flight: rate × latency, at most {ceiling}; timeout {provider.timeout:g} s"
     )
 
 
@@ -118,8 +123,9 @@ def print_providers(providers: Sequence[ProviderSpec], console: Console, on: dat
             console.print(f"  {label:<8}{value}", highlight=False)
     console.print(
         "\n[dim]prices: USD per million tokens in / out; retires: the model's deprecation date in LiteLLM's "
-        "model map (a run warns within 30 days of it); keys are never shown; --rpm, --tpm, --max-concurrency and "
-        "--timeout override the limits for one run[/dim]",
+        "model map (a run warns within 30 days of it); keys are never shown; limits a provider states in its "
+        "replies' headers replace these; --rpm, --tpm, --input-tpm, --output-tpm, --max-concurrency and "
+        "--timeout override them for one run[/dim]",
         highlight=False,
     )
 

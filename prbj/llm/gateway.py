@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tenacity import (
@@ -38,9 +38,9 @@ from prbj.llm.answer import answer_value, stored_logprobs
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
-from prbj.llm.limits import AdaptiveConcurrency, TokenWindow, request_pacer
 from prbj.llm.litellm_setup import count_prompt_tokens
 from prbj.llm.logprobs import TokenChoice
+from prbj.llm.pacing import ProviderPacing
 from prbj.llm.param_rules import DEFAULT_MAX_TOKENS, output_cap
 from prbj.llm.prompt_cache import cache_adjustment, cache_write_premium
 from prbj.llm.providers import ProviderSpec
@@ -157,18 +157,22 @@ class ProviderStats:
     # The generation parameters of this provider's calls, one entry per setting the run used (the planner and
     # a judge may differ): what prbj asked, what LiteLLM sent after its mapping, the rules' changes and warnings.
     params: list[dict[str, Any]] = field(default_factory=list)
+    # How fast the provider was called and why not faster (achieved rates, limits in force and their sources,
+    # what was learned from its headers, what bound it): added to as_dict() from here.
+    pacing: ProviderPacing | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "pacing"}
+        if self.pacing is not None:
+            row |= self.pacing.report(self.requests_sent, self.prompt_tokens + self.completion_tokens)
+        return row
 
 
 @dataclass
 class _ProviderState:
     spec: ProviderSpec
     stats: ProviderStats
-    concurrency: AdaptiveConcurrency
-    tokens: TokenWindow
-    pacer: Any
+    pacing: ProviderPacing
     breaker: CircuitBreaker
     # LiteLLM's first call for a provider loads its code synchronously and blocks the event loop; requests
     # paced meanwhile would then leave in one burst. So the first request goes alone, the rest wait for it.
@@ -188,6 +192,7 @@ class Gateway:
         retry: RetryPolicy | None = None,
         transports: Mapping[str, Transport] | None = None,
         batch: BatchQueue | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.cache = cache
         self.budget = budget or Budget()
@@ -221,6 +226,8 @@ class Gateway:
         self._batch_bought: dict[str, LLMResult] = {}
         # Notes about providers (parameter changes, retiring models) already printed in this run.
         self.announced: set[str] = set()
+        # Where a line for the user goes while calls are made (limits learned from a provider's headers).
+        self.notify = notify or _print_notice
 
     # --- lifetime ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -251,6 +258,11 @@ class Gateway:
 
     def stats(self) -> list[ProviderStats]:
         return [state.stats for state in self._providers.values()]
+
+    def in_flight_allowed(self) -> int:
+        """Requests the providers called so far admit in flight at the moment: how far a run's fan-out must
+        reach so that none of them waits for work (runs.engine)."""
+        return sum(state.pacing.in_flight_limit for state in self._providers.values())
 
     def providers(self) -> list[ProviderSpec]:
         """The providers this gateway has been asked to call, in the order of stats()."""
@@ -325,7 +337,10 @@ class Gateway:
         only once that answer is in), until a round queues nothing: that round's result is the run's, as a live
         run would have made it. Without --batch, one round."""
         while True:
-            before = {name: asdict(state.stats) for name, state in self._providers.items()}
+            before = {
+                name: {counter: getattr(state.stats, counter) for counter in _ROUND_COUNTERS}
+                for name, state in self._providers.items()
+            }
             result = await work()
             if not await self.flush_batch():
                 return result
@@ -448,12 +463,11 @@ class Gateway:
         if state is None:
             # No price or key check here: every ProviderSpec a run calls was resolved, priced and key-checked
             # once, where the command turned its options into providers.
+            pacing = ProviderPacing(provider, self.notify)
             state = _ProviderState(
                 spec=provider,
-                stats=ProviderStats(provider.name, provider.model),
-                concurrency=AdaptiveConcurrency(provider.max_concurrency),
-                tokens=TokenWindow(provider.tpm),
-                pacer=request_pacer(provider.rpm),
+                stats=ProviderStats(provider.name, provider.model, pacing=pacing),
+                pacing=pacing,
                 breaker=CircuitBreaker(provider.name),
             )
             self._providers[provider.name] = state
@@ -535,13 +549,13 @@ class Gateway:
         # Counting the prompt's tokens costs about a millisecond per call; only a spending cap or a TPM window
         # uses the count. Without either, the reservation is the output bound alone (nothing checks it) and a
         # timed-out attempt counts its full worst case when it happens (_account_failed_attempt).
-        counted = self.budget.max_cost is not None or bool(state.tokens.tpm)
+        counted = self.budget.max_cost is not None or state.pacing.counts_tokens
         if counted:
             prompt_estimate, completion_bound, worst_case = await self._estimate_off_loop(spec, request)
         else:
             prompt_estimate, completion_bound = 0, self._completion_bound(spec, request)
             worst_case = spec.cost(0, completion_bound)
-        if not await self.budget.reserve(worst_case):
+        if not await self._reserve(state, worst_case):
             stats.skipped_budget += 1
             return LLMResult(
                 status="skipped_budget", error=f"would cross --max-cost (worst case ${worst_case:.4f})"
@@ -562,6 +576,7 @@ class Gateway:
                 if isinstance(do, DoSleep):
                     retry_state.prepare_for_next_attempt()
                     await asyncio.sleep(do)
+                    state.pacing.waited("retries", float(do))
                     continue
                 if not isinstance(do, DoAttempt):
                     break
@@ -569,12 +584,12 @@ class Gateway:
                     attempts += 1
                     if attempts > 1:
                         # Every attempt is a request the provider may bill: each needs its own reservation.
-                        if not await self.budget.reserve(worst_case):
+                        if not await self._reserve(state, worst_case):
                             raise _OverBudget
                         reserved = worst_case
                     try:
                         completion = await self._send(
-                            state, call, prompt_estimate + completion_bound, retry=attempts > 1
+                            state, call, prompt_estimate, completion_bound, retry=attempts > 1
                         )
                     except Exception as err:
                         if not isinstance(err, (BreakerOpen, _Interrupted)):
@@ -618,7 +633,6 @@ class Gateway:
         stats.cached_input_tokens += completion.cached_tokens
         stats.provider_cache_saved_usd -= provider_cache
         self.budget.settle(reserved, cost)
-        state.tokens.correct(prompt_estimate + completion_bound, prompt_tokens + completion_tokens)
         stats.calls_ok += 1
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += completion_tokens
@@ -648,19 +662,33 @@ class Gateway:
             logprobs=completion.logprobs,
         )
 
-    async def _send(self, state: _ProviderState, call: ChatCall, tokens: int, *, retry: bool) -> Completion:
+    async def _reserve(self, state: _ProviderState, worst_case: float) -> bool:
+        """The budget's reservation, its wait (for other calls' reservations to settle) counted."""
+        if self.budget.max_cost is None:
+            return await self.budget.reserve(worst_case)
+        started = time.monotonic()
+        try:
+            return await self.budget.reserve(worst_case)
+        finally:
+            state.pacing.waited("budget", time.monotonic() - started)
+
+    async def _send(
+        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, *, retry: bool
+    ) -> Completion:
         if not state.warmed.is_set():
             if state.warming:
                 await state.warmed.wait()
             else:
                 state.warming = True
                 try:
-                    return await self._send_now(state, call, tokens, retry=retry)
+                    return await self._send_now(state, call, prompt_tokens, output_bound, retry=retry)
                 finally:
                     state.warmed.set()
-        return await self._send_now(state, call, tokens, retry=retry)
+        return await self._send_now(state, call, prompt_tokens, output_bound, retry=retry)
 
-    async def _send_now(self, state: _ProviderState, call: ChatCall, tokens: int, *, retry: bool) -> Completion:
+    async def _send_now(
+        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, *, retry: bool
+    ) -> Completion:
         spec = state.spec
         transport = self._transports.get(spec.transport)
         if transport is None:
@@ -668,30 +696,34 @@ class Gateway:
                 f"internal: provider {spec.name!r} needs the transport {spec.transport!r}, which is not "
                 f"registered on this gateway"
             )
-        breaker = state.breaker
-        async with state.concurrency, breaker.admit():
-            if state.pacer is not None:
-                async with state.pacer:
-                    pass
-            await state.tokens.acquire(tokens)
-            stopping = stop_sending.get()
-            if stopping is not None and stopping.is_set():
-                raise _Interrupted("not sent: interrupted (Ctrl-C)")
-            # Counted here, where the request really leaves: a retry stopped by the breaker is no retry.
-            state.stats.requests_sent += 1
-            if retry:
-                state.stats.retries += 1
-            try:
-                completion = await transport.send(call)
-            except Exception as err:
-                if is_rate_limit(err):
-                    state.stats.rate_limited += 1
-                    state.concurrency.record_rate_limited()
-                breaker.record_failure(err, _with_note(spec, err, one_line(err, secrets=[call.api_key])))
-                raise
-            state.concurrency.record_success()
-            breaker.record_success()
-            return completion
+        breaker, pacing = state.breaker, state.pacing
+        # In flight (Little's law), then the request rate, then the token windows: see prbj.llm.pacing.
+        await pacing.enter()
+        try:
+            async with breaker.admit():
+                ticket = await pacing.depart(prompt_tokens, output_bound)
+                stopping = stop_sending.get()
+                if stopping is not None and stopping.is_set():
+                    raise _Interrupted("not sent: interrupted (Ctrl-C)")
+                # Counted here, where the request really leaves: a retry stopped by the breaker is no retry.
+                state.stats.requests_sent += 1
+                if retry:
+                    state.stats.retries += 1
+                started = time.monotonic()
+                try:
+                    completion = await transport.send(call)
+                except Exception as err:
+                    limited = is_rate_limit(err)
+                    if limited:
+                        state.stats.rate_limited += 1
+                    pacing.failed(err, rate_limited=limited, sent_at=started)
+                    breaker.record_failure(err, _with_note(spec, err, one_line(err, secrets=[call.api_key])))
+                    raise
+                pacing.answered(time.monotonic() - started, ticket, completion)
+                breaker.record_success()
+                return completion
+        finally:
+            pacing.leave()
 
     def _account_failed_attempt(
         self,
@@ -754,6 +786,12 @@ class Gateway:
 
 # What a round of calls counts that a later round counts again (see Gateway.in_rounds).
 _ROUND_COUNTERS = ("cache_hits", "saved_usd", "skipped_budget", "skipped_cache")
+
+
+def _print_notice(line: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 class _LeaseRenewal:

@@ -43,6 +43,8 @@ _KNOWN_KEYS = {
     "paid",
     "rpm",
     "tpm",
+    "input_tpm",
+    "output_tpm",
     "max_concurrency",
     "price",
     "params",
@@ -67,9 +69,14 @@ class ProviderSpec:
     api_key_required: bool = True
     api_base: str | None = None
     paid: bool = True
+    # Per minute: requests, tokens (input and output together), and input and output tokens apart (Anthropic
+    # counts them apart). None: no limit known; prbj.llm.pacing learns them from the provider's headers.
     rpm: float | None = None
     tpm: float | None = None
-    max_concurrency: int = 8
+    input_tpm: float | None = None
+    output_tpm: float | None = None
+    # Requests in flight at most; None: prbj.llm.pacing's ceiling (DEFAULT_MAX_IN_FLIGHT).
+    max_concurrency: int | None = None
     # USD per token, resolved; None when unknown.
     input_price: float | None = None
     output_price: float | None = None
@@ -91,6 +98,8 @@ class ProviderSpec:
     settled: SettledParams | None = None
     # What a 404 from this provider adds to its cause: the model's retirement date, the profile to use instead.
     not_found_note: str = ""
+    # The limits (field names above) set for this run by a flag (--rpm, ...), not by the profile.
+    flagged: frozenset[str] = frozenset()
 
     @property
     def family(self) -> str:
@@ -329,8 +338,10 @@ def load_profile(
         raise ConfigError(
             f"{path}: field 'params.max_tokens': expected a whole number >= 1, got {max_tokens!r}"
         )
-    concurrency = raw.get("max_concurrency", 8)
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+    concurrency = raw.get("max_concurrency")
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+    ):
         raise ConfigError(
             f"{path}: field 'max_concurrency': expected a whole number >= 1, got {concurrency!r}"
         )
@@ -343,6 +354,8 @@ def load_profile(
         paid=_flag(raw, "paid", path, default=True),
         rpm=_positive(raw, "rpm", path),
         tpm=_positive(raw, "tpm", path),
+        input_tpm=_positive(raw, "input_tpm", path),
+        output_tpm=_positive(raw, "output_tpm", path),
         max_concurrency=concurrency,
         input_price=_price(price, "input", path),
         output_price=_price(price, "output", path),

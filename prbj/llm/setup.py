@@ -48,9 +48,12 @@ class GatewayOptions:
     api_base: str | None = None
     providers_dir: Path | None = None
     env_file: Path | None = None
-    # Limits for this run only (--rpm, --tpm, --max-concurrency, --timeout); None keeps the profile's.
+    # Limits for this run only (--rpm, --tpm, --input-tpm, --output-tpm, --max-concurrency, --timeout); None
+    # keeps the profile's.
     rpm: float | None = None
     tpm: float | None = None
+    input_tpm: float | None = None
+    output_tpm: float | None = None
     max_concurrency: int | None = None
     timeout: float | None = None
     # --batch: buy misses through provider batch jobs; --no-wait: submit them and stop (collect later).
@@ -70,6 +73,8 @@ class GatewayOptions:
         given = {
             "rpm": self.rpm,
             "tpm": self.tpm,
+            "input_tpm": self.input_tpm,
+            "output_tpm": self.output_tpm,
             "max_concurrency": self.max_concurrency,
             "timeout": self.timeout,
         }

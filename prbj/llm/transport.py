@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.logprobs import TokenChoice, asked, from_response
 from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
+from prbj.llm.ratelimit_headers import StatedLimits, reply_headers, stated_limits
 from prbj.llm.wire_params import allowed_through
 
 __all__ = ["LITELLM_TRANSPORT", "ChatCall", "Completion", "LiteLLMTransport", "Transport"]
@@ -43,6 +44,8 @@ class Completion:
     # Where the request asked for log-probabilities (--confidence logprobs): the positions where a letter stood
     # (prbj.llm.logprobs); None when none were asked for or the provider sent none.
     logprobs: tuple[TokenChoice, ...] | None = None
+    # The rate limits the provider stated in the reply's headers (never cached: they describe the provider now).
+    rate_limits: StatedLimits | None = None
 
 
 class Transport(Protocol):
@@ -79,6 +82,7 @@ class LiteLLMTransport:
             cached_tokens=cached,
             cache_write_tokens=written,
             logprobs=reply_logprobs(call, getattr(choice, "logprobs", None), text),
+            rate_limits=stated_limits(reply_headers(response)),
         )
 
 

@@ -230,4 +230,54 @@ def _extra_columns(usage: Sequence[dict[str, Any]], *, dry_run: bool) -> dict[st
     if any(row.get("cached_input_tokens") for row in usage):
         columns["cached input tokens"] = lambda row: f"{row.get('cached_input_tokens', 0):,}"
         columns["$ saved by provider cache"] = lambda row: f"{row.get('provider_cache_saved_usd', 0.0):.4f}"
+    if any(row.get("achieved_rpm") for row in usage):
+        columns["req/min"] = lambda row: _per_minute(row.get("achieved_rpm"))
+        columns["tok/min"] = lambda row: _per_minute(row.get("achieved_tpm"))
+        columns["limit (source)"] = _limit_in_force
+        columns["bound by"] = lambda row: BOUND_BY.get(row.get("bound_by") or "", "-")
     return columns
+
+
+# What held a provider's requests back longest (prbj.llm.pacing.WAIT_CAUSES), in the calls table's words.
+BOUND_BY = {
+    "rate": "rate",
+    "tokens": "tokens",
+    "ceiling": "concurrency ceiling",
+    "back-off": "429 back-off",
+    "in-flight": "in flight (rate × latency)",
+    "budget": "budget waits",
+    "retries": "retries",
+    "cpu": "prbj's CPU",
+    "none": "nothing",
+}
+_LIMIT_UNITS = {
+    "rpm": "rpm",
+    "tpm": "tpm",
+    "input_tpm": "input tpm",
+    "output_tpm": "output tpm",
+    "max_in_flight": "in flight",
+}
+_SOURCES = {"provider headers": "headers"}
+
+
+def _per_minute(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _limit_in_force(row: dict[str, Any]) -> str:
+    """The request rate in force, and the limit that bound the provider when another did (its token limits, or
+    its ceiling on requests in flight), each with where it came from: the profile, a flag, the provider's
+    headers, or prbj's default ceiling."""
+    limits = row.get("limits") or {}
+    bound = row.get("bound_by")
+    names = ["rpm"] if "rpm" in limits else []
+    if bound == "tokens":
+        names += [name for name in ("tpm", "input_tpm", "output_tpm") if name in limits]
+    elif bound in ("ceiling", "back-off", "in-flight"):
+        names.append("max_in_flight")
+    cells = [
+        f"{limits[name]['value']:,.0f} {_LIMIT_UNITS[name]} "
+        f"({_SOURCES.get(limits[name]['source'], limits[name]['source'])})"
+        for name in names
+    ]
+    return ", ".join(cells) or "-"

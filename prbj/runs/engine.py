@@ -1,5 +1,9 @@
 """Run many awaitable jobs with bounded concurrency and a progress display; results come back in job order.
 
+How many jobs run at once follows what the model providers admit: `concurrency` plus the requests in flight the
+providers allow at the moment (the gateway's figure, from each provider's rate limit and latency), so a fan-out
+never holds a provider below its limits, and memory stays bounded by the providers' ceilings.
+
 Ctrl-C is handled here, where the jobs are fanned out: the first stops new jobs and new requests (through the
 gateway's `stop_sending`) and gives the requests already on the wire a bounded grace period to finish and be
 cached, since they are paid for either way; then KeyboardInterrupt is raised (exit 130). A second Ctrl-C
@@ -16,6 +20,7 @@ from typing import TypeVar
 from rich.console import Console
 
 from prbj.llm.gateway import stop_sending
+from prbj.llm.limits import Gate
 from prbj.runs.collector import freeze_what_is_loaded
 from prbj.runs.progress import JobProgress, Meter
 
@@ -33,14 +38,16 @@ async def run_jobs(
     show_progress: bool = True,
     grace_seconds: float = GRACE_SECONDS,
     meter: Meter | None = None,
+    admitted: Callable[[], int] | None = None,
 ) -> list[T]:
-    """Await every job, at most `concurrency` at a time. On cancellation the jobs still running are cancelled;
+    """Await every job, at most `concurrency` + `admitted()` at a time (`admitted`: the requests in flight the
+    providers allow now, read again as jobs finish). On cancellation the jobs still running are cancelled;
     whatever they already stored (the cache) stays, so a rerun picks up from there."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     freeze_what_is_loaded()
     results: list[T | None] = [None] * len(jobs)
-    gate = asyncio.Semaphore(concurrency)
+    gate = Gate(concurrency + (admitted() if admitted is not None else 0))
     console = console or Console(stderr=True)
     progress = JobProgress(description, len(jobs), console=console, show=show_progress, meter=meter)
     stopping = asyncio.Event()
@@ -52,6 +59,8 @@ async def run_jobs(
             if stopping.is_set():
                 return
             results[index] = await job()
+        if admitted is not None:
+            gate.resize(concurrency + admitted())
         progress.advance(results[index])
 
     def cancel_all() -> None:

@@ -141,10 +141,18 @@ async def judge_dataset(
     swapped = (
         swapped_profiles(dataset.pairs, seed) if any(j.context == SWAPPED_PROFILE for j in judges) else {}
     )
-    jobs = [partial(judge.judge, _task(pair, judge, swapped)) for judge in judges for pair in dataset.pairs]
-    return await run_jobs(
-        jobs, concurrency=concurrency, show_progress=show_progress, meter=judging_meter(gateway)
+    pairs = dataset.pairs
+    # Started pair by pair, each pair's judges side by side, so that every judge's provider has work from the
+    # start (judge by judge, a second provider would wait for the first's last pairs); returned judge by judge.
+    jobs = [partial(judge.judge, _task(pair, judge, swapped)) for pair in pairs for judge in judges]
+    done = await run_jobs(
+        jobs,
+        concurrency=concurrency,
+        show_progress=show_progress,
+        meter=judging_meter(gateway),
+        admitted=gateway.in_flight_allowed if gateway is not None else None,
     )
+    return [done[p * len(judges) + j] for j in range(len(judges)) for p in range(len(pairs))]
 
 
 def judging_meter(gateway: Gateway | None) -> Meter:

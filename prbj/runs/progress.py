@@ -1,4 +1,5 @@
-"""What a run shows while it works: done/total, ETA, calls per second, dollars spent (and the cap), failures.
+"""What a run shows while it works: done/total, ETA, calls per second (and per minute over the last seconds,
+the figure to hold against a provider's rate limit), dollars spent (and the cap), failures.
 
 On a terminal this is a Rich progress bar. When stderr is not a terminal (CI logs, `| tee`, nohup) a bar would
 draw nothing, so a plain line is printed every PROGRESS_EVERY seconds and once at the end instead: a long run
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -27,6 +29,9 @@ from rich.progress import (
 
 # Seconds between plain progress lines when stderr is not a terminal; PRBJ_PROGRESS_EVERY changes it.
 PROGRESS_EVERY = 10.0
+# The current rate is the calls sent over about this many seconds, sampled at most every RECENT_SAMPLE seconds.
+RECENT_WINDOW = 10.0
+RECENT_SAMPLE = 0.5
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,8 @@ class JobProgress:
         self._bar: Progress | None = None
         self._task: TaskID | None = None
         self._ticker: asyncio.Task[None] | None = None
+        # (time, calls sent) samples over the last RECENT_WINDOW seconds, for the current rate.
+        self._recent: deque[tuple[float, int]] = deque()
 
     # --- figures ---------------------------------------------------------------------------------------
 
@@ -89,6 +96,19 @@ class JobProgress:
         calls = self.meter.calls() if self.meter.calls is not None else 0
         # Offline judges and cached replays send nothing: their pace is results per second.
         return (calls / elapsed, "calls/s") if calls else (self.done / elapsed, "done/s")
+
+    def current_rate(self) -> float | None:
+        """Calls sent per minute over the last ~RECENT_WINDOW seconds; None before there is a span to measure."""
+        if self.meter.calls is None:
+            return None
+        now, calls = time.monotonic(), self.meter.calls()
+        recent = self._recent
+        if not recent or now - recent[-1][0] >= RECENT_SAMPLE:
+            recent.append((now, calls))
+        while len(recent) > 2 and now - recent[1][0] >= RECENT_WINDOW:
+            recent.popleft()
+        then, before = recent[0]
+        return (calls - before) / (now - then) * 60 if now - then >= RECENT_SAMPLE else None
 
     def _eta(self) -> str:
         elapsed = time.monotonic() - self._started
@@ -105,8 +125,10 @@ class JobProgress:
     def extras(self) -> str:
         """Calls per second, money and failures, as one short phrase."""
         rate, unit = self._rate()
+        now = self.current_rate() if unit == "calls/s" else None
+        pace = f"{rate:.1f} {unit}" + (f" ({now:,.0f}/min now)" if now is not None else "")
         unsent = f"{self.unsent} not sent" if self.unsent else ""
-        parts = [f"{rate:.1f} {unit}", self._money(), f"{self.failures} failed", unsent]
+        parts = [pace, self._money(), f"{self.failures} failed", unsent]
         return " · ".join(part for part in parts if part)
 
     def line(self) -> str:
