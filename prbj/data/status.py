@@ -46,6 +46,18 @@ UNUSABLE_REPLY_STATUSES: tuple[Status, ...] = ("parse_error", "truncated", "refu
 # (A truncated or refused reply was paid for and is cached: a plain rerun replays it.)
 UNANSWERED_STATUSES: tuple[CallStatus, ...] = ("api_error", "skipped_budget", "skipped_cache", "dry_run")
 
+# The error of a call that was never sent starts with this (the provider's circuit breaker had opened, Ctrl-C).
+NOT_SENT_PREFIX = "not sent"
+# Statuses of calls never sent by their nature (--max-cost reached, --cache-only, --dry-run).
+_NEVER_SENT: tuple[str, ...] = ("skipped_budget", "skipped_cache", "dry_run")
+
+
+def was_not_sent(status: str, error: str | None) -> bool:
+    """Whether a failed call (or the judgment, grade or step that needed it) never reached the provider, so
+    that the calls table, the failure causes and the progress line count it as "not sent", not as failed."""
+    return status in _NEVER_SENT or (status == "api_error" and (error or "").startswith(NOT_SENT_PREFIX))
+
+
 # What each status means to the user, in the words reports and error lines use.
 STATUS_MEANING: dict[Status, str] = {
     "ok": "answered",

@@ -144,9 +144,13 @@ class ProviderStats:
     cache_hits: int = 0
     retries: int = 0
     rate_limited: int = 0
+    # Calls that were sent (at least once) and ended without an answer.
     errors: int = 0
+    # Calls never sent, by why: --max-cost, --cache-only, the provider's circuit breaker had opened, Ctrl-C.
     skipped_budget: int = 0
     skipped_cache: int = 0
+    not_sent_breaker: int = 0
+    not_sent_interrupted: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -583,6 +587,7 @@ class Gateway:
         call = self._chat_call(spec, request, spec.api_key())
         started = time.monotonic()
         attempts = 0
+        last_sent_error: BaseException | None = None
         reserved = worst_case
         retrying = self._retrying
         retry_state = RetryCallState(retrying, fn=None, args=(), kwargs={})
@@ -601,14 +606,17 @@ class Gateway:
                 with AttemptManager(retry_state):
                     attempts += 1
                     if attempts > 1:
-                        stats.retries += 1
                         # Every attempt is a request the provider may bill: each needs its own reservation.
                         if not await self._reserve(state, worst_case):
                             raise _OverBudget
                         reserved = worst_case
                     try:
-                        completion = await self._send(state, call, prompt_estimate, completion_bound)
+                        completion = await self._send(
+                            state, call, prompt_estimate, completion_bound, retry=attempts > 1
+                        )
                     except Exception as err:
+                        if not isinstance(err, (BreakerOpen, _Interrupted)):
+                            last_sent_error = err
                         self._account_failed_attempt(
                             state, err, reserved, None if counted else (spec, request)
                         )
@@ -629,13 +637,9 @@ class Gateway:
             )
         except RetryError as err:
             return self._failed(state, err.last_attempt.exception(), attempts, started, call.api_key)
-        except BreakerOpen as err:
-            # Not sent: the message says why the breaker opened, the cause is that of the failures that opened it.
-            state.stats.errors += 1
-            return LLMResult(status="api_error", error=str(err), cause=err.cause, attempts=attempts - 1)
-        except _Interrupted as err:
-            state.stats.errors += 1
-            return LLMResult(status="api_error", error=str(err), cause="interrupted", attempts=attempts - 1)
+        except (BreakerOpen, _Interrupted) as err:
+            # This attempt was not sent (the provider's breaker is open, or Ctrl-C); the message says why.
+            return self._stopped(state, err, last_sent_error, attempts - 1, started, call.api_key)
         except Exception as err:  # not retryable: auth, bad request, unknown model...
             if not from_provider(err):
                 self.budget.release(reserved)
@@ -694,20 +698,22 @@ class Gateway:
         finally:
             state.pacing.waited("budget", time.monotonic() - started)
 
-    async def _send(self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int) -> Completion:
+    async def _send(
+        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, *, retry: bool
+    ) -> Completion:
         if not state.warmed.is_set():
             if state.warming:
                 await state.warmed.wait()
             else:
                 state.warming = True
                 try:
-                    return await self._send_now(state, call, prompt_tokens, output_bound)
+                    return await self._send_now(state, call, prompt_tokens, output_bound, retry=retry)
                 finally:
                     state.warmed.set()
-        return await self._send_now(state, call, prompt_tokens, output_bound)
+        return await self._send_now(state, call, prompt_tokens, output_bound, retry=retry)
 
     async def _send_now(
-        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int
+        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, *, retry: bool
     ) -> Completion:
         spec = state.spec
         transport = self._transports.get(spec.transport)
@@ -725,7 +731,10 @@ class Gateway:
                 stopping = stop_sending.get()
                 if stopping is not None and stopping.is_set():
                     raise _Interrupted("not sent: interrupted (Ctrl-C)")
+                # Counted here, where the request really leaves: a retry stopped by the breaker is no retry.
                 state.stats.requests_sent += 1
+                if retry:
+                    state.stats.retries += 1
                 started = time.monotonic()
                 try:
                     completion = await transport.send(call)
@@ -759,6 +768,27 @@ class Gateway:
             state.stats.cost_usd += billed
         else:
             self.budget.release(reserved)
+
+    def _stopped(
+        self,
+        state: _ProviderState,
+        stop: BaseException,
+        last_sent_error: BaseException | None,
+        sent: int,
+        started: float,
+        api_key: str | None,
+    ) -> LLMResult:
+        """A call that the breaker or Ctrl-C stopped: never sent (counted apart, the message says why), or sent
+        and failed before its retry was stopped (a failed call, with the failure the provider gave)."""
+        if sent == 0:
+            # The cause of a call the breaker stopped is that of the failures that opened it.
+            if isinstance(stop, BreakerOpen):
+                state.stats.not_sent_breaker += 1
+                return LLMResult(status="api_error", error=str(stop), cause=stop.cause)
+            state.stats.not_sent_interrupted += 1
+            return LLMResult(status="api_error", error=str(stop), cause="interrupted")
+        failed = self._failed(state, last_sent_error, sent, started, api_key)
+        return replace(failed, error=f"{failed.error}; its retry was {stop}")
 
     def _failed(
         self,

@@ -80,6 +80,21 @@ class CostRow:
 
 
 @dataclass(frozen=True)
+class Unanswered:
+    """An entry with no answered judgment: the report says so (and why) where its figures would be."""
+
+    entry: Entry
+    failed: int
+    total: int
+    # Whether it is a pairwise judge (its judgments carry the position the chosen answer was shown in).
+    pairwise: bool
+
+    @property
+    def sentence(self) -> str:
+        return f"{self.entry.label}: no answered judgment ({self.failed}/{self.total} failed; causes under Failures)"
+
+
+@dataclass(frozen=True)
 class FailureRow:
     entry: Entry
     total: int
@@ -150,6 +165,7 @@ class ReportContent:
     correlations: list[Correlation] = field(default_factory=list)
     # Per entry: the pair ids judged wrong, and those whose judgment failed (the HTML report lists them).
     wrong_pairs: dict[Entry, tuple[list[str], list[str]]] = field(default_factory=dict)
+    unanswered: list[Unanswered] = field(default_factory=list)
 
     @property
     def has_cost(self) -> bool:
@@ -240,9 +256,11 @@ def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
     if CACHED_COLUMN in frame.columns and frame[CACHED_COLUMN].drop_nulls().len():
         cached = _mean(frame[CACHED_COLUMN].drop_nulls().cast(pl.Float64))
     column = next((c for c in LATENCY_COLUMNS if c in frame.columns), None)
-    if column and frame[column].drop_nulls().len():
+    # Over answered judgments only: a failed or never-sent call's time says nothing about the model's speed.
+    answered = frame.filter(pl.col("status") == "ok") if "status" in frame.columns else frame
+    if column and answered[column].drop_nulls().len():
         # polars types median() as any scalar; on a numeric column it is a number.
-        latency = float(frame[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
+        latency = float(answered[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
     return CostRow(entry, frame.height, total, per_100, cached, latency)
 
 
@@ -368,6 +386,7 @@ def build_content(
     entries = _entries(runs)
     subsets = sorted({r.subset for run in runs for r in run.results if r.subset != ALL_SUBSETS})
     leaderboard, position, costs, failures, curves = [], [], [], [], []
+    unanswered: list[Unanswered] = []
     wrong: dict[Entry, tuple[list[str], list[str]]] = {}
     scatter: dict[str, list[ScatterPoint]] = {}
     for run, entry in entries:
@@ -383,6 +402,9 @@ def build_content(
         wrong[entry] = wrong_pair_ids(frame)
         if (failure := failure_row(frame, overall, entry)) is not None:
             failures.append(failure)
+        if overall.n_ok == 0 and overall.n:
+            placed = "chosen_position" in frame.columns and frame["chosen_position"].drop_nulls().len() > 0
+            unanswered.append(Unanswered(entry, overall.n - overall.n_ok, overall.n, placed))
     downstream = match_downstream(runs, entries, extra_downstream)
     if downstream is not None:
         curves = _curves(downstream)
@@ -415,6 +437,7 @@ def build_content(
         curves=curves,
         correlations=correlations,
         wrong_pairs=wrong,
+        unanswered=unanswered,
     )
 
 

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
-from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES
+from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES, was_not_sent
 from prbj.display.fit import FittingTable
 from prbj.report import fmt
 
@@ -84,8 +84,9 @@ class FailureCause:
     cause: str
     count: int
     first_message: str
-    # How many of them were never sent because the provider's circuit breaker had opened.
+    # How many of them never reached the provider (its circuit breaker had opened, or Ctrl-C), and why.
     not_sent: int = 0
+    not_sent_why: str = ""
 
 
 def failure_causes(rows: Iterable[tuple[str, str | None, str | None]]) -> list[FailureCause]:
@@ -93,6 +94,7 @@ def failure_causes(rows: Iterable[tuple[str, str | None, str | None]]) -> list[F
     first."""
     counts: Counter[str] = Counter()
     not_sent: Counter[str] = Counter()
+    why: dict[str, str] = {}
     first: dict[str, str] = {}
     for status, recorded, error in rows:
         # Statuses outside the vocabulary (a reward model's invalid_score) are failures too.
@@ -100,9 +102,21 @@ def failure_causes(rows: Iterable[tuple[str, str | None, str | None]]) -> list[F
             continue
         cause = failure_cause(status, recorded)
         counts[cause] += 1
-        not_sent[cause] += "circuit breaker" in (error or "")
+        # A skip's status already says it was never sent; a stopped call's error says so and why.
+        if status == "api_error" and was_not_sent(status, error):
+            not_sent[cause] += 1
+            why.setdefault(cause, _not_sent_why(error or ""))
         first.setdefault(cause, error or _MEANING.get(status, status))
-    return [FailureCause(cause, n, first[cause], not_sent[cause]) for cause, n in counts.most_common()]
+    return [
+        FailureCause(cause, n, first[cause], not_sent[cause], why.get(cause, ""))
+        for cause, n in counts.most_common()
+    ]
+
+
+def _not_sent_why(error: str) -> str:
+    if "circuit breaker" in error:
+        return "circuit breaker opened"
+    return "interrupted" if "interrupted" in error else ""
 
 
 def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], console: Console) -> None:
@@ -112,8 +126,9 @@ def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], con
         return
     console.print("[bold]failures by cause[/bold]")
     for item in causes:
-        breaker = f" ({item.not_sent} not sent: circuit breaker opened)" if item.not_sent else ""
-        console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{breaker}: {escape(item.first_message)}")
+        why = f": {item.not_sent_why}" if item.not_sent_why else ""
+        unsent = f" ({item.not_sent} not sent{why})" if item.not_sent else ""
+        console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{unsent}: {escape(item.first_message)}")
 
 
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> FittingTable:
@@ -147,8 +162,9 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
             )
         return table
     extras = _extra_columns(usage, dry_run=False)
-    for name in ("sent", "retry", "cached", "failed", "skipped", "tok in", "tok out", "$ spent", "$ saved", *extras):
+    for name in ("sent", "retry", "cached", "failed", "not sent", "tok in", "tok out", "$ spent", "$ saved", *extras):
         table.add_column(name, justify="right", no_wrap=True)
+    table.caption = _not_sent_note(usage)
     for row in usage:
         table.add_row(
             row["provider"],
@@ -156,7 +172,7 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
             str(row["retries"]),
             str(row["cache_hits"]),
             str(row["errors"]),
-            str(row["skipped_budget"] + row["skipped_cache"]),
+            str(sum(int(row.get(reason, 0)) for reason in _NOT_SENT_REASONS)),
             f"{row['prompt_tokens']:,}",
             f"{row['completion_tokens']:,}",
             f"{row['cost_usd']:.4f}",
@@ -164,6 +180,23 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
             *(cell(row) for cell in extras.values()),
         )
     return table
+
+
+# Why calls were never sent, as the calls table's note names them (usage rows of older runs lack the last two).
+_NOT_SENT_REASONS = {
+    "skipped_budget": "--max-cost reached",
+    "skipped_cache": "not in the cache (--cache-only)",
+    "not_sent_breaker": "circuit breaker opened",
+    "not_sent_interrupted": "interrupted",
+}
+
+
+def _not_sent_note(usage: Sequence[dict[str, Any]]) -> str | None:
+    """sent: requests on the wire (retries included); failed: calls sent that got no answer; not sent: calls that
+    never left, with why (the same events the failure causes and the progress line count)."""
+    counts = {why: sum(int(row.get(key, 0)) for row in usage) for key, why in _NOT_SENT_REASONS.items()}
+    named = [f"{count} {why}" for why, count in counts.items() if count]
+    return f"not sent: {', '.join(named)}" if named else None
 
 
 def _extra_columns(usage: Sequence[dict[str, Any]], *, dry_run: bool) -> dict[str, Callable[[dict[str, Any]], str]]:

@@ -23,7 +23,7 @@ from prbj.context.planner import Planner
 from prbj.context.swap import swapped_profiles
 from prbj.data.loaders import Dataset
 from prbj.data.schema import SWAPPED_PROFILE
-from prbj.data.status import FAILED_STATUSES
+from prbj.data.status import FAILED_STATUSES, was_not_sent
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
 from prbj.report.writer import render_report
@@ -164,6 +164,9 @@ def judging_meter(gateway: Gateway | None) -> Meter:
     def failed(judgment: Judgment) -> bool:
         return judgment.status in FAILED_STATUSES
 
+    def not_sent(judgment: Judgment) -> bool:
+        return was_not_sent(judgment.status, judgment.error)
+
     if gateway is None:
         return Meter(failed=failed)
     return Meter(
@@ -171,6 +174,7 @@ def judging_meter(gateway: Gateway | None) -> Meter:
         cap=gateway.budget.max_cost,
         calls=lambda: sum(s.requests_sent for s in gateway.stats()),
         failed=failed,
+        not_sent=not_sent,
     )
 
 
