@@ -48,6 +48,19 @@ def chromium() -> Iterator[Any]:
 
 
 @contextmanager
+def chromium_or_skip() -> Iterator[Any]:
+    """chromium(); without Chromium the test skips on a developer's machine and fails under CI."""
+    import pytest
+
+    if not chromium_available():
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+    with chromium() as running:
+        yield running
+
+
+@contextmanager
 def serving(paths: Sequence[Path], *, reviewer: str = "alice") -> Iterator[tuple[str, Viewer]]:
     """A live viewer of `paths` on 127.0.0.1 (any free port), on its own thread and event loop."""
     viewer = Viewer(Catalog.open(paths), reviewer)

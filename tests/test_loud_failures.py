@@ -4,6 +4,7 @@ provider early (circuit breaker). Real HTTP against the loopback provider; the C
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import time
 from pathlib import Path
@@ -13,9 +14,12 @@ from click.testing import CliRunner, Result
 from loopback import Fault, ProviderServer
 
 from prbj.cli import main
-from prbj.llm.gateway import Gateway, LLMRequest
+from prbj.judges.base import Judgment
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult, stop_sending
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import RetryPolicy
+from prbj.runs.execute import judging_meter
+from prbj.runs.progress import JobProgress
 
 KEY = "sk-loud-failures-0123456789abcdef"
 PAIRS = 15  # --limit 5 over the sample's three subsets, one call each with --context none
@@ -109,3 +113,74 @@ def test_a_request_the_client_refuses_to_send_is_not_retried(monkeypatch) -> Non
     assert result.attempts == 1
     assert time.monotonic() - started < 5
     assert "not sent by the client" in (result.error or "")
+
+
+def _calls_row(output: str, provider: str = "gpt-5.1") -> dict[str, int]:
+    """The provider's row of the calls table (drawn whole at the width the test gives)."""
+    lines = output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:2] == ["provider", "sent"])
+    names = ["sent", "retry", "cached", "failed", "not sent"]
+    assert all(name in lines[at] for name in names), lines[at]
+    row = next(line for line in lines[at:] if line.split()[:1] == [provider]).split()
+    return dict(zip(names, map(int, row[1:6]), strict=True))
+
+
+def _progress_counts(output: str) -> tuple[int, int]:
+    last = [line for line in output.splitlines() if line.startswith("judging: ")][-1]
+    failed = int(re.search(r"(\d+) failed", last).group(1))  # type: ignore[union-attr]
+    unsent = re.search(r"(\d+) not sent", last)
+    return failed, int(unsent.group(1)) if unsent else 0
+
+
+@pytest.mark.parametrize("fault", ["401", "closed port"])
+def test_calls_table_causes_and_progress_count_the_same_calls(server, tmp_path, monkeypatch, fault) -> None:
+    """Issue 26: after a dead provider the calls table said "sent 5" and the causes "×6 (6 not sent)", and the
+    retries counted included retries the breaker never let out. One call per judgment here (--context none),
+    so the three views must agree call for call."""
+    monkeypatch.setenv("PRBJ_PROGRESS_EVERY", "60")  # only the final progress line
+    monkeypatch.setenv("COLUMNS", "400")
+    if fault == "401":
+        server.inject(*["401"] * 100)
+        api_base = server.url
+    else:
+        api_base = f"http://127.0.0.1:{closed_port()}"
+    command = ["judge", "-p", "gpt-5.1", "--api-base", api_base, "--limit", "5", "--context", "none",
+               "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]  # fmt: skip
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 1, result.output
+    calls = _calls_row(result.output)
+    assert calls["retry"] <= calls["sent"] and calls["cached"] == 0
+    assert calls["failed"] + calls["not sent"] == PAIRS
+    assert calls["failed"] >= 1 and calls["not sent"] >= 1
+    cause = re.search(r"×(\d+) \((\d+) not sent: circuit breaker opened\)", result.output)
+    assert cause is not None, result.output
+    assert (int(cause.group(1)), int(cause.group(2))) == (PAIRS, calls["not sent"])
+    assert f"not sent: {calls['not sent']} circuit breaker opened" in result.output
+    assert _progress_counts(result.output) == (calls["failed"], calls["not sent"])
+    if fault == "401":  # 401 is never retried: every request the table counts reached the server
+        assert calls["sent"] == server.count() == calls["failed"] and calls["retry"] == 0
+
+
+def test_calls_stopped_by_ctrl_c_are_not_sent_not_failed(server) -> None:
+    """Issue 26: after Ctrl-C the progress line counted calls never sent as "failed"."""
+    spec = ProviderSpec(name="p", model="openai/p", api_key_env="OPENAI_API_KEY", paid=False, api_base=server.url)
+    stopping = asyncio.Event()
+    stopping.set()
+
+    async def stopped() -> LLMResult:
+        token = stop_sending.set(stopping)
+        try:
+            return await gateway.call(spec, LLMRequest.chat(None, "hello"))
+        finally:
+            stop_sending.reset(token)
+
+    with Gateway() as gateway:
+        result = asyncio.run(stopped())
+    stats = gateway.stats()[0]
+    assert result.status == "api_error" and (result.error or "").startswith("not sent: interrupted")
+    assert (stats.requests_sent, stats.errors, stats.not_sent_interrupted) == (0, 0, 1)
+    assert server.count() == 0
+    progress = JobProgress("judging", 2, show=False, meter=judging_meter(gateway))
+    progress.advance(Judgment("p-1", "s", "j", "none", status="api_error", error=result.error))
+    progress.advance(Judgment("p-2", "s", "j", "none", status="api_error", error="could not connect: x"))
+    assert "1 failed · 1 not sent" in progress.line()

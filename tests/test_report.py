@@ -103,7 +103,9 @@ def test_prbj_judge_writes_markdown_and_html_reports(small_dataset: Path, tmp_pa
         assert (run_dir / link).read_text().startswith("<?xml")
     parsed = _assert_self_contained((run_dir / "report.html").read_text())
     assert sum(1 for tag, _ in parsed.tags if tag == "svg") >= 3
-    assert {"figure-accuracy", "figure-length-control", "figure-cost"} <= _figure_ids(parsed)
+    assert {"figure-accuracy", "figure-length-control"} <= _figure_ids(parsed)
+    # Offline judges cost nothing: a sentence says so instead of a chart of empty bars marked "$0" (issue 26).
+    assert "figure-cost" not in _figure_ids(parsed) and "Every judge here was free" in markdown
     # One accuracy dot per judge and panel (overall + three subsets) in the accuracy chart.
     assert "report.html" in result.output
 

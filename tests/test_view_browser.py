@@ -5,7 +5,6 @@ in labels.jsonl and on the page after a reload, the scoring standard stays behin
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from browser import chromium, chromium_available, serving
+from browser import chromium_or_skip, serving
 from view_runs import llm_run, sample_run
 
 from prbj.runs import rundir
@@ -26,11 +25,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def browser(runs: dict[str, Path]) -> Iterator[Any]:
     # After `runs`: Playwright's sync API keeps an event loop on this thread, and `prbj judge` starts its own.
-    if not chromium_available():
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("no Chromium on this machine (apt-get install chromium)")
-    with chromium() as running:
+    with chromium_or_skip() as running:
         yield running
 
 

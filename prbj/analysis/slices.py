@@ -99,10 +99,15 @@ def quantile_bins(values: Sequence[int | float], bins: int = QUANTILE_BINS) -> l
 
 
 def _label(low: float, high: float) -> str:
-    def show(v: float) -> str:
-        return str(int(v)) if float(v).is_integer() else f"{v:g}"
+    """"3–7"; with a negative end "−11 to −3" (a typographic minus, and words where a dash would read as one)."""
 
-    return show(low) if low == high else f"{show(low)}–{show(high)}"
+    def show(v: float) -> str:
+        text = str(int(v)) if float(v).is_integer() else f"{v:g}"
+        return text.replace("-", "−")
+
+    if low == high:
+        return show(low)
+    return f"{show(low)} to {show(high)}" if min(low, high) < 0 else f"{show(low)}–{show(high)}"
 
 
 def slice_accuracy(frame: pl.DataFrame, kinds: Sequence[str], *, seed: int) -> list[SliceRow]:

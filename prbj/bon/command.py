@@ -187,7 +187,8 @@ def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> Non
     if failed.height:
         kinds = ", ".join(f"{status}: {count}" for status, count in _counts(failed).items())
         console.print(f"[yellow]{failed.height} {what} failed ({kinds})[/yellow]")
-        print_failure_causes(failed.select("status", "error").iter_rows(), console)
+        cause = pl.col("cause") if "cause" in failed.columns else pl.lit(None, pl.String)
+        print_failure_causes(failed.select("status", cause, "error").iter_rows(), console)
     if (frame["status"] == "skipped_cache").any():
         console.print("[yellow]some answers were not in the cache (--cache-only): rerun without it.[/yellow]")
 

@@ -168,7 +168,10 @@ def _exit_code(summary: dict[str, Any], outcomes: Sequence[Outcome], console: Co
     if not incomplete:
         return 0
     failed_calls = (
-        (call.status, call.error) for outcome in outcomes for call in outcome.calls if call.status != "ok"
+        (call.status, call.cause, call.error)
+        for outcome in outcomes
+        for call in outcome.calls
+        if call.status != "ok"
     )
     print_failure_causes(failed_calls, console)
     parts = ", ".join(f"{n} {reason}" for reason, n in incomplete.items())

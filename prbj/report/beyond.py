@@ -19,8 +19,9 @@ from prbj.analysis.run_data import RunData
 from prbj.analysis.slices import SliceRow, slice_accuracy
 from prbj.analysis.stats import ALL_SUBSETS
 from prbj.report import fmt
+from prbj.report.labels import LABEL_PAD, draw_lines, label_width, row_layout, wrap
 from prbj.report.layout import Section
-from prbj.report.plots import ROW, Figure, _fit, _label_width, _percent_axis, _zebra
+from prbj.report.plots import Figure, _percent_axis
 from prbj.report.svg import MUTED, Canvas, colour
 from prbj.report.tables import TextTable
 
@@ -263,34 +264,34 @@ def slice_figure(rows: Sequence[SliceRow], kind: str, key: str = "") -> Figure:
     entries = list(dict.fromkeys(entry_label(r.judge, r.context) for r in mine))
     paint = {e: colour(i) for i, e in enumerate(entries)}
     labels = [f"{entry_label(r.judge, r.context)} — {r.bin}" for r in mine]
-    label_w = _label_width(labels)
+    label_w = label_width(labels)
     plot_w = 520.0
     top = 40.0
-    bottom = top + ROW * len(mine)
     width = label_w + plot_w + 40
+    layout = row_layout(labels, label_w, top)
+    bottom = layout.bottom
     canvas = Canvas(width, bottom + 30, title=f"Accuracy by {kind}, with 95% CI")
     canvas.text(label_w, 16, f"accuracy % by {kind}", size=12, bold=True)
+    layout.draw(canvas, width)
     _percent_axis(canvas, label_w, plot_w, top, bottom, step=0.25)
     for i, (row, label) in enumerate(zip(mine, labels, strict=True)):
-        y = top + i * ROW
-        _zebra(canvas, i, y, width)
-        canvas.text(8, y + ROW / 2, _fit(label, label_w), size=12)
+        y = layout.middle(i)
         if row.accuracy is None:
-            canvas.text(label_w + 4, y + ROW / 2, "no answered pairs", size=11, fill=MUTED)
+            canvas.text(label_w + 4, y, "no answered pairs", size=11, fill=MUTED)
             continue
         tip = f"{label}: {fmt.percent(row.accuracy)}% ({_ci(row.ci_low, row.ci_high)}), {row.n_ok} pairs"
         if row.ci_low is not None and row.ci_high is not None:
             canvas.line(
                 label_w + row.ci_low * plot_w,
-                y + ROW / 2,
+                y,
                 label_w + row.ci_high * plot_w,
-                y + ROW / 2,
+                y,
                 stroke=paint[entry_label(row.judge, row.context)],
                 width=2.0,
             )
         canvas.circle(
             label_w + row.accuracy * plot_w,
-            y + ROW / 2,
+            y,
             4.5,
             fill=paint[entry_label(row.judge, row.context)],
             tooltip=tip,
@@ -308,23 +309,19 @@ def matrix_figure(rows: Sequence[Comparison], key: str = "") -> Figure:
     shows the difference in points."""
     entries = list(dict.fromkeys([e for c in rows for e in (c.first, c.second)]))
     cell = 64.0
-    label_w = _label_width(entries)
-    top = 30.0 + 14.0 * len(entries)
+    # Columns are headed by the rows' numbers: a judge's name is written once, in full, beside its row.
+    names = [f"{i + 1}: {entry}" for i, entry in enumerate(entries)]
+    label_w = label_width(names)
+    lines = [wrap(name, label_w - 2 * LABEL_PAD, 12.0) for name in names]
+    top = 30.0
     width = label_w + cell * len(entries) + 20
     canvas = Canvas(width, top + cell * len(entries) + 20, title="Significantly better than (Holm-corrected)")
     by_pair = {(c.first, c.second): c for c in rows}
-    for j, entry in enumerate(entries):
-        canvas.text(
-            label_w + j * cell + cell / 2,
-            14 + 14 * j,
-            f"{j + 1}: {_fit(entry, 260)}",
-            size=10,
-            anchor="middle",
-            fill=MUTED,
-        )
+    for j in range(len(entries)):
+        canvas.text(label_w + j * cell + cell / 2, 16, str(j + 1), size=11, anchor="middle", fill=MUTED)
     for i, row_entry in enumerate(entries):
         y = top + i * cell
-        canvas.text(8, y + cell / 2, f"{i + 1}: {_fit(row_entry, label_w - 24)}", size=12)
+        draw_lines(canvas, LABEL_PAD, y + cell / 2, lines[i], size=12.0)  # four lines fit a cell: 180 characters
         for j, col_entry in enumerate(entries):
             x = label_w + j * cell
             if i == j:

@@ -14,8 +14,9 @@ from prbj.analysis.confidence import CONFIDENCE
 from prbj.analysis.position import position_fairness
 from prbj.analysis.run_data import RunData
 from prbj.report import fmt
+from prbj.report.labels import LINE_HEIGHT, draw_lines, label_width, row_layout, wrap
 from prbj.report.layout import Section
-from prbj.report.plots import ROW, Figure, _fit, _label_width
+from prbj.report.plots import Figure
 from prbj.report.svg import GRID, INK, MUTED, Canvas, colour
 from prbj.report.tables import TextTable
 
@@ -259,13 +260,16 @@ def reliability_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
     """One panel per judge: accuracy per confidence bin against the bin's mean confidence (a calibrated judge
     sits on the diagonal), grey bars for how many judgments each bin holds."""
     columns = min(PANELS_PER_ROW, len(rows))
-    cell_w, cell_h = PANEL + 90.0, PANEL + 100.0
+    titles = [wrap(entry_label(str(r.get("judge")), str(r.get("context"))), PANEL + 40, 12.0) for r in rows]
+    # Room above each panel for its title's lines (a long judge name wraps, never cut).
+    head = max(len(title) for title in titles) * 12.0 * LINE_HEIGHT
+    cell_w, cell_h = PANEL + 90.0, PANEL + 86.0 + head
     lines = (len(rows) + columns - 1) // columns
     canvas = Canvas(columns * cell_w + 10, lines * cell_h, title="Reliability diagrams")
-    for index, row in enumerate(rows):
+    for index, (row, title) in enumerate(zip(rows, titles, strict=True)):
         left = (index % columns) * cell_w + 56.0
-        top = (index // columns) * cell_h + 44.0
-        _reliability_panel(canvas, row, left, top)
+        top = (index // columns) * cell_h + 30.0 + head
+        _reliability_panel(canvas, row, title, left, top)
     return Figure(
         f"reliability{key}",
         "Reliability diagrams",
@@ -275,10 +279,11 @@ def reliability_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
     )
 
 
-def _reliability_panel(canvas: Canvas, row: dict[str, Any], left: float, top: float) -> None:
+def _reliability_panel(canvas: Canvas, row: dict[str, Any], title: list[str], left: float, top: float) -> None:
     size = PANEL
     label = entry_label(str(row.get("judge")), str(row.get("context")))
-    canvas.text(left - 48, top - 30, _fit(label, size + 40), size=12, bold=True)
+    step = 12.0 * LINE_HEIGHT
+    draw_lines(canvas, left - 48, top - 30 - step * (len(title) - 1) / 2, title, size=12.0, bold=True)
     canvas.text(left - 48, top - 12, "accuracy %", size=10, fill=MUTED)
     _percent_grid(canvas, left, top, size, size)
     canvas.line(left, top + size, left + size, top, stroke="#9a9a9a", dash="4 3")
@@ -311,8 +316,12 @@ def coverage_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
     """Accuracy of the surest verdicts kept, against the share kept, one line per judge."""
     labels = [entry_label(str(r.get("judge")), str(r.get("context"))) for r in rows]
     left, top, width, height = 60.0, 30.0, 560.0, 300.0
-    legend_w = _label_width(labels)
-    canvas = Canvas(left + width + legend_w + 40, top + height + 50, title="Accuracy against coverage")
+    names = [f"{label} (AURC {_decimal(row.get('aurc'))})" for row, label in zip(rows, labels, strict=True)]
+    legend_w = label_width(names)
+    keys = row_layout(names, legend_w, top)
+    canvas = Canvas(
+        left + width + legend_w + 40, max(top + height + 50, keys.bottom + 10), title="Accuracy against coverage"
+    )
     _percent_grid(canvas, left, top, width, height)
     canvas.text(
         left + width / 2,
@@ -323,7 +332,7 @@ def coverage_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
         fill=MUTED,
     )
     canvas.text(left - 52, top - 14, "accuracy % of those kept", size=11, fill=MUTED)
-    for i, (row, label) in enumerate(zip(rows, labels, strict=True)):
+    for i, row in enumerate(rows):
         points = [
             (left + float(p["coverage"]) * width, top + height - float(p["accuracy"]) * height)
             for p in row.get("curve") or []
@@ -333,11 +342,9 @@ def coverage_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
             canvas.polyline(points, stroke=colour(i))
         for x, y in points:
             canvas.circle(x, y, 2.5, fill=colour(i))
-        y = top + 10 + i * ROW
+        y = keys.middle(i)
         canvas.rect(left + width + 20, y - 6, 12, 12, fill=colour(i))
-        canvas.text(
-            left + width + 37, y, _fit(f"{label} (AURC {_decimal(row.get('aurc'))})", legend_w), size=12
-        )
+        draw_lines(canvas, left + width + 37, y, keys.lines[i], size=12.0)
     return Figure(
         f"coverage{key}",
         "Accuracy against coverage",

@@ -80,6 +80,21 @@ class CostRow:
 
 
 @dataclass(frozen=True)
+class Unanswered:
+    """An entry with no answered judgment: the report says so (and why) where its figures would be."""
+
+    entry: Entry
+    failed: int
+    total: int
+    # Whether it is a pairwise judge (its judgments carry the position the chosen answer was shown in).
+    pairwise: bool
+
+    @property
+    def sentence(self) -> str:
+        return f"{self.entry.label}: no answered judgment ({self.failed}/{self.total} failed; causes under Failures)"
+
+
+@dataclass(frozen=True)
 class FailureRow:
     entry: Entry
     total: int
@@ -88,6 +103,9 @@ class FailureRow:
     # Budget and cache skips, and any status a later version adds.
     skipped: int
     examples: list[str]
+    # Paid replies cut at their output cap before an answer, and replies the provider refused.
+    truncated: int = 0
+    refused: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,6 +165,7 @@ class ReportContent:
     correlations: list[Correlation] = field(default_factory=list)
     # Per entry: the pair ids judged wrong, and those whose judgment failed (the HTML report lists them).
     wrong_pairs: dict[Entry, tuple[list[str], list[str]]] = field(default_factory=dict)
+    unanswered: list[Unanswered] = field(default_factory=list)
 
     @property
     def has_cost(self) -> bool:
@@ -237,9 +256,11 @@ def cost_row(frame: pl.DataFrame, entry: Entry) -> CostRow:
     if CACHED_COLUMN in frame.columns and frame[CACHED_COLUMN].drop_nulls().len():
         cached = _mean(frame[CACHED_COLUMN].drop_nulls().cast(pl.Float64))
     column = next((c for c in LATENCY_COLUMNS if c in frame.columns), None)
-    if column and frame[column].drop_nulls().len():
+    # Over answered judgments only: a failed or never-sent call's time says nothing about the model's speed.
+    answered = frame.filter(pl.col("status") == "ok") if "status" in frame.columns else frame
+    if column and answered[column].drop_nulls().len():
         # polars types median() as any scalar; on a numeric column it is a number.
-        latency = float(frame[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
+        latency = float(answered[column].drop_nulls().cast(pl.Float64).median())  # type: ignore[arg-type]
     return CostRow(entry, frame.height, total, per_100, cached, latency)
 
 
@@ -263,8 +284,10 @@ def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> Failu
         messages = frame.filter(pl.col("status") != "ok")["error"].drop_nulls().to_list()
         examples = [message for message, _ in Counter(messages).most_common(3)]
     parse_errors, api_errors = overall.parse_errors or 0, overall.api_errors or 0
-    skipped = overall.failed - parse_errors - api_errors
-    return FailureRow(entry, overall.n, parse_errors, api_errors, skipped, examples)
+    # Not in summary.json (whose fields a plain run keeps unchanged): counted from the judgments.
+    truncated, refused = (int((frame["status"] == status).sum()) for status in ("truncated", "refused"))
+    skipped = overall.failed - parse_errors - api_errors - truncated - refused
+    return FailureRow(entry, overall.n, parse_errors, api_errors, skipped, examples, truncated, refused)
 
 
 def _rm_names(entry: Entry, first_context: dict[str, str]) -> set[str]:
@@ -363,6 +386,7 @@ def build_content(
     entries = _entries(runs)
     subsets = sorted({r.subset for run in runs for r in run.results if r.subset != ALL_SUBSETS})
     leaderboard, position, costs, failures, curves = [], [], [], [], []
+    unanswered: list[Unanswered] = []
     wrong: dict[Entry, tuple[list[str], list[str]]] = {}
     scatter: dict[str, list[ScatterPoint]] = {}
     for run, entry in entries:
@@ -378,6 +402,9 @@ def build_content(
         wrong[entry] = wrong_pair_ids(frame)
         if (failure := failure_row(frame, overall, entry)) is not None:
             failures.append(failure)
+        if overall.n_ok == 0 and overall.n:
+            placed = "chosen_position" in frame.columns and frame["chosen_position"].drop_nulls().len() > 0
+            unanswered.append(Unanswered(entry, overall.n - overall.n_ok, overall.n, placed))
     downstream = match_downstream(runs, entries, extra_downstream)
     if downstream is not None:
         curves = _curves(downstream)
@@ -410,6 +437,7 @@ def build_content(
         curves=curves,
         correlations=correlations,
         wrong_pairs=wrong,
+        unanswered=unanswered,
     )
 
 

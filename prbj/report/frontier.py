@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from prbj.report import fmt
 from prbj.report.content import CostRow, LeaderRow, ReportContent
+from prbj.report.labels import dodge
 from prbj.report.plots import Figure, _nice_ticks
 from prbj.report.svg import GRID, INK, MUTED, Canvas, colour, text_width
 
@@ -26,28 +27,6 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
         if not dominated:
             front.append(i)
     return front
-
-
-LABEL_GAP = 14.0
-
-
-def _dodged(places: Sequence[tuple[float, float]], texts: Sequence[str]) -> list[float]:
-    """The height of each point's label: at the point, moved down just enough not to overlap a label placed
-    before it (labels start right of their point and run as wide as their text)."""
-    order = sorted(range(len(places)), key=lambda i: (places[i][1], places[i][0]))
-    placed: list[tuple[float, float, float]] = []  # (left, right, y)
-    heights = [0.0] * len(places)
-    for i in order:
-        left = places[i][0] + 9
-        right = left + text_width(texts[i], 11)
-        y = places[i][1]
-        while any(
-            abs(y - other) < LABEL_GAP and left < end and start < right for start, end, other in placed
-        ):
-            y += LABEL_GAP
-        placed.append((left, right, y))
-        heights[i] = y
-    return heights
 
 
 def cost_accuracy_figure(content: ReportContent) -> Figure | None:
@@ -103,7 +82,7 @@ def cost_accuracy_figure(content: ReportContent) -> Figure | None:
             [(to_x(points[i][0]), to_y(points[i][1])) for i in ordered], stroke="#9a9a9a", width=1.5
         )
     texts = [row.entry.label + (" ★" if i in front else "") for i, (row, _) in enumerate(entries)]
-    label_at = _dodged([(to_x(c), to_y(a)) for c, a in points], texts)
+    label_at = dodge([(to_x(c), to_y(a)) for c, a in points], texts, low=top + 6, high=top + height - 6)
     for i, ((row, cost), (x_value, y_value)) in enumerate(zip(entries, points, strict=True)):
         x, y = to_x(x_value), to_y(y_value)
         stats = row.overall

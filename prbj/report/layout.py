@@ -51,11 +51,14 @@ def report_sections(content: ReportContent, *, terse: bool = False) -> list[Sect
             figures=_present(plots.accuracy_figure(content)),
         ),
     ]
+    # Pairwise judges whose every judgment failed: named, with why, where their figures would be.
+    silent = "; ".join(u.sentence for u in content.unanswered if u.pairwise)
     if content.position:
         sections.append(
             Section(
                 "position",
                 "Position bias",
+                intro=f"{silent}." if silent else "",
                 tables=[tables.position_table(content)],
                 figures=_present(plots.position_figure(content)),
             )
@@ -65,7 +68,9 @@ def report_sections(content: ReportContent, *, terse: bool = False) -> list[Sect
             Section(
                 "position",
                 "Position bias",
-                intro="No pairwise judgments in these runs: position bias applies to judges that see both "
+                intro=f"No answered pairwise judgment in these runs: {silent}."
+                if silent
+                else "No pairwise judgments in these runs: position bias applies to judges that see both "
                 "answers at once as A and B.",
             )
         )
@@ -77,11 +82,12 @@ def report_sections(content: ReportContent, *, terse: bool = False) -> list[Sect
             figures=_present(plots.length_figure(content)),
         )
     )
-    cost_intro = (
-        ""
-        if content.has_cost
-        else "No judgment in these runs recorded a cost (column cost_usd): cost per 100 judgments is n/a."
-    )
+    if not content.has_cost:
+        cost_intro = "No judgment in these runs recorded a cost (column cost_usd): cost per 100 judgments is n/a."
+    elif not any((row.per_100_usd or 0.0) > 0 for row in content.costs):
+        cost_intro = "Every judge here was free (offline or local judges, $0 per 100 judgments): no cost chart."
+    else:
+        cost_intro = ""
     sections.append(
         Section(
             "cost",

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.report import fmt
 from prbj.report.content import Correlation, Curve, ReportContent
+from prbj.report.labels import ROW, dodge, draw_lines, label_width, legend, row_layout, wrap
 from prbj.report.svg import GRID, INK, MUTED, Canvas, colour, text_width
 
 WIDTH = 1120.0
-ROW = 26.0
-LABEL_SIZE = 12.0
 
 
 @dataclass(frozen=True)
@@ -31,33 +30,9 @@ class Figure:
         return self.canvas.render(standalone=standalone)
 
 
-def _label_width(labels: Sequence[str]) -> float:
-    widest = max((text_width(label, LABEL_SIZE) for label in labels), default=0.0)
-    return min(max(widest + 18.0, 120.0), 360.0)
-
-
-def _fit(label: str, width: float) -> str:
-    """Shorten a label that would overflow its column; the full text stays in the tables."""
-    limit = max(int(width / (0.62 * LABEL_SIZE)) - 2, 6)
-    return label if len(label) <= limit else label[: limit - 1] + "…"
-
-
-def _legend(
-    canvas: Canvas, items: Sequence[tuple[str, str]], x: float, y: float, *, ring_first: bool = False
-) -> None:
-    for i, (name, paint) in enumerate(items):
-        if ring_first and i == 0:
-            canvas.circle(x + 6, y, 5.5, fill="#ffffff", stroke=paint, width=2.5)
-        elif ring_first:
-            canvas.circle(x + 6, y, 4, fill=paint)
-        else:
-            canvas.rect(x, y - 6, 12, 12, fill=paint)
-        canvas.text(x + 17, y, name, size=12)
-        x += 17 + text_width(name, 12) + 22
-
-
 def _percent_axis(canvas: Canvas, x0: float, width: float, top: float, bottom: float, *, step: float) -> None:
-    """Vertical grid on a 0–100% scale, the 50% chance line dashed, tick labels below."""
+    """Vertical grid on a 0–100% scale, the 50% chance line dashed, tick labels below; the end labels sit
+    inside the scale, so that the next panel's "0" never runs into this one's "100"."""
     ticks = round(1.0 / step)
     for i in range(ticks + 1):
         value = i * step
@@ -71,12 +46,8 @@ def _percent_axis(canvas: Canvas, x0: float, width: float, top: float, bottom: f
             stroke="#9a9a9a" if is_chance else GRID,
             dash="4 3" if is_chance else None,
         )
-        canvas.text(x, bottom + 12, f"{round(100 * value)}", size=10, anchor="middle", fill=MUTED)
-
-
-def _zebra(canvas: Canvas, index: int, y: float, width: float) -> None:
-    if index % 2 == 0:
-        canvas.rect(0, y, width, ROW, fill="#f5f6f8")
+        anchor = "start" if i == 0 else "end" if i == ticks else "middle"
+        canvas.text(x, bottom + 12, f"{round(100 * value)}", size=10, anchor=anchor, fill=MUTED)
 
 
 def accuracy_figure(content: ReportContent) -> Figure | None:
@@ -86,25 +57,28 @@ def accuracy_figure(content: ReportContent) -> Figure | None:
     contexts = list(dict.fromkeys(row.entry.context for row in rows))
     paint = {context: colour(i) for i, context in enumerate(contexts)}
     panels = [ALL_SUBSETS, *content.subsets]
-    label_w = _label_width([r.entry.label for r in rows])
+    label_w = label_width([r.entry.label for r in rows])
     gap = 22.0
     panel_w = max((WIDTH - label_w - 16 - gap * (len(panels) - 1)) / len(panels), 120.0)
     width = label_w + len(panels) * panel_w + gap * (len(panels) - 1) + 16
-    top = 58.0
-    bottom = top + ROW * len(rows)
-    canvas = Canvas(width, bottom + 30, title="Accuracy per judge, context and subset, with 95% CI")
-    _legend(canvas, [(f"context: {c}", paint[c]) for c in contexts], label_w, 14)
-    for i, row in enumerate(rows):
-        y = top + i * ROW
-        _zebra(canvas, i, y, width)
-        canvas.text(8, y + ROW / 2, _fit(row.entry.label, label_w), size=LABEL_SIZE)
+    canvas = Canvas(width, 0, title="Accuracy per judge, context and subset, with 95% CI")
+    legend_h = legend(canvas, [(f"context: {c}", paint[c]) for c in contexts], label_w, 14, width - 8)
+    heading = 14 + legend_h + 8
+    names = [fmt.short_subset(subset) for subset in panels]
+    headings = [wrap(name, panel_w, 12) for name in names]
+    top = heading + max(len(h) for h in headings) * 15 + 8
+    layout = row_layout([r.entry.label for r in rows], label_w, top)
+    layout.draw(canvas, width)
+    bottom = layout.bottom
+    canvas.height = bottom + 30
     for p, subset in enumerate(panels):
         x0 = label_w + p * (panel_w + gap)
-        canvas.text(x0 + panel_w / 2, 40, fmt.short_subset(subset), size=12, anchor="middle", bold=True)
+        draw_lines(canvas, x0 + panel_w / 2, heading + 7.5 * len(headings[p]), headings[p], anchor="middle",
+                   bold=True)  # fmt: skip
         _percent_axis(canvas, x0, panel_w, top, bottom, step=0.25)
         for i, row in enumerate(rows):
             stats = row.overall if subset == ALL_SUBSETS else row.by_subset.get(subset)
-            _accuracy_mark(canvas, stats, row.entry.label, x0, panel_w, top + i * ROW + ROW / 2, paint)
+            _accuracy_mark(canvas, stats, row.entry.label, x0, panel_w, layout.middle(i), paint)
     return Figure(
         "accuracy",
         "Accuracy per judge × subset × context",
@@ -151,18 +125,18 @@ def _dumbbell(
     tooltips: Sequence[str],
 ) -> Figure:
     """Rows of two or more markers on a 0–100% scale joined by a line: the gap is what to look at."""
-    label_w = _label_width(labels)
+    label_w = label_width(labels)
     plot_w = WIDTH - label_w - 40
-    top = 44.0
-    bottom = top + ROW * len(labels)
-    canvas = Canvas(WIDTH, bottom + 30, title=title)
-    _legend(canvas, [(s, colour(i)) for i, s in enumerate(series)], label_w, 14, ring_first=True)
-    for i, label in enumerate(labels):
-        _zebra(canvas, i, top + i * ROW, WIDTH)
-        canvas.text(8, top + i * ROW + ROW / 2, _fit(label, label_w), size=LABEL_SIZE)
+    canvas = Canvas(WIDTH, 0, title=title)
+    items = [(s, colour(i)) for i, s in enumerate(series)]
+    top = 14 + legend(canvas, items, label_w, 14, WIDTH - 8, ring_first=True) + 12
+    layout = row_layout(labels, label_w, top)
+    layout.draw(canvas, WIDTH)
+    bottom = layout.bottom
+    canvas.height = bottom + 30
     _percent_axis(canvas, label_w, plot_w, top, bottom, step=0.1)
     for i, (row, tooltip) in enumerate(zip(values, tooltips, strict=True)):
-        y = top + i * ROW + ROW / 2
+        y = layout.middle(i)
         present = [v for v in row if v is not None]
         if len(present) >= 2:
             canvas.line(
@@ -225,24 +199,33 @@ def cost_figure(content: ReportContent) -> Figure | None:
     rows = content.costs
     if not rows:
         return None
-    labels = [r.entry.label for r in rows]
-    label_w = _label_width(labels)
-    plot_w = WIDTH - label_w - 120
-    top = 16.0
-    canvas = Canvas(WIDTH, top + ROW * len(rows) + 16, title="Cost per 100 judgments (USD)")
     largest = max((r.per_100_usd or 0.0 for r in rows), default=0.0)
+    if largest <= 0:
+        return None  # no judge cost anything: the section says so in a sentence
+    labels = [r.entry.label for r in rows]
+    label_w = label_width(labels)
+    plot_w = WIDTH - label_w - 120
+    canvas = Canvas(WIDTH, 0, title="Cost per 100 judgments (USD)")
+    layout = row_layout(labels, label_w, 16.0)
+    layout.draw(canvas, WIDTH)
+    canvas.height = layout.bottom + 16
+    silent = {u.entry for u in content.unanswered}
     for i, row in enumerate(rows):
-        y = top + i * ROW
-        _zebra(canvas, i, y, WIDTH)
-        canvas.text(8, y + ROW / 2, _fit(row.entry.label, label_w), size=LABEL_SIZE)
+        y = layout.middle(i)
         value = row.per_100_usd
-        if value is None:
-            canvas.text(label_w + 4, y + ROW / 2, "n/a (no cost recorded)", size=11, fill=MUTED, italic=True)
+        if row.entry in silent:
+            canvas.text(label_w + 4, y, "no answered judgment", size=11, fill=MUTED, italic=True)
             continue
-        length = plot_w * value / largest if largest > 0 else 0.0
+        if value is None:
+            canvas.text(label_w + 4, y, "n/a (no cost recorded)", size=11, fill=MUTED, italic=True)
+            continue
+        if value == 0:
+            canvas.text(label_w + 4, y, "free ($0: a local or offline judge)", size=11, fill=MUTED, italic=True)
+            continue
+        length = plot_w * value / largest
         tooltip = f"{row.entry.label}: {fmt.usd(value)} per 100 judgments, {fmt.usd(row.total_usd)} in total"
-        canvas.rect(label_w, y + 6, length, ROW - 12, fill=colour(0), tooltip=tooltip)
-        canvas.text(label_w + length + 6, y + ROW / 2, fmt.usd(value), size=11)
+        canvas.rect(label_w, y - ROW / 2 + 6, length, ROW - 12, fill=colour(0), tooltip=tooltip)
+        canvas.text(label_w + length + 6, y, fmt.usd(value), size=11)
     return Figure(
         "cost",
         "Cost per 100 judgments",
@@ -307,10 +290,10 @@ def _curve_figure(source: str, curves: Sequence[Curve], paint: dict[str, str]) -
     columns = min(3, len(subsets))
     panel_w = (WIDTH - 20) / columns
     panel_h = 250.0
-    legend_h = 30.0
-    rows = math.ceil(len(subsets) / columns)
-    canvas = Canvas(WIDTH, legend_h + rows * (panel_h + 40), title=f"{source}: downstream score by k")
-    _legend(canvas, [(label, paint[label]) for label in labels], 60, 14)
+    lines = math.ceil(len(subsets) / columns)
+    canvas = Canvas(WIDTH, 0, title=f"{source}: downstream score by k")
+    legend_h = 14 + legend(canvas, [(label, paint[label]) for label in labels], 60, 14, WIDTH - 8)
+    canvas.height = legend_h + lines * (panel_h + 40)
     for index, subset in enumerate(subsets):
         mine = [c for c in curves if c.subset == subset]
         left = (index % columns) * panel_w + 56
@@ -375,13 +358,16 @@ def _scatter(correlation: Correlation, paint: dict[str, str]) -> Figure:
     )
     canvas.line(left, top + plot_h, left + plot_w, top + plot_h, stroke=INK)
     canvas.line(left, top, left, top + plot_h, stroke=INK)
-    for point in points:
-        x, y = to_x(point.benchmark), to_y(point.downstream)
+    places = [(to_x(point.benchmark), to_y(point.downstream)) for point in points]
+    label_at = dodge(places, [point.label for point in points], low=top + 6, high=top + plot_h - 6)
+    for point, (x, y), label_y in zip(points, places, label_at, strict=True):
         tooltip = (
             f"{point.label}: accuracy {fmt.percent(point.benchmark)}%, downstream {point.downstream:.4g}"
         )
         canvas.circle(x, y, 6, fill=paint.get(point.label, INK), stroke="#ffffff", tooltip=tooltip)
-        canvas.text(x + 9, y, point.label, size=11)
+        if abs(label_y - y) > 1:  # moved off its point: a thin leader shows whose label it is
+            canvas.line(x + 5, y, x + 8, label_y, stroke=MUTED)
+        canvas.text(x + 9, label_y, point.label, size=11)
     figures = (
         f"Spearman ρ {fmt.correlation(correlation.spearman)}, Kendall τ {fmt.correlation(correlation.kendall)}, "
         f"Pearson r {fmt.correlation(correlation.pearson)} over {correlation.n} reward models"

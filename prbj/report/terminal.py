@@ -3,11 +3,9 @@ are formatted by prbj.report.fmt, as in the written reports."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import Any
 
 from rich import box
@@ -16,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
-from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES
+from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES, was_not_sent
 from prbj.display.fit import FittingTable
 from prbj.report import fmt
 
@@ -73,29 +71,12 @@ def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
 
 
 _MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}
-_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 
 
-def failure_cause(status: str, error: str | None) -> str:
-    """A short name for why a judgment (or sample, grade, build step) failed, to count failures by: the HTTP
-    status the provider answered, a connection failure, or the status itself."""
-    if status != "api_error":
-        return status.replace("_", " ")
-    text = error or ""
-    found = _HTTP_STATUS.search(text)
-    if found:
-        code = int(found.group(1))
-        try:
-            return f"{code} {HTTPStatus(code).phrase}"
-        except ValueError:
-            return f"HTTP {code}"
-    if "could not connect" in text:
-        return "connection failed"
-    if "not sent by the client" in text:
-        return "refused by the client"
-    if "interrupted" in text:
-        return "interrupted"
-    return text.split(" ", 1)[0].rstrip(":") or "api error"
+def failure_cause(status: str, cause: str | None) -> str:
+    """The short name a failure (of a judgment, sample, grade or build step) is counted by: the cause recorded
+    where it happened (`429 Too Many Requests`, `quota exhausted`, `refused (SAFETY)`), else its status."""
+    return cause or status.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -103,35 +84,51 @@ class FailureCause:
     cause: str
     count: int
     first_message: str
-    # How many of them were never sent because the provider's circuit breaker had opened.
+    # How many of them never reached the provider (its circuit breaker had opened, or Ctrl-C), and why.
     not_sent: int = 0
+    not_sent_why: str = ""
 
 
-def failure_causes(rows: Iterable[tuple[str, str | None]]) -> list[FailureCause]:
-    """Each cause among failed (status, error) rows with its count and first message, most frequent first."""
+def failure_causes(rows: Iterable[tuple[str, str | None, str | None]]) -> list[FailureCause]:
+    """Each cause among failed (status, cause, error) rows with its count and first message, most frequent
+    first."""
     counts: Counter[str] = Counter()
     not_sent: Counter[str] = Counter()
+    why: dict[str, str] = {}
     first: dict[str, str] = {}
-    for status, error in rows:
+    for status, recorded, error in rows:
         # Statuses outside the vocabulary (a reward model's invalid_score) are failures too.
         if status not in FAILED_STATUSES and status in STATUSES:
             continue
-        cause = failure_cause(status, error)
+        cause = failure_cause(status, recorded)
         counts[cause] += 1
-        not_sent[cause] += "circuit breaker" in (error or "")
+        # A skip's status already says it was never sent; a stopped call's error says so and why.
+        if status == "api_error" and was_not_sent(status, error):
+            not_sent[cause] += 1
+            why.setdefault(cause, _not_sent_why(error or ""))
         first.setdefault(cause, error or _MEANING.get(status, status))
-    return [FailureCause(cause, n, first[cause], not_sent[cause]) for cause, n in counts.most_common()]
+    return [
+        FailureCause(cause, n, first[cause], not_sent[cause], why.get(cause, ""))
+        for cause, n in counts.most_common()
+    ]
 
 
-def print_failure_causes(rows: Iterable[tuple[str, str | None]], console: Console) -> None:
+def _not_sent_why(error: str) -> str:
+    if "circuit breaker" in error:
+        return "circuit breaker opened"
+    return "interrupted" if "interrupted" in error else ""
+
+
+def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], console: Console) -> None:
     """One line per cause: `401 Unauthorized ×150: <first message>`; nothing when nothing failed."""
     causes = failure_causes(rows)
     if not causes:
         return
     console.print("[bold]failures by cause[/bold]")
     for item in causes:
-        breaker = f" ({item.not_sent} not sent: circuit breaker opened)" if item.not_sent else ""
-        console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{breaker}: {escape(item.first_message)}")
+        why = f": {item.not_sent_why}" if item.not_sent_why else ""
+        unsent = f" ({item.not_sent} not sent{why})" if item.not_sent else ""
+        console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{unsent}: {escape(item.first_message)}")
 
 
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> FittingTable:
@@ -165,8 +162,9 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
             )
         return table
     extras = _extra_columns(usage, dry_run=False)
-    for name in ("sent", "retry", "cached", "failed", "skipped", "tok in", "tok out", "$ spent", "$ saved", *extras):
+    for name in ("sent", "retry", "cached", "failed", "not sent", "tok in", "tok out", "$ spent", "$ saved", *extras):
         table.add_column(name, justify="right", no_wrap=True)
+    table.caption = _not_sent_note(usage)
     for row in usage:
         table.add_row(
             row["provider"],
@@ -174,7 +172,7 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
             str(row["retries"]),
             str(row["cache_hits"]),
             str(row["errors"]),
-            str(row["skipped_budget"] + row["skipped_cache"]),
+            str(sum(int(row.get(reason, 0)) for reason in _NOT_SENT_REASONS)),
             f"{row['prompt_tokens']:,}",
             f"{row['completion_tokens']:,}",
             f"{row['cost_usd']:.4f}",
@@ -184,13 +182,35 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
     return table
 
 
+# Why calls were never sent, as the calls table's note names them (usage rows of older runs lack the last two).
+_NOT_SENT_REASONS = {
+    "skipped_budget": "--max-cost reached",
+    "skipped_cache": "not in the cache (--cache-only)",
+    "not_sent_breaker": "circuit breaker opened",
+    "not_sent_interrupted": "interrupted",
+}
+
+
+def _not_sent_note(usage: Sequence[dict[str, Any]]) -> str | None:
+    """sent: requests on the wire (retries included); failed: calls sent that got no answer; not sent: calls that
+    never left, with why (the same events the failure causes and the progress line count)."""
+    counts = {why: sum(int(row.get(key, 0)) for row in usage) for key, why in _NOT_SENT_REASONS.items()}
+    named = [f"{count} {why}" for why, count in counts.items() if count]
+    return f"not sent: {', '.join(named)}" if named else None
+
+
 def _extra_columns(usage: Sequence[dict[str, Any]], *, dry_run: bool) -> dict[str, Callable[[dict[str, Any]], str]]:
-    """Columns shown only when some provider used them: batch jobs (--batch) and the provider's prompt cache."""
+    """Columns shown only when some provider used them: replies cut off or refused, batch jobs (--batch) and the
+    provider's prompt cache."""
     columns: dict[str, Callable[[dict[str, Any]], str]] = {}
     if dry_run:
         if any(row.get("planned_batch_cost_usd") for row in usage):
             columns["est. USD batch"] = lambda row: f"{row.get('planned_batch_cost_usd', 0.0):.4f}"
         return columns
+    if any(row.get("truncated") or row.get("refused") for row in usage):
+        # Paid replies without an answer: cut at the output cap, or refused by the provider.
+        columns["truncated"] = lambda row: str(row.get("truncated", 0))
+        columns["refused"] = lambda row: str(row.get("refused", 0))
     if any(row.get("batch_calls") for row in usage):
         columns["batch"] = lambda row: str(row.get("batch_calls", 0))
         columns["$ saved by batch"] = lambda row: f"{row.get('batch_saved_usd', 0.0):.4f}"

@@ -82,7 +82,7 @@ def run_judge_command(
     print_leaderboard(result.summary, console)
     for note in result.extra.get("selective_notes", []):
         console.print(f"selective: {note}", highlight=False)
-    print_failure_causes(result.judgments.select("status", "error").iter_rows(), console)
+    print_failure_causes(result.judgments.select("status", "cause", "error").iter_rows(), console)
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
         console.print(usage_table(usage))

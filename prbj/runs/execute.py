@@ -23,7 +23,7 @@ from prbj.context.planner import Planner
 from prbj.context.swap import swapped_profiles
 from prbj.data.loaders import Dataset
 from prbj.data.schema import SWAPPED_PROFILE
-from prbj.data.status import FAILED_STATUSES
+from prbj.data.status import FAILED_STATUSES, was_not_sent
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
 from prbj.report.writer import render_report
@@ -61,6 +61,9 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "completion_tokens": pl.Int64,
     "cached": pl.Boolean,
     "error": pl.String,
+    # Why a judgment failed, in the short words the report counts failures by ("429 Too Many Requests", "quota
+    # exhausted", "truncated", "refused (SAFETY)"); null when it did not fail or its status says it all.
+    "cause": pl.String,
     "truncated": pl.Boolean,
     # The sample index of an LLM judge's call (above 0 when --retry-failed re-asked it); None for other judges.
     "sample_index": pl.Int64,
@@ -161,6 +164,9 @@ def judging_meter(gateway: Gateway | None) -> Meter:
     def failed(judgment: Judgment) -> bool:
         return judgment.status in FAILED_STATUSES
 
+    def not_sent(judgment: Judgment) -> bool:
+        return was_not_sent(judgment.status, judgment.error)
+
     if gateway is None:
         return Meter(failed=failed)
     return Meter(
@@ -168,6 +174,7 @@ def judging_meter(gateway: Gateway | None) -> Meter:
         cap=gateway.budget.max_cost,
         calls=lambda: sum(s.requests_sent for s in gateway.stats()),
         failed=failed,
+        not_sent=not_sent,
     )
 
 

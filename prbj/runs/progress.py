@@ -45,6 +45,8 @@ class Meter:
     calls: Callable[[], int] | None = None
     # Whether a job's result is a failure (counted as "failed so far").
     failed: Callable[[Any], bool] | None = None
+    # Whether a failed job's calls never reached the provider (counted as "not sent", not as failed).
+    not_sent: Callable[[Any], bool] | None = None
 
 
 def _every() -> float:
@@ -79,6 +81,7 @@ class JobProgress:
         self.meter = meter or Meter()
         self.done = 0
         self.failures = 0
+        self.unsent = 0
         self._started = time.monotonic()
         self._bar: Progress | None = None
         self._task: TaskID | None = None
@@ -124,7 +127,8 @@ class JobProgress:
         rate, unit = self._rate()
         now = self.current_rate() if unit == "calls/s" else None
         pace = f"{rate:.1f} {unit}" + (f" ({now:,.0f}/min now)" if now is not None else "")
-        parts = [pace, self._money(), f"{self.failures} failed"]
+        unsent = f"{self.unsent} not sent" if self.unsent else ""
+        parts = [pace, self._money(), f"{self.failures} failed", unsent]
         return " · ".join(part for part in parts if part)
 
     def line(self) -> str:
@@ -171,7 +175,9 @@ class JobProgress:
 
     def advance(self, result: Any = None) -> None:
         self.done += 1
-        if self.meter.failed is not None and self.meter.failed(result):
+        if self.meter.not_sent is not None and self.meter.not_sent(result):
+            self.unsent += 1
+        elif self.meter.failed is not None and self.meter.failed(result):
             self.failures += 1
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, advance=1, extras=self.extras())
