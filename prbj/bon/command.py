@@ -48,7 +48,7 @@ from prbj.bon.rundir import (
 from prbj.bon.sample import DemoPolicy, Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
 from prbj.display.fit import FittingTable
-from prbj.display.width import output_console, print_error
+from prbj.display.width import output_console, print_error, print_whole
 from prbj.judges.official import Protocol, require_repo
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
@@ -151,7 +151,7 @@ def run_sample_command(
         f"(N = {n}, policy {sampler.provider.name})",
     )
     _report_failures(frame, console, what="samples")
-    console.print(f"run directory: {run.path}")
+    print_whole(console, f"run directory: {run.path}")
     console.print(f"[dim]Next: prbj bon score {run.path} -p bm25-profile -p length[/dim]")
     if not ok:
         print_error(console, f"no sample came back from {sampler.provider.name}")
@@ -250,7 +250,7 @@ def run_score_command(
     run.save()
     console.print(FittingTable(_score_table(scores, picks, names, max(run.ks))))
     _report_failures(scores, console, what="scores")
-    console.print(f"wrote {run.path / SCORES_FILE} and {run.path / PICKS_FILE}")
+    print_whole(console, f"wrote {run.path / SCORES_FILE} and {run.path / PICKS_FILE}")
     console.print(f"[dim]Next: prbj bon evaluate {run.path} --gold <provider>[/dim]")
     empty = [
         name for name in names if scores.filter(pl.col("rm") == name, pl.col("status") == "ok").is_empty()

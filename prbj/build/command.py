@@ -24,7 +24,7 @@ from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
 from prbj.data.lamp import LampRecord, load_lamp
 from prbj.display.fit import FittingTable
-from prbj.display.width import output_console, print_error
+from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.judges.setup import resolve_provider
 from prbj.llm.gateway import Gateway
@@ -217,7 +217,7 @@ def run_label_agreement_command(run_dir: Path) -> int:
     for table in label_tables(report):
         console.print(FittingTable(table))
     path = rundir.write_label_agreement(run_dir, report)
-    console.print(f"wrote {path}")
+    print_whole(console, f"wrote {path}")
     return 0
 
 
@@ -232,5 +232,5 @@ def run_agreement_command(out_dir: Path, sheets: Sequence[Path]) -> int:
     for table in agreement_tables(report):
         console.print(FittingTable(table))
     json_path, md_path = write_agreement(out_dir, report)
-    console.print(f"wrote {json_path} and {md_path}")
+    print_whole(console, f"wrote {json_path} and {md_path}")
     return 0

@@ -4,6 +4,7 @@ UNKNOWN_WIDTH (a CI log, a pipe with no terminal behind it)."""
 from __future__ import annotations
 
 import os
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -35,7 +36,14 @@ def output_console(*, stderr: bool = False, **options: Any) -> Console:
     return Console(stderr=stderr, width=output_width(), **options)
 
 
+def print_whole(console: Console, line: str, **options: Any) -> None:
+    """A plain line that names files: wrapped at the console's width between words only, so a path is never
+    cut in two (it could be neither copied nor grepped); a path wider than the console keeps a line of its
+    own. Printed without markup: a folder's name may hold brackets."""
+    folded = textwrap.wrap(line, console.width, break_long_words=False, break_on_hyphens=False) or [""]
+    console.print("\n".join(folded), soft_wrap=True, markup=False, **options)
+
+
 def print_error(console: Console, message: str) -> None:
-    """One `error: …` line, never wrapped at the console's width: a log is grepped for it, and a folder name
-    in it must stay whole (the terminal still folds it for the eye)."""
+    """One `error: …` line, never wrapped: a log is grepped for it (the terminal still folds it for the eye)."""
     console.print(f"[bold red]error:[/bold red] {message}", soft_wrap=True)

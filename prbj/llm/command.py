@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from prbj.display.width import output_console
+from prbj.display.width import output_console, print_whole
 from prbj.llm import lifecycle
 from prbj.llm.cache import ResponseCache
 from prbj.llm.lifecycle import WARN_DAYS
@@ -144,8 +144,9 @@ def run_cache_stats(cache_dir: Path | None) -> int:
     with ResponseCache(cache_dir) as cache:
         stats = cache.stats()
     kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(stats.by_kind.items())) or "empty"
-    output_console().print(
-        f"{stats.directory}: {stats.entries} entries ({kinds}), {stats.size_bytes / 1e6:.1f} MB",
+    print_whole(
+        output_console(),
+        f"{stats.entries} entries ({kinds}), {stats.size_bytes / 1e6:.1f} MB in {stats.directory}",
     )
     return 0
 

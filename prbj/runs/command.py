@@ -12,7 +12,7 @@ from rich.console import Console
 from prbj.context.planner import Planner
 from prbj.data import load_dataset
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
-from prbj.display.width import output_console, print_error
+from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.judges.base import Judge
 from prbj.judges.registry import build_judges, resolve_judges
@@ -88,8 +88,8 @@ def run_judge_command(
         console.print(usage_table(usage))
     run_dir = result.run_dir
     assert run_dir is not None  # only a dry run writes no run directory, and it returned above
-    console.print(f"run directory: {run_dir}")
-    console.print(f"report: {run_dir / 'report.html'}")
+    print_whole(console, f"run directory: {run_dir}")
+    print_whole(console, f"report: {run_dir / 'report.html'}")
     if cache_only:
         missing = int((result.judgments["status"] == "skipped_cache").sum())
         if missing:

@@ -15,7 +15,7 @@ from prbj.analysis.correlate_run import correlate as correlate_tables
 from prbj.analysis.downstream import add_outcomes, conversions, read_outcomes, read_store
 from prbj.data.names import did_you_mean
 from prbj.display.fit import FittingTable
-from prbj.display.width import output_console
+from prbj.display.width import output_console, print_whole
 from prbj.errors import DataError
 from prbj.report import fmt
 from prbj.report.correlation import comparison_table, markdown, notes
@@ -93,7 +93,7 @@ def run_correlate_command(
     for line in notes(report):
         console.print(f"[dim]{line}[/dim]")
     json_path, md_path = write_report(report, out, markdown(report))
-    console.print(f"wrote {json_path} and {md_path}")
+    print_whole(console, f"wrote {json_path} and {md_path}")
 
 
 def run_downstream_add(paths: Sequence[Path], *, rm: str | None, source: str | None, store: Path) -> None:

@@ -12,7 +12,7 @@ from prbj.analysis.baseline import baseline_from_run, read_baseline, write_basel
 from prbj.analysis.check import CheckSettings, check_run
 from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
-from prbj.display.width import output_console
+from prbj.display.width import output_console, print_whole
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
 from prbj.report.layout import Section
@@ -84,7 +84,7 @@ def run_report_command(
     the latest run of each judge × context with --latest."""
     console = output_console()
     notes = output_console(stderr=True, highlight=False)
-    paths = rundir.select_run_dirs(run_dirs, note=lambda message: notes.print(f"note: {message}"))
+    paths = rundir.select_run_dirs(run_dirs, note=lambda message: print_whole(notes, f"note: {message}"))
     loaded = [rundir.load_run(Path(path)) for path in paths]
     groups = [loaded] if mix_datasets else group_by_dataset(loaded)
     if len(groups) > 1:
@@ -111,7 +111,7 @@ def run_report_command(
             downstream=downstream,
             slices=expand_slices(slices),
         )
-        console.print(f"report: {files.markdown} and {files.html}", highlight=False)
+        print_whole(console, f"report: {files.markdown} and {files.html}", highlight=False)
 
 
 def _target(out: Path | None, runs: Sequence[RunData], *, several_groups: bool) -> Path | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from aiohttp import web
 from rich.console import Console
 
+from prbj.display.width import print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.view.bundle import write_bundle
 from prbj.view.catalog import Catalog
@@ -84,7 +85,7 @@ def run_view_command(
     catalog = open_catalog(paths, dataset)
     if bundle is not None:
         pages = write_bundle(catalog, bundle)
-        console.print(f"wrote {pages} pages to {bundle} (open {bundle / 'index.html'})", soft_wrap=True)
+        print_whole(console, f"wrote {pages} pages to {bundle} (open {bundle / 'index.html'})")
         return 0
     viewer = Viewer(catalog, reviewer or default_reviewer())
     try:
