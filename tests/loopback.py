@@ -4,17 +4,20 @@
 - Anthropic messages:      POST /v1/messages, `x-api-key`, `anthropic-version`
 - Gemini generateContent:  POST /models/<model>:generateContent (also under /v1beta), `x-goog-api-key`
 
-Tests script it: `server.reply` maps each parsed request to the text to answer; `server.inject(...)` queues
-faults (429 with Retry-After, 500, a hang past the client's timeout, a garbage body) for the next requests;
-`server.latency` delays every answer; `server.reasoning` spends hidden reasoning tokens from the output cap,
-`server.strict_params` answers 400 for the parameter combinations each provider rejects, `server.retired` names
-models that answer 404. A request that asks for log-probabilities (OpenAI `logprobs` / `top_logprobs`, Gemini
-`generationConfig.responseLogprobs` / `logprobs`) gets them in its provider's shape, as `server.logprobs`
-scripts them (Anthropic returns none). `server.limits` enforces rate limits with real 429s and states limits in
-each reply's headers (tests/loopback_limits.py). Every request is recorded (path, headers, body, arrival time,
-the status it was answered with when a limit refused it), so tests
-count at the server what really went over the wire. It runs on its own thread and event loop, so synchronous
-tests and subprocesses (the real `prbj` CLI) can talk to it.
+Tests script it: `server.reply` maps each parsed request to the text to answer, or to a `Reply` that also says
+how the provider ended it (cut at the output cap, refused, a blocked prompt); `server.reasoning` makes the model
+spend hidden reasoning tokens out of the request's output cap first, as reasoning models do (DESIGN §8; `spends`
+scripts it by the effort asked for);
+`server.inject(...)` queues faults (429 with Retry-After, Gemini's 429 with RetryInfo and QuotaFailure, OpenAI's
+insufficient_quota and x-ratelimit-reset headers, Anthropic's 529, 500, a hang past the client's timeout, a
+garbage body) for the next requests; `server.latency` delays every answer; `server.strict_params` answers 400 for
+the parameter combinations each provider rejects, `server.retired` names models that answer 404. A request that
+asks for log-probabilities (OpenAI `logprobs` / `top_logprobs`, Gemini `generationConfig.responseLogprobs` /
+`logprobs`) gets them in its provider's shape, as `server.logprobs` scripts them (Anthropic returns none).
+`server.limits` enforces rate limits with real 429s and states limits in each reply's headers
+(tests/loopback_limits.py). Every request is recorded (path, headers, body, arrival time, the status it was
+answered with when a limit refused it), so tests count at the server what really went over the wire. It runs on
+its own thread and event loop, so synchronous tests and subprocesses (the real `prbj` CLI) can talk to it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
@@ -34,9 +37,58 @@ from aiohttp import web
 
 @dataclass(frozen=True)
 class Fault:
-    kind: str  # "429" | "500" | "503" | "401" | "echo-key" | "hang" | "garbage" | "empty"
+    # "429" | "500" | "503" | "401" | "echo-key" | "hang" | "garbage" | "empty", and providers' own shapes:
+    # "429-gemini" (RESOURCE_EXHAUSTED: RetryInfo.retryDelay = `retry_after`, QuotaFailure naming `quota_id`, no
+    # Retry-After header), "insufficient_quota" (OpenAI's billing 429), "529" (Anthropic's overloaded_error).
+    kind: str
     retry_after: float | None = None
     seconds: float = 30.0
+    quota_id: str = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+    # Extra response headers, e.g. OpenAI's x-ratelimit-reset-requests / -tokens on a 429.
+    headers: tuple[tuple[str, str], ...] = ()
+    # "429-gemini" without its RetryInfo detail: the delay is then only in the message ("Please retry in 2s").
+    retry_info: bool = True
+    # Only the next request of this family ("openai", "anthropic", "gemini") gets the fault; None: any request.
+    family: str | None = None
+
+
+# How a reply ended, in provider-neutral words; each family spells it its own way (`_NATIVE_END`).
+STOP, LENGTH, REFUSED = "stop", "length", "refused"
+_NATIVE_END = {
+    "openai": {STOP: "stop", LENGTH: "length", REFUSED: "content_filter"},
+    "anthropic": {STOP: "end_turn", LENGTH: "max_tokens", REFUSED: "refusal"},
+    "gemini": {STOP: "STOP", LENGTH: "MAX_TOKENS", REFUSED: "SAFETY"},
+}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A scripted reply beyond its text: how the provider ended it and what hidden reasoning it spent."""
+
+    text: str = ""
+    end: str = STOP  # STOP | LENGTH | REFUSED
+    # The provider's own word for the end when a test needs a particular one (Gemini "PROHIBITED_CONTENT",
+    # "RECITATION"); else the family's usual one.
+    native: str | None = None
+    # Hidden reasoning tokens spent before the visible text: counted in the output tokens and in the cap.
+    reasoning_tokens: int = 0
+    # Gemini: the prompt itself was blocked (`promptFeedback.blockReason`): no candidates at all. Other
+    # families answer it as a refusal.
+    blocked: str | None = None
+
+
+def spend_cap(reply: Reply, cap: int | None) -> Reply:
+    """`reply` as a reasoning model delivers it under `cap`: reasoning first, then as much visible text as fits;
+    a reply that did not fit ends at the cap (`length`), with no text at all when reasoning took it all."""
+    if cap is None or reply.end != STOP or reply.blocked:
+        return reply
+    room = cap - reply.reasoning_tokens
+    words = reply.text.split()
+    if room <= 0:
+        return Reply("", LENGTH, reasoning_tokens=cap)
+    if len(words) > room:
+        return Reply(" ".join(words[:room]), LENGTH, reasoning_tokens=reply.reasoning_tokens)
+    return reply
 
 
 @dataclass
@@ -201,25 +253,29 @@ def _gemini_logprobs(tokens: TokenLogprobs, top: int) -> dict[str, Any]:
 def _answer(
     family: str,
     request: ChatRequest,
-    text: str,
+    reply: str | Reply,
     cache: tuple[int, int] = (0, 0),
     reasoning: int = 0,
     logprobs: tuple[TokenLogprobs, int] | None = None,
 ) -> dict[str, Any]:
     """The provider's reply; `cache` = (tokens read from, written to) its prompt cache, reported in each
     provider's own usage fields (OpenAI prompt_tokens_details, Anthropic cache_*_input_tokens, Gemini
-    cachedContentTokenCount) only when non-zero; `logprobs` = (tokens, alternatives asked) when the request
-    asked for log-probabilities. `reasoning` hidden tokens are spent from the output cap first,
-    as the providers document: when they reach it the reply has no text (OpenAI `finish_reason: length` and
-    `content: ""`, Anthropic a thinking block and `stop_reason: max_tokens`, Gemini `MAX_TOKENS` with a content
-    without parts); all of it is reported as output (OpenAI completion_tokens_details.reasoning_tokens, Gemini
-    thoughtsTokenCount)."""
-    prompt_tokens, completion_tokens = _tokens(request.prompt), _tokens(text)
+    cachedContentTokenCount) only when non-zero. A `Reply` adds how it ended and the hidden reasoning spent
+    (OpenAI completion_tokens_details.reasoning_tokens, Anthropic thinking blocks, Gemini thoughtsTokenCount);
+    `reasoning` more hidden tokens are spent from the output cap first (see `spend_cap`); `logprobs` = (tokens,
+    alternatives asked) when the request asked for log-probabilities."""
+    if isinstance(reply, str):
+        reply = Reply(reply)
+    if reasoning:
+        reply = spend_cap(replace(reply, reasoning_tokens=reply.reasoning_tokens + reasoning), output_cap(request))
+    if reply.blocked and family != "gemini":
+        reply = Reply("", REFUSED)
+    text = reply.text
+    end = reply.native or _NATIVE_END[family][reply.end]
+    prompt_tokens = _tokens(request.prompt)
+    visible = _tokens(text) if text else 0
+    completion_tokens = visible + reply.reasoning_tokens
     read, written = cache
-    cap = output_cap(request)
-    exhausted = bool(reasoning) and cap is not None and reasoning >= cap
-    if exhausted:
-        reasoning, text, completion_tokens = int(cap or 0), "", 0
     if family == "openai":
         answer = {
             "id": "chatcmpl-loopback",
@@ -229,59 +285,92 @@ def _answer(
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "length" if exhausted else "stop",
+                    "message": {"role": "assistant", "content": text if text or reply.end != REFUSED else None},
+                    "finish_reason": end,
                 }
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens + reasoning,
-                "total_tokens": prompt_tokens + completion_tokens + reasoning,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
         }
         if read:
             answer["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
-        if reasoning:
-            answer["usage"]["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        if reply.reasoning_tokens:
+            answer["usage"]["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
         if logprobs is not None and text:
             answer["choices"][0]["logprobs"] = _openai_logprobs(*logprobs)
         return answer
     if family == "anthropic":
-        usage: dict[str, Any] = {
-            "input_tokens": prompt_tokens - read - written,
-            "output_tokens": completion_tokens + reasoning,
-        }
+        usage: dict[str, Any] = {"input_tokens": prompt_tokens - read - written, "output_tokens": completion_tokens}
         if read or written:
             usage |= {"cache_read_input_tokens": read, "cache_creation_input_tokens": written}
-        thought = [{"type": "thinking", "thinking": "Weighing it.", "signature": "loopback"}] if reasoning else []
+        content: list[dict[str, Any]] = []
+        if reply.reasoning_tokens:
+            thinking = " ".join(["hmm"] * reply.reasoning_tokens)
+            content.append({"type": "thinking", "thinking": thinking, "signature": "loopback-signature"})
+        if text or reply.end == STOP:
+            content.append({"type": "text", "text": text})
         return {
             "id": "msg_loopback",
             "type": "message",
             "role": "assistant",
             "model": request.model,
-            "content": thought + ([] if exhausted else [{"type": "text", "text": text}]),
-            "stop_reason": "max_tokens" if exhausted else "end_turn",
+            "content": content,
+            "stop_reason": end,
             "stop_sequence": None,
             "usage": usage,
         }
     metadata: dict[str, Any] = {
         "promptTokenCount": prompt_tokens,
-        "candidatesTokenCount": completion_tokens,
-        "totalTokenCount": prompt_tokens + completion_tokens + reasoning,
+        "totalTokenCount": prompt_tokens + completion_tokens,
     }
+    if visible:
+        metadata["candidatesTokenCount"] = visible
+    if reply.reasoning_tokens:
+        metadata["thoughtsTokenCount"] = reply.reasoning_tokens
     if read:
         metadata["cachedContentTokenCount"] = read
-    if reasoning:
-        metadata["thoughtsTokenCount"] = reasoning
-    content: dict[str, Any] = {"role": "model"} if exhausted else {"role": "model", "parts": [{"text": text}]}
-    candidate: dict[str, Any] = {
-        "content": content,
-        "finishReason": "MAX_TOKENS" if exhausted else "STOP",
-        "index": 0,
-    }
+    if reply.blocked:
+        # No candidates: the prompt was refused before any generation.
+        return {
+            "promptFeedback": {"blockReason": reply.blocked},
+            "usageMetadata": metadata,
+            "modelVersion": request.model,
+        }
+    # A candidate cut before any visible text has content without parts (Gemini's MAX_TOKENS shape).
+    candidate_content: dict[str, Any] = {"role": "model"}
+    if text or reply.end == STOP:
+        candidate_content["parts"] = [{"text": text}]
+    candidate: dict[str, Any] = {"content": candidate_content, "finishReason": end, "index": 0}
     if logprobs is not None and text:
         candidate["logprobsResult"] = _gemini_logprobs(*logprobs)
     return {"candidates": [candidate], "usageMetadata": metadata, "modelVersion": request.model}
+
+
+def gemini_resource_exhausted(fault: Fault) -> dict[str, Any]:
+    """Gemini's 429 as the Gemini API sends it: the quota that ran out and the delay before a retry are in the
+    body's `error.details`, and in the message's "Please retry in …"; there is no Retry-After header."""
+    delay = fault.retry_after if fault.retry_after is not None else 53.0
+    violation = {
+        "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+        "quotaId": fault.quota_id,
+        "quotaDimensions": {"location": "global", "model": "gemini-3-flash"},
+        "quotaValue": "10",
+    }
+    help_link = {"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api"}
+    details: list[dict[str, Any]] = [
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]},
+        {"@type": "type.googleapis.com/google.rpc.Help", "links": [help_link]},
+    ]
+    if fault.retry_info:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay:g}s"})
+    message = (
+        "You exceeded your current quota, please check your plan and billing details. "
+        f"Please retry in {delay:.6g}s."
+    )
+    return {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}}
 
 
 _RETIRED = {
@@ -365,7 +454,10 @@ def provider_rejection(request: ChatRequest) -> tuple[str, str] | None:
 
 @dataclass
 class ProviderServer:
-    reply: Callable[[ChatRequest], str] = field(default=lambda request: "Result: A")
+    reply: Callable[[ChatRequest], str | Reply] = field(default=lambda request: "Result: A")
+    # Hidden reasoning tokens each reply spends out of the request's output cap before its text (a number, or a
+    # function of the request such as `spends`); None: none, and the cap is not enforced.
+    reasoning: int | Callable[[ChatRequest], int] | None = None
     latency: float = 0.0
     requests: list[ChatRequest] = field(default_factory=list)
     _faults: deque[Fault] = field(default_factory=deque)
@@ -377,8 +469,6 @@ class ProviderServer:
     _prefixes: set[str] = field(default_factory=set)
     # The three batch APIs (tests/loopback_batches.py); `server.batches` scripts and counts them.
     batches: Any = None
-    # Hidden reasoning tokens a request spends from its output cap (see `spends`); None: no reasoning.
-    reasoning: Callable[[ChatRequest], int] | None = None
     # Answer 400, as each provider does, for the parameter combinations it rejects (see provider_rejection).
     strict_params: bool = False
     # Model ids the provider no longer serves: every request for one answers 404 in the provider's shape.
@@ -400,6 +490,14 @@ class ProviderServer:
         """Queue faults for the next requests, one per request, in order."""
         with self._lock:
             self._faults.extend(Fault(f) if isinstance(f, str) else f for f in faults)
+
+    def _take_fault(self, family: str) -> Fault | None:
+        """The first queued fault meant for a request of `family` (taken off the queue), if any."""
+        for fault in self._faults:
+            if fault.family in (None, family):
+                self._faults.remove(fault)
+                return fault
+        return None
 
     def reset(self) -> None:
         with self._lock:
@@ -428,7 +526,7 @@ class ProviderServer:
         parsed = _parse(family, request.path, model, body, dict(request.headers))
         with self._lock:
             self.requests.append(parsed)
-            fault = self._faults.popleft() if self._faults else None
+            fault = self._take_fault(family)
         if fault is None:
             # Over a rate limit: refused at once, as providers do, without the model's latency.
             refused = self.limits.admit(parsed, _tokens(parsed.prompt))
@@ -443,16 +541,25 @@ class ProviderServer:
         if refused is not None:
             return refused
         try:
-            text = self.reply(parsed)
-            reasoning = self.reasoning(parsed) if self.reasoning is not None else 0
+            reply = self.answer(parsed)
         except Exception as err:  # a broken script should show up as a server error in the test
             return web.json_response({"error": {"message": f"script failed: {err!r}"}}, status=500)
         asked, top = logprobs_asked(family, body)
-        tokens = (self.logprobs(parsed, text), top) if asked else None
+        tokens = (self.logprobs(parsed, reply.text), top) if asked else None
         cache = self.prompt_cache(family, parsed)
-        answer = _answer(family, parsed, text, cache, reasoning, tokens)
-        self.limits.settle(parsed, _tokens(text) + reasoning)
+        answer = _answer(family, parsed, reply, cache, logprobs=tokens)
+        self.limits.settle(parsed, (_tokens(reply.text) if reply.text else 0) + reply.reasoning_tokens)
         return web.json_response(answer, headers=self.limits.headers(family))
+
+    def answer(self, request: ChatRequest) -> Reply:
+        """The scripted reply to `request`, after the hidden reasoning it spends out of the output cap."""
+        reply = self.reply(request)
+        if isinstance(reply, str):
+            reply = Reply(reply)
+        reasoning = self.reasoning(request) if callable(self.reasoning) else self.reasoning or 0
+        if reasoning:
+            reply = Reply(reply.text, reply.end, reply.native, reply.reasoning_tokens + reasoning, reply.blocked)
+        return spend_cap(reply, output_cap(request)) if reply.reasoning_tokens else reply
 
     def _refusal(self, request: ChatRequest) -> web.Response | None:
         """A retired model's 404, or (with `strict_params`) the 400 the provider answers for the parameters."""
@@ -491,13 +598,28 @@ class ProviderServer:
                 if k.lower() in ("authorization", "x-api-key", "x-goog-api-key")
             )
             return web.json_response({"error": {"message": f"invalid credential: {sent}"}}, status=401)
+        extra = dict(fault.headers)
         if fault.kind in ("429", "500", "503", "401"):
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             return web.json_response(
                 {"error": {"message": f"injected {fault.kind}", "type": "injected", "code": int(fault.kind)}},
                 status=int(fault.kind),
-                headers=headers,
+                headers=headers | extra,
             )
+        if fault.kind == "429-gemini":
+            return web.json_response(gemini_resource_exhausted(fault), status=429, headers=extra)
+        if fault.kind == "insufficient_quota":
+            error = {
+                "message": "You exceeded your current quota, please check your plan and billing details.",
+                "type": "insufficient_quota",
+                "param": None,
+                "code": "insufficient_quota",
+            }
+            return web.json_response({"error": error}, status=429, headers=extra)
+        if fault.kind == "529":
+            headers = {"retry-after": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+            body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+            return web.json_response(body, status=529, headers=headers | extra)
         if fault.kind == "hang":
             await asyncio.sleep(fault.seconds)
             return web.json_response({"error": {"message": "too late"}}, status=504)

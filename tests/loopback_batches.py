@@ -2,12 +2,16 @@
 Anthropic Message Batches (create, retrieve, list, cancel, results stream) and Gemini batch mode (inline requests
 or an uploaded JSONL file; an operation polled until done, answers inline or in a file).
 
-Each job is answered with the server's `reply` script, line by line, when it ends. Tests script the jobs:
+Each job is answered with the server's `reply` script (and `reasoning`), line by line, when it ends. Tests
+script the jobs:
 - `polls_to_end`: how many status reads a job stays running for (then it ends);
 - `hold`: while True no job advances (a run can be killed mid-poll);
 - `fail(request) -> reason | None`: lines that error inside an otherwise good job;
 - `expire_after`: a job expires with only its first N lines answered;
-- `create_delay`: the create call records the job, then waits this long before answering (a kill mid-submit).
+- `create_delay`: the create call records the job, then waits this long before answering (a kill mid-submit);
+- `keys`: when set, a call whose key (`Authorization: Bearer`, as the Anthropic SDK 2.x and OpenAI send it,
+  `x-api-key` or `x-goog-api-key`) is not among them answers 401 in its family's error shape;
+- `refuse`: operation ("create", "poll", "results") → the HTTP status its calls answer with (403, 404, 500…).
 `submitted` lists (family, custom_id) for every line any create call accepted, so tests see a request bought twice.
 """
 
@@ -48,6 +52,8 @@ class BatchService:
     fail: Callable[[ChatRequest], str | None] = field(default=lambda request: None)
     expire_after: int | None = None
     create_delay: float = 0.0
+    keys: set[str] | None = None
+    refuse: dict[str, int] = field(default_factory=dict)
     submitted: list[tuple[str, str]] = field(default_factory=list)
     jobs: dict[str, Job] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
@@ -57,6 +63,8 @@ class BatchService:
     def reset(self) -> None:
         self.polls_to_end, self.hold, self.expire_after, self.create_delay = 1, False, None, 0.0
         self.fail = lambda request: None
+        self.keys = None
+        self.refuse = {}
         self.submitted.clear()
         self.jobs.clear()
         self.files.clear()
@@ -65,6 +73,22 @@ class BatchService:
         """custom_ids that some create call accepted more than once."""
         seen: set[tuple[str, str]] = set()
         return sorted({cid for item in self.submitted if item in seen or seen.add(item) for _, cid in [item]})
+
+    # --- refusals: a bad key, a forbidden or unknown job, a server error ---------------------------------
+    def refused(self, request: web.Request, family: str, operation: str) -> web.Response | None:
+        """The error answer to this call, in its family's shape, when a test scripted one; None to serve it."""
+        status = self.refuse.get(operation)
+        if status is None and self.keys is not None and _sent_key(request) not in self.keys:
+            status = 401
+        if status is None:
+            return None
+        kind, google = _ERROR_KINDS.get(status, ("api_error", "INTERNAL"))
+        message = f"loopback: {operation} refused with {status}"
+        if family == "anthropic":
+            return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+        if family == "gemini":
+            return web.json_response({"error": {"code": status, "message": message, "status": google}}, status=status)
+        return web.json_response({"error": {"message": message, "type": kind, "code": None}}, status=status)
 
     # --- shared job logic ----------------------------------------------------------------------------
     def _next(self, prefix: str) -> str:
@@ -103,13 +127,13 @@ class BatchService:
                 job.results.append({"custom_id": cid, "kind": "error", "reason": reason})
                 continue
             try:
-                text = self.server.reply(request)
+                reply = self.server.answer(request)  # a Reply may be cut at the cap, refused or blocked
             except Exception as err:
                 job.results.append({"custom_id": cid, "kind": "error", "reason": f"script failed: {err!r}"})
                 continue
             cache = self.server.prompt_cache(family, request)
             job.results.append(
-                {"custom_id": cid, "kind": "ok", "body": _answer(family, request, text, cache)}
+                {"custom_id": cid, "kind": "ok", "body": _answer(family, request, reply, cache)}
             )
 
     def _counts(self, job: Job) -> tuple[int, int, int]:
@@ -125,6 +149,8 @@ class BatchService:
 
     # --- OpenAI --------------------------------------------------------------------------------------
     async def openai_upload(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "openai", "create")) is not None:
+            return refusal
         form = await request.post()
         upload = form["file"]
         data = upload.file.read() if hasattr(upload, "file") else bytes(upload)
@@ -144,6 +170,8 @@ class BatchService:
         }
 
     async def openai_create(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "openai", "create")) is not None:
+            return refusal
         body = await request.json()
         data = self.files.get(body["input_file_id"])
         if data is None:
@@ -226,6 +254,8 @@ class BatchService:
         return job.meta["files"][0], job.meta["files"][1]
 
     async def openai_retrieve(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "openai", "poll")) is not None:
+            return refusal
         job = self.jobs.get(request.match_info["id"])
         if job is None:
             return web.json_response({"error": {"message": "no such batch"}}, status=404)
@@ -233,6 +263,8 @@ class BatchService:
         return web.json_response(self._openai_batch(job))
 
     async def openai_list(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "openai", "poll")) is not None:
+            return refusal
         data = [self._openai_batch(j) for j in reversed(self.jobs.values()) if j.family == "openai"]
         return web.json_response({"object": "list", "data": data, "has_more": False})
 
@@ -242,6 +274,8 @@ class BatchService:
         return web.json_response(self._openai_batch(job))
 
     async def openai_content(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "openai", "results")) is not None:
+            return refusal
         data = self.files.get(request.match_info["id"])
         if data is None:
             return web.json_response({"error": {"message": "no such file"}}, status=404)
@@ -249,6 +283,8 @@ class BatchService:
 
     # --- Anthropic -----------------------------------------------------------------------------------
     async def anthropic_create(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "anthropic", "create")) is not None:
+            return refusal
         body = await request.json()
         lines = [
             (r["custom_id"], ("/v1/messages", r["params"].get("model", ""), r["params"]))
@@ -287,6 +323,8 @@ class BatchService:
         return job if job is not None and job.family == "anthropic" else None
 
     async def anthropic_retrieve(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "anthropic", "poll")) is not None:
+            return refusal
         job = self._anthropic_job(request)
         if job is None:
             return web.json_response(
@@ -297,6 +335,8 @@ class BatchService:
         return web.json_response(self._anthropic_batch(job))
 
     async def anthropic_list(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "anthropic", "poll")) is not None:
+            return refusal
         data = [self._anthropic_batch(j) for j in reversed(self.jobs.values()) if j.family == "anthropic"]
         return web.json_response(
             {
@@ -314,6 +354,8 @@ class BatchService:
         return web.json_response(self._anthropic_batch(job))
 
     async def anthropic_results(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "anthropic", "results")) is not None:
+            return refusal
         job = self._anthropic_job(request)
         if job is None or job.results is None:
             return web.json_response(
@@ -338,6 +380,8 @@ class BatchService:
 
     # --- Gemini --------------------------------------------------------------------------------------
     async def gemini_upload_start(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "gemini", "create")) is not None:
+            return refusal
         file_id = self._next("files/upload")
         self.files[file_id] = b""
         headers = {
@@ -362,6 +406,8 @@ class BatchService:
         return web.json_response({"file": file}, headers={"X-Goog-Upload-Status": "final"})
 
     async def gemini_create(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "gemini", "create")) is not None:
+            return refusal
         body = (await request.json())["batch"]
         model = request.match_info["model"]
         config = body.get("inputConfig") or body.get("input_config") or {}
@@ -451,6 +497,8 @@ class BatchService:
         return self.jobs.get("batches/" + request.match_info["id"])
 
     async def gemini_get(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "gemini", "poll")) is not None:
+            return refusal
         job = self._gemini_job(request)
         if job is None:
             return web.json_response(
@@ -460,6 +508,8 @@ class BatchService:
         return web.json_response(self._gemini_operation(job))
 
     async def gemini_list(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "gemini", "poll")) is not None:
+            return refusal
         return web.json_response(
             {
                 "operations": [
@@ -475,6 +525,8 @@ class BatchService:
         return web.json_response({})
 
     async def gemini_download(self, request: web.Request) -> web.Response:
+        if (refusal := self.refused(request, "gemini", "results")) is not None:
+            return refusal
         name = "files/" + request.match_info["id"]
         return web.Response(body=self.files[name], content_type="application/octet-stream")
 
@@ -507,6 +559,24 @@ class BatchService:
             app.router.add_get("/download" + prefix + "/files/{id}:download", self.gemini_download)
         app.router.add_post("/upload/v1beta/files", self.gemini_upload_start)
         app.router.add_route("*", "/{tail:.*}", self.unknown)
+
+
+# HTTP status → (Anthropic/OpenAI error type, Google status).
+_ERROR_KINDS = {
+    401: ("authentication_error", "UNAUTHENTICATED"),
+    403: ("permission_error", "PERMISSION_DENIED"),
+    404: ("not_found_error", "NOT_FOUND"),
+    500: ("api_error", "INTERNAL"),
+    503: ("api_error", "UNAVAILABLE"),
+}
+
+
+def _sent_key(request: web.Request) -> str | None:
+    headers = request.headers
+    bearer = headers.get("Authorization", "")
+    if bearer.startswith("Bearer "):
+        return bearer.removeprefix("Bearer ")
+    return headers.get("x-api-key") or headers.get("x-goog-api-key") or request.query.get("key")
 
 
 def iso(seconds: float) -> str:

@@ -406,7 +406,7 @@ async def test_a_retry_that_no_longer_fits_the_cap_is_not_sent(server, tmp_path)
 
 
 def test_a_key_straddling_the_message_cut_is_masked_whole() -> None:
-    from prbj.llm.gateway import describe_error
+    from prbj.llm.error_text import describe_error
 
     key = "sk-SECRETKEY-1234567890"
     message = describe_error(Exception("x" * 290 + " rejected: " + key), 1, 0.1, secrets=[key])

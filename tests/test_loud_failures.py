@@ -65,6 +65,16 @@ def test_a_bad_key_stops_the_provider_after_a_handful_and_exits_1(server, tmp_pa
     assert KEY not in result.output
 
 
+def test_the_error_that_fails_a_run_is_one_whole_line_at_any_width(server, tmp_path, monkeypatch) -> None:
+    # A log is grepped for the error; at 60 columns the judge's name and the message stay on one line.
+    monkeypatch.setenv("COLUMNS", "60")
+    server.inject(*["401"] * 100)
+    result, _ = judge(tmp_path, server.url)
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert lines == [f"error: gpt-5.1 (none) had no successful judgment ({PAIRS}/{PAIRS} failed; causes above)"]
+
+
 def test_a_closed_port_ends_in_seconds_with_the_cause(tmp_path) -> None:
     result, elapsed = judge(tmp_path, f"http://127.0.0.1:{closed_port()}")
     assert result.exit_code == 1, result.output

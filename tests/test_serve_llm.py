@@ -169,3 +169,31 @@ def test_serve_llm_needs_its_key_and_refuses_a_dry_run(
     assert result.exit_code == 2 and "GEMINI_API_KEY" in result.output
     result = CliRunner().invoke(main, [*args, "--dry-run"])
     assert result.exit_code == 2 and "--dry-run" in result.output
+
+
+def test_a_cut_off_or_refused_reply_is_never_served_as_a_reward(
+    provider: ProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22: a reward read from a reply cut at its cap is served when the visible text holds the score; a
+    reply whose cap went to hidden reasoning, or a refusal, is an error naming its status, never a number."""
+    from loopback import LENGTH, Reply
+
+    def reply(request: ChatRequest) -> str | Reply:
+        answer = request.last_user.split("## Answer\n", 1)[1].split("\n\nHow well", 1)[0]
+        if "blocked" in answer:
+            return Reply(blocked="SAFETY")
+        if "long-winded" in answer:
+            return Reply("", LENGTH, reasoning_tokens=4096)
+        return Reply("Fits the user.\nScore: 7 and then more", LENGTH)
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    provider.reset()
+    monkeypatch.setattr(provider, "reply", reply)
+    common = ["-p", "gemini-3-flash", "--api-base", provider.url, "--cache-dir", str(tmp_path / "cache")]
+    with serving(monkeypatch, *common) as url:
+        body = {"query": "Which camera?", "profile": []}
+        assert _post(f"{url}/score", {**body, "response_text": "A cut answer."}) == (200, {"score": 7.0})
+        status, answer = _post(f"{url}/score", {**body, "response_text": "A long-winded answer."})
+        assert status == 500 and "truncated: the reply reached its output cap" in answer["error"]
+        status, answer = _post(f"{url}/score", {**body, "response_text": "A blocked answer."})
+        assert status == 500 and "refused: the provider refused to answer (prompt blocked: SAFETY)" in answer["error"]

@@ -12,7 +12,7 @@ from loopback import ProviderServer
 from prbj.cli import main
 from prbj.errors import ConfigError
 from prbj.llm.budget import Budget
-from prbj.llm.gateway import describe_error, mask_secrets
+from prbj.llm.error_text import describe_error, mask_secrets
 from prbj.llm.providers import load_profile, resolve_provider
 from prbj.llm.urls import check_api_base, redact_url
 

@@ -123,6 +123,7 @@ async def test_llm_filters_inconsistent_failed_and_text(client, runs) -> None:
     cases = {
         "inconsistent=1": frame.filter(pl.col("verdict") == "inconsistent"),
         "outcome=failed": frame.filter(pl.col("status") != "ok"),
+        "outcome=abstained": frame.head(0),
         "status=api_error": frame.filter(pl.col("status") == "api_error"),
         # The text search reads the dataset: only pair t-001's answer holds an <img> tag.
         "q=ONERROR": frame.filter(pl.col("pair_id") == "t-001"),
@@ -490,3 +491,30 @@ def test_without_runs_the_command_says_so(tmp_path, monkeypatch) -> None:
     (tmp_path / "reports" / "baselines").mkdir(parents=True)
     result = runner.invoke(main, ["view", "--bundle", "site"])
     assert result.exit_code == 2 and "no run directory in reports/" in result.output
+
+
+async def test_an_abstention_is_its_own_outcome_never_a_failure(copies) -> None:
+    """A verdict withheld by --selective (status abstained) is counted apart, as the run's figures count it."""
+    path = copies["llm"] / "judgments.parquet"
+    frame = pl.read_parquet(path)
+    ok_rows = frame.filter(pl.col("status") == "ok")
+    withheld = ok_rows.head(1).select("pair_id", "judge", "context")
+    marked = frame.join(
+        withheld.with_columns(pl.lit(True).alias("_w")), on=["pair_id", "judge", "context"], how="left"
+    )
+    frame = marked.with_columns(
+        pl.when(pl.col("_w")).then(pl.lit("abstained")).otherwise(pl.col("status")).alias("status")
+    ).drop("_w")
+    frame.write_parquet(path)
+    client = await _client([copies["llm"]])
+    try:
+        key = _key(copies["llm"])
+        assert await _keys_of(client, f"/run/{key}/export.jsonl?outcome=abstained") == _keys(withheld)
+        failed = await _keys_of(client, f"/run/{key}/export.jsonl?outcome=failed")
+        assert failed == _keys(frame.filter(~pl.col("status").is_in(["ok", "abstained", "dry_run"])))
+        assert not failed & _keys(withheld)
+        page = await client.get(f"/run/{key}/judgments?outcome=abstained")
+        assert page.status == 200
+        assert 'class="outcome-abstained">abstained<' in await page.text()
+    finally:
+        await client.close()

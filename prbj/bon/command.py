@@ -48,7 +48,7 @@ from prbj.bon.rundir import (
 from prbj.bon.sample import DemoPolicy, Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
 from prbj.display.fit import FittingTable
-from prbj.display.width import output_console
+from prbj.display.width import output_console, print_error
 from prbj.judges.official import Protocol, require_repo
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
@@ -154,7 +154,7 @@ def run_sample_command(
     console.print(f"run directory: {run.path}")
     console.print(f"[dim]Next: prbj bon score {run.path} -p bm25-profile -p length[/dim]")
     if not ok:
-        console.print(f"[bold red]error:[/bold red] no sample came back from {sampler.provider.name}")
+        print_error(console, f"no sample came back from {sampler.provider.name}")
         return 1
     return 0
 
@@ -187,7 +187,8 @@ def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> Non
     if failed.height:
         kinds = ", ".join(f"{status}: {count}" for status, count in _counts(failed).items())
         console.print(f"[yellow]{failed.height} {what} failed ({kinds})[/yellow]")
-        print_failure_causes(failed.select("status", "error").iter_rows(), console)
+        cause = pl.col("cause") if "cause" in failed.columns else pl.lit(None, pl.String)
+        print_failure_causes(failed.select("status", cause, "error").iter_rows(), console)
     if (frame["status"] == "skipped_cache").any():
         console.print("[yellow]some answers were not in the cache (--cache-only): rerun without it.[/yellow]")
 
@@ -255,7 +256,7 @@ def run_score_command(
         name for name in names if scores.filter(pl.col("rm") == name, pl.col("status") == "ok").is_empty()
     ]
     if empty:
-        console.print(f"[bold red]error:[/bold red] no sample got a score from {', '.join(empty)}")
+        print_error(console, f"no sample got a score from {', '.join(empty)}")
         return 1
     return 0
 
@@ -364,9 +365,7 @@ def run_evaluate_command(
     )
     console.print(f"[dim]Next: prbj downstream add {run.path}[/dim]")
     if not (graded["status"] == "ok").any():
-        console.print(
-            f"[bold red]error:[/bold red] no pick got a gold grade from {judge.describe()['provider']}"
-        )
+        print_error(console, f"no pick got a gold grade from {judge.describe()['provider']}")
         return 1
     return 0
 

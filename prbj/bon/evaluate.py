@@ -32,6 +32,7 @@ GOLD_SCHEMA: dict[str, Any] = {
     "n_aspects": pl.Int64,
     "status": pl.String,
     "error": pl.String,
+    "cause": pl.String,
     "cost": pl.Float64,
     "cached": pl.Boolean,
 }
@@ -42,7 +43,8 @@ EVALUATION_SCHEMA: dict[str, Any] = {
     "k": pl.Int64,
     "sample_index": pl.Int64,
     "gold_score": pl.Float64,
-    # ok, no_pick, or the gold judge's failure (parse_error, api_error, skipped_budget, skipped_cache, no_rubric)
+    # ok, no_pick, or the gold judge's failure (parse_error, truncated, refused, api_error, skipped_budget,
+    # skipped_cache, no_rubric)
     "status": pl.String,
 }
 DOWNSTREAM_SOURCE = "bon"
@@ -59,6 +61,7 @@ async def _grade(gold: GoldJudge, pair: Pair, index: int, answer: str) -> dict[s
         "n_aspects": len(pair.rubric_aspects),
         "status": grade.status,
         "error": grade.error,
+        "cause": grade.cause,
         "cost": grade.cost,
         "cached": grade.calls > 0 and grade.cached_calls == grade.calls,
     }

@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from prbj.data.schema import Pair, RubricAspect
-from prbj.data.status import severity
+from prbj.data.status import UNUSABLE_REPLY_STATUSES, severity
 from prbj.judges.official import (
     GOLD_MAX_TOKENS,
     GOLD_PROMPT,
@@ -36,8 +36,10 @@ from prbj.judges.verdict import final_part, strip_quotes
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.params import Asked
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.reading import Reading, read_reply
 from prbj.prompts import Template, builtin, combined_sha
 
+T = TypeVar("T")
 GoldMode = Literal["per-answer", "per-aspect"]
 GOLD_MODES: tuple[str, ...] = ("per-answer", "per-aspect")
 MAX_MATCH = 2
@@ -52,6 +54,8 @@ class GoldGrade:
     cost: float = 0.0
     calls: int = 0
     cached_calls: int = 0
+    # Why it failed, in the words failures are counted by (see prbj.llm.reading); None when ok or a parse error.
+    cause: str | None = None
 
     @property
     def score(self) -> float | None:
@@ -63,6 +67,37 @@ class GoldGrade:
         self.cost += result.cost_usd
         self.calls += 1
         self.cached_calls += int(result.cached)
+
+    def fail(self, readings: Sequence[Reading[Any]], *, per_aspect: bool = False) -> bool:
+        """Take the status of the failed reading that explains most (a call never answered outranks a refusal, a
+        cut-off reply, an unreadable one), with its cause; False when every reading is ok. Per aspect, replies
+        that were answered but unreadable name their aspect."""
+        failed = [(i, r) for i, r in enumerate(readings, start=1) if not r.ok]
+        if not failed:
+            return False
+        _, worst = max(failed, key=lambda item: severity(item[1].status))
+        self.status, self.cause, self.error = worst.status, worst.cause, worst.error
+        if per_aspect and worst.status in UNUSABLE_REPLY_STATUSES:
+            self.error = "; ".join(f"aspect {i}: {r.error}" for i, r in failed if r.status == worst.status)
+        return True
+
+
+def read_grade(result: LLMResult, parse: Callable[[str], tuple[T | None, str]]) -> Reading[T]:
+    """A gold reply read with `parse`, which says why when it finds nothing: a refusal is never a grade, and a
+    cut-off reply is read as usual when its visible text holds the grade (see prbj.llm.reading)."""
+    why = ""
+
+    def value(text: str) -> T | None:
+        nonlocal why
+        found, why = parse(text)
+        return found
+
+    reading = read_reply(result, value, "grade")
+    if reading.status == "parse_error":
+        return Reading("parse_error", error=why)
+    if reading.status == "truncated" and why:
+        return Reading("truncated", error=f"{result.error}; {why}", cause=reading.cause)
+    return reading
 
 
 def match_value(value: Any) -> int | None:
@@ -172,24 +207,15 @@ class GoldJudge:
         grade = GoldGrade(status="ok")
         for result in results:
             grade.add(result)
-        failed = [r for r in results if not r.ok]
-        if failed:
-            worst = max(failed, key=lambda r: severity(r.status))
-            grade.status, grade.error = worst.status, worst.error
-            return grade
         if self.mode == "per-answer":
-            scores, why = parse_scores(results[0].text, len(pair.view("oracle").rubric_aspects), [answer])
-            if scores is None:
-                grade.status, grade.error = "parse_error", why
-                return grade
-            grade.aspect_scores = scores
+            count = len(pair.view("oracle").rubric_aspects)
+            reading = read_grade(results[0], lambda text: parse_scores(text, count, [answer]))
+            if not grade.fail([reading]):
+                grade.aspect_scores = reading.value
             return grade
-        parsed = [parse_match_score(r.text, [answer]) for r in results]
-        problems = [f"aspect {i}: {why}" for i, (score, why) in enumerate(parsed, start=1) if score is None]
-        if problems:
-            grade.status, grade.error = "parse_error", "; ".join(problems)
-            return grade
-        grade.aspect_scores = [score for score, _ in parsed if score is not None]
+        readings = [read_grade(r, lambda text: parse_match_score(text, [answer])) for r in results]
+        if not grade.fail(readings, per_aspect=True):
+            grade.aspect_scores = [r.value for r in readings if r.value is not None]
         return grade
 
 
@@ -233,14 +259,12 @@ class OfficialGoldJudge(GoldJudge):
         )
         grade = GoldGrade(status="ok")
         grade.add(result)
-        if not result.ok:
-            grade.status, grade.error = result.status, result.error
-            return grade
-        scores = parse_official_scores(result.text)
-        if scores is None:
-            grade.status, grade.error = "parse_error", f"no list of scores in reply: {_snippet(result.text)}"
-            return grade
-        grade.aspect_scores = scores  # type: ignore[assignment]  # the official list may hold non-integers
+        reading = read_grade(
+            result,
+            lambda text: (parse_official_scores(text), f"no list of scores in reply: {_snippet(text)}"),
+        )
+        if not grade.fail([reading]):
+            grade.aspect_scores = reading.value  # type: ignore[assignment]  # the official list may hold non-integers
         return grade
 
 

@@ -24,6 +24,7 @@ from prbj.data.schema import Pair
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.params import Asked
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.reading import read_reply
 from prbj.prompts import Template, builtin, combined_sha
 from prbj.runs.engine import run_jobs
 
@@ -38,6 +39,7 @@ SAMPLE_SCHEMA: dict[str, Any] = {
     "cost": pl.Float64,
     "cached": pl.Boolean,
     "error": pl.String,
+    "cause": pl.String,
 }
 RETRIEVAL_NOTE = "BM25 over the profile posts (offline); the official setup ranks them with Contriever"
 
@@ -135,17 +137,21 @@ class Policy:
 
 async def _sample_one(policy: Policy, gateway: Gateway, pair: Pair, index: int) -> dict[str, Any]:
     result = await policy.answer(gateway, pair, index)
+    # An answer cut at the policy's output cap is still its answer (as in the official sampling); one with no
+    # visible text (the cap spent on hidden reasoning) is `truncated`, a refusal is `refused`: no answer.
+    reading = read_reply(result, lambda text: text if text.strip() else None, "answer")
     return {
         "pair_id": pair.id,
         "subset": pair.category,
         "sample_index": index,
-        "text": result.text if result.ok else None,
-        "status": result.status,
+        "text": reading.value,
+        "status": reading.status,
         "tokens": result.completion_tokens,
         "prompt_tokens": result.prompt_tokens,
         "cost": result.cost_usd,
         "cached": result.cached,
-        "error": result.error,
+        "error": reading.error,
+        "cause": reading.cause,
     }
 
 

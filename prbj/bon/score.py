@@ -29,6 +29,7 @@ SCORE_SCHEMA: dict[str, Any] = {
     "score": pl.Float64,
     "status": pl.String,
     "error": pl.String,
+    "cause": pl.String,
 }
 PICK_SCHEMA: dict[str, Any] = {
     "rm": pl.String,
@@ -89,7 +90,13 @@ def _scores_alone(rm: RewardModel) -> bool:
 
 
 def _row(
-    rm: RewardModel, pair: Pair, index: int, score: float | None, status: str, error: str | None
+    rm: RewardModel,
+    pair: Pair,
+    index: int,
+    score: float | None,
+    status: str,
+    error: str | None,
+    cause: str | None = None,
 ) -> dict:
     if score is not None and not math.isfinite(score):
         score, status, error = None, "invalid_score", f"non-finite score {score!r}"
@@ -101,6 +108,7 @@ def _row(
         "score": score,
         "status": status,
         "error": error,
+        "cause": cause,
     }
 
 
@@ -110,7 +118,7 @@ async def _score(rm: RewardModel, pair: Pair, samples: Sequence[tuple[int, str]]
         values = await rm.judge.score(view, [text for _, text in samples])
     except ScoreFailure as failure:
         if len(samples) == 1:
-            return [_row(rm, pair, samples[0][0], None, failure.status, failure.message)]
+            return [_row(rm, pair, samples[0][0], None, failure.status, failure.message, failure.cause)]
         # One answer failed: score the rest one by one so that only the failed one goes without a score.
         rows: list[dict[str, Any]] = []
         for sample in samples:

@@ -24,7 +24,7 @@ from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
 from prbj.data.lamp import LampRecord, load_lamp
 from prbj.display.fit import FittingTable
-from prbj.display.width import output_console
+from prbj.display.width import output_console, print_error
 from prbj.errors import ConfigError, DataError
 from prbj.judges.setup import resolve_provider
 from prbj.llm.gateway import Gateway
@@ -127,7 +127,9 @@ def run_build_command(
         )
         started = datetime.now(UTC)
         builder = Builder(gateway, roles, settings)
-        build_all = partial(_build_all, builder, lamp.records, concurrency, progress, gateway.in_flight_allowed)
+        build_all = partial(
+            _build_all, builder, lamp.records, concurrency, progress, gateway.in_flight_allowed
+        )
         outcomes = asyncio.run(gateway.in_rounds(build_all))
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()]
@@ -168,14 +170,18 @@ def _exit_code(summary: dict[str, Any], outcomes: Sequence[Outcome], console: Co
     if not incomplete:
         return 0
     failed_calls = (
-        (call.status, call.error) for outcome in outcomes for call in outcome.calls if call.status != "ok"
+        (call.status, call.cause, call.error)
+        for outcome in outcomes
+        for call in outcome.calls
+        if call.status != "ok"
     )
     print_failure_causes(failed_calls, console)
     parts = ", ".join(f"{n} {reason}" for reason, n in incomplete.items())
     if incomplete.get("api_error"):
-        console.print(
-            f"[bold red]error:[/bold red] {sum(incomplete.values())} records incomplete ({parts}); "
-            "rerun the same command to retry them (finished calls are cached)."
+        print_error(
+            console,
+            f"{sum(incomplete.values())} records incomplete ({parts}); "
+            "rerun the same command to retry them (finished calls are cached).",
         )
         return 1
     console.print(

@@ -2,7 +2,10 @@
 
 Every model call goes through the gateway, so cache, budget, pacing and retries behave as in `prbj judge`: a rerun
 pays only for calls that are not cached yet. A record whose calls could not all be made (API error, budget,
---cache-only) ends `incomplete` rather than dropped, because a rerun can still finish it.
+--cache-only) ends `incomplete` rather than dropped, because a rerun can still finish it. A step whose reply was
+refused, or cut at its output cap (an answer cut short is no answer for a benchmark pair; a check is read when
+its visible text holds the scores), drops the record with `<step>_refused` / `<step>_truncated`: the reply was
+paid for and is cached, so a rerun would replay it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from prbj.data.status import UNANSWERED_STATUSES
 from prbj.judges.verdict import final_part
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.reading import read_reply
 from prbj.prompts import Template, builtin, combined_sha
 
 PlanSource = Literal["planner", "gold"]
@@ -60,6 +64,8 @@ class StepCall:
     cached: bool
     cost_usd: float
     error: str | None = None
+    # Why it did not end ok, in the words failures are counted by (None when ok).
+    cause: str | None = None
 
 
 @dataclass
@@ -95,6 +101,14 @@ class _Unfinished(Exception):
         super().__init__(result.error or result.status)
         self.step = step
         self.result = result
+
+
+class _Dropped(Exception):
+    """A step's reply was refused or cut off: the record is dropped for it (a rerun would replay the reply)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def clean_answer(text: str) -> str:
@@ -176,6 +190,8 @@ class Builder:
         except _Unfinished as unfinished:
             outcome.status = "incomplete"
             outcome.reasons = [unfinished.result.status]
+        except _Dropped as dropped:
+            self._finish(outcome, [dropped.reason])
         return outcome
 
     async def _run(self, record: LampRecord, outcome: Outcome) -> None:
@@ -225,7 +241,9 @@ class Builder:
         return list(results)
 
     def _record_call(self, outcome: Outcome, step: str, result: LLMResult) -> None:
-        outcome.calls.append(StepCall(step, result.status, result.cached, result.cost_usd, result.error))
+        outcome.calls.append(
+            StepCall(step, result.status, result.cached, result.cost_usd, result.error, result.cause)
+        )
         if result.status in UNANSWERED_STATUSES and result.status != "dry_run":
             raise _Unfinished(step, result)
 
@@ -236,6 +254,8 @@ class Builder:
         self._record_call(outcome, "planner", planned.result)
         if planned.result.status == "dry_run":  # as long as the planner may answer: the estimate stays a bound
             return self.planner.stand_in_aspects(record.view("profile"))
+        if not planned.aspects and planned.status in ("truncated", "refused"):
+            raise _Dropped(f"planner_{planned.status}")
         return planned.aspects
 
     async def _generate(self, role: str, record: LampRecord, aspects: list[str], outcome: Outcome) -> str:
@@ -257,6 +277,8 @@ class Builder:
             # and their estimate bounds what they will cost.
             length = max(self.settings.thresholds.max_words, self.gateway.completion_bound(provider, request))
             return " ".join([role] * length)
+        if result.status in ("truncated", "refused"):
+            raise _Dropped(f"{role}_{result.status}")
         return clean_answer(result.text or "")
 
     async def _check(
@@ -271,11 +293,13 @@ class Builder:
         self._record_call(outcome, f"check_{which}", result)
         if result.status == "dry_run":
             return CheckScores(5, 5, 5, 5 if which == "chosen" else 1)
-        scores = parse_check(result.text)
-        if scores is None:
+        reading = read_reply(result, parse_check, "scores")
+        if reading.value is None:
             flat = " ".join((result.text or "").split())
             outcome.check_replies[which] = flat[:200]
-        return scores
+        if reading.status in ("truncated", "refused"):
+            raise _Dropped(f"check_{reading.status}")
+        return reading.value
 
 
 def word_counts(outcome: Outcome) -> dict[str, int]:

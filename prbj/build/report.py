@@ -20,6 +20,11 @@ REASON_TEXT: dict[str, str] = {
     "chosen_too_long": "the chosen answer exceeds --max-words",
     "rejected_too_long": "the rejected answer exceeds --max-words",
     "check_parse_error": "a check reply could not be read",
+    **{
+        f"{step}_{status}": f"the {step} reply {meaning}"
+        for step in ("planner", "chosen", "rejected", "check")
+        for status, meaning in (("truncated", "reached its output cap"), ("refused", "was refused by the provider"))
+    },
     "low_quality_chosen": "the chosen answer scored below --min-quality",
     "low_quality_rejected": "the rejected answer scored below --min-quality",
     "small_adherence_gap": "adherence gap below --min-gap",

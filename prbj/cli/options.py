@@ -146,7 +146,8 @@ def repair_option(what: str) -> Callable[[F], F]:
         "--retry-failed",
         is_flag=True,
         default=False,
-        help="Re-ask calls that ended in parse_error or api_error with fresh samples (a few at most), each "
+        help="Re-ask calls that ended in parse_error, truncated, refused or api_error with fresh samples (a few "
+        "at most), each "
         "cached; without it a rerun serves the cached reply, so failures stay reproducible. The sample used "
         "is recorded (column sample_index).",
     )

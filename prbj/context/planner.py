@@ -28,6 +28,7 @@ from prbj.data.schema import JudgeView
 from prbj.data.status import Status
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.reading import may_repair, read_reply
 from prbj.prompts import Template, builtin, combined_sha
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
@@ -74,12 +75,16 @@ class PlannerOutput:
 
     @property
     def ok(self) -> bool:
-        return self.result.ok and bool(self.aspects)
+        """Aspects were read (also from a reply cut at its output cap, if it named some before the cut)."""
+        return bool(self.aspects)
 
     @property
     def status(self) -> Status:
-        """The call's status, or `planner_error` when the call answered but named no aspect."""
-        return "planner_error" if self.result.ok and not self.aspects else self.result.status
+        """`ok` with aspects; `planner_error` when a complete reply named none; else the call's status (a
+        failed call, a refusal, a reply cut off before any aspect)."""
+        if self.aspects:
+            return "ok"
+        return "planner_error" if self.result.ok else self.result.status
 
 
 @dataclass
@@ -140,12 +145,16 @@ class Planner:
 
     async def _plan(self, view: JudgeView, request: LLMRequest) -> PlannerOutput:
         result = await self.gateway.call(self.provider, request)
-        aspects = parse_aspects(result.text or "")[: self.max_aspects] if result.ok else []
-        if result.ok and not aspects and self.repair:
+        reading = read_reply(result, self._aspects, "aspect")
+        if self.repair and may_repair(reading, result):
             retry = await self.gateway.call(self.provider, self._repair_request(request, result.text or ""))
-            if retry.ok:
-                result, aspects = retry, parse_aspects(retry.text or "")[: self.max_aspects]
-        return PlannerOutput(view.pair_id, aspects, result)
+            repaired = read_reply(retry, self._aspects, "aspect")
+            if repaired.ok:
+                result, reading = retry, repaired
+        return PlannerOutput(view.pair_id, reading.value or [], result)
+
+    def _aspects(self, text: str) -> list[str] | None:
+        return parse_aspects(text)[: self.max_aspects] or None
 
     def _repair_request(self, first: LLMRequest, reply: str) -> LLMRequest:
         ask = builtin("planner_repair").render({"max_aspects": str(self.max_aspects)})

@@ -33,3 +33,9 @@ def output_width() -> int:
 def output_console(*, stderr: bool = False, **options: Any) -> Console:
     """The console every prbj command prints to: `output_width()` columns, terminal or not."""
     return Console(stderr=stderr, width=output_width(), **options)
+
+
+def print_error(console: Console, message: str) -> None:
+    """One `error: …` line, never wrapped at the console's width: a log is grepped for it, and a folder name
+    in it must stay whole (the terminal still folds it for the eye)."""
+    console.print(f"[bold red]error:[/bold red] {message}", soft_wrap=True)

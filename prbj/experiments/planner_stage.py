@@ -17,7 +17,7 @@ from typing import Any
 from prbj.context.planner import Planner
 from prbj.data import load_dataset
 from prbj.data.files import write_jsonl
-from prbj.display.width import output_console
+from prbj.display.width import output_console, print_error
 from prbj.experiments.schema import Experiment
 from prbj.judges.setup import resolve_provider
 from prbj.llm.setup import GatewayOptions
@@ -77,6 +77,6 @@ def run_planner(
     planned = sum(o.ok for o in outputs)
     console.print(f"planner: aspects for {planned}/{len(outputs)} pairs; {out / PLANNER_FILE}")
     if outputs and not planned:
-        console.print(f"[bold red]error:[/bold red] the planner {planner_entry.provider} answered no pair")
+        print_error(console, f"the planner {planner_entry.provider} answered no pair")
         return 1
     return 0

@@ -17,10 +17,12 @@ Verdict = Literal["chosen", "rejected", "tie", "inconsistent"]
 class ScoreFailure(Exception):
     """A judge could not produce a score; the judgment gets this status instead of a number."""
 
-    def __init__(self, status: Status, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, status: Status, message: str, cause: str | None = None) -> None:
+        # The status leads what a caller shows of it (the reward server's 500): "truncated: the reply reached …".
+        super().__init__(f"{status}: {message}")
         self.status = status
         self.message = message
+        self.cause = cause
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,9 @@ class Judgment:
     verdict_chosen_a: str | None = None
     verdict_chosen_b: str | None = None
     error: str | None = None
+    # Why it failed, in the short words the report counts failures by (prbj.llm.retry.cause_of,
+    # prbj.llm.finish.end_cause); None when it did not fail, or when its status says it all (a parse error).
+    cause: str | None = None
     chosen_words: int = 0
     rejected_words: int = 0
     cost_usd: float = 0.0
@@ -100,6 +105,7 @@ class Judgment:
             "completion_tokens": self.completion_tokens,
             "cached": self.cached,
             "error": self.error,
+            "cause": self.cause,
             "truncated": self.truncated,
             **self.extra,
         }
@@ -157,7 +163,7 @@ class PointwiseJudge(Judge):
         try:
             chosen, rejected = await self.score(task.view, [task.pair.chosen, task.pair.rejected])
         except ScoreFailure as failure:
-            return self._judgment(task, status=failure.status, error=failure.message)
+            return self._judgment(task, status=failure.status, error=failure.message, cause=failure.cause)
         return self._judgment(
             task,
             verdict=verdict_from_scores(chosen, rejected),

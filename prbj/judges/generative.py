@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from prbj.context.planner import Planner, format_profile
 from prbj.data.schema import Context, JudgeView, Pair
-from prbj.data.status import CALL_STATUSES, HEALABLE_STATUSES, Status, most_severe
+from prbj.data.status import HEALABLE_STATUSES, STATUSES, Status, most_severe
 from prbj.errors import ConfigError
 from prbj.judges.base import (
     Judge,
@@ -33,6 +33,7 @@ from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.logprobs import asked
 from prbj.llm.prompt_cache import shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.reading import may_repair, read_reply
 from prbj.prompts import Template, builtin, combined_sha
 
 OrderMode = Literal["random", "both"]
@@ -99,9 +100,9 @@ class ContextBuilder:
                 return ContextBlock(self.rubrics_template.render({"rubrics": rubrics}), rubrics=rubrics)
             if not planned.ok:
                 failure = (
-                    planned.result
-                    if not planned.result.ok
-                    else LLMResult("ok", error=f"no aspect in reply: {_snippet(planned.result.text)}")
+                    LLMResult("ok", error=f"no aspect in reply: {_snippet(planned.result.text)}")
+                    if planned.status == "planner_error"
+                    else planned.result
                 )
                 return ContextBlock(failure=failure, failure_status=planned.status)
             rubrics = "\n".join(f"- {aspect}" for aspect in planned.aspects)
@@ -138,6 +139,8 @@ class VerdictRead:
     error: str | None = None
     # P("A") from the verdict token's log-probabilities (--confidence logprobs), when they were returned.
     probability_of_a: float | None = None
+    # Why it failed, in the words failures are counted by (see prbj.llm.reading).
+    cause: str | None = None
 
 
 @dataclass
@@ -338,24 +341,23 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         block = await self.contexts.build(view)
         usage.context_block = block.text
         if block.failure is not None:
-            return self._judgment(task, status=_block_status(block), error=f"planner: {block.failure.error}")
+            return self._judgment(
+                task, status=_block_status(block), error=f"planner: {block.failure.error}", cause=block.failure.cause
+            )
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
         picks: dict[str, str | None] = {}
-        statuses: list[Status] = []
-        errors: list[str] = []
+        reads: list[VerdictRead] = []
         chosen_probabilities: list[float | None] = []
         for position in positions:
             first, second = (pair.chosen, pair.rejected) if position == "A" else (pair.rejected, pair.chosen)
             read = await self._verdict(view, block, first, second, usage)
-            statuses.append(read.status)
-            if read.error:
-                errors.append(read.error)
+            reads.append(read)
             if read.letter is not None:
                 picks[position] = "chosen" if read.letter == position else "rejected"
             # P(the chosen answer is better) in this order: P(A) when it stood in A, else P(B).
             p_a = read.probability_of_a
             chosen_probabilities.append(None if p_a is None else p_a if position == "A" else 1.0 - p_a)
-        status = most_severe(statuses)
+        status = most_severe(r.status for r in reads)
         verdict = None
         if status == "ok":
             values = set(picks.values())
@@ -370,7 +372,8 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             chosen_position="both" if self.order == "both" else positions[0],
             verdict_chosen_a=picks.get("A"),
             verdict_chosen_b=picks.get("B"),
-            error="; ".join(errors) or None,
+            error="; ".join(r.error for r in reads if r.error) or None,
+            cause=next((r.cause for r in reads if r.status == status), None),
             **usage.fields(),
         )
 
@@ -398,18 +401,20 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             }
         )
         result = await self._ask(prompt, usage, sample, varying=(answer_a, answer_b))
-        if not result.ok:
-            return VerdictRead(_status(result), error=result.error)
         shown = [answer_a, answer_b]
-        letter = self._read_verdict(result.text, shown)
-        if letter is None and self.repair:
-            repaired = await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage)
+
+        def verdict(text: str) -> str | None:
+            return self._read_verdict(text, shown)
+
+        reading = read_reply(result, verdict)
+        if self.repair and may_repair(reading, result):
+            asked = await self._repair(prompt, result.text or "", "Result: A\nResult: B", usage)
+            repaired = read_reply(asked, verdict)
             if repaired.ok:
-                letter = self._read_verdict(repaired.text, shown)
-                result = repaired
-        if letter is None:
-            return VerdictRead("parse_error", error=f"no verdict in reply: {_snippet(result.text)}")
-        return VerdictRead("ok", letter, probability_of_a=self._probability_of_a(result, shown))
+                reading, result = repaired, asked
+        if not reading.ok:
+            return VerdictRead(reading.status, error=reading.error, cause=reading.cause)
+        return VerdictRead("ok", reading.value, probability_of_a=self._probability_of_a(result, shown))
 
     def _probability_of_a(self, result: LLMResult, shown: Sequence[str]) -> float | None:
         """From the log-probabilities of the reply the verdict was read from; only prbj's parser locates the
@@ -453,7 +458,9 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         try:
             chosen, rejected = await self._score_all(task.view, [pair.chosen, pair.rejected], usage)
         except ScoreFailure as failure:
-            return self._judgment(task, status=failure.status, error=failure.message, **usage.fields())
+            return self._judgment(
+                task, status=failure.status, error=failure.message, cause=failure.cause, **usage.fields()
+            )
         return self._judgment(
             task,
             verdict=verdict_from_scores(chosen, rejected),
@@ -469,7 +476,7 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
         block = await self.contexts.build(view)
         usage.context_block = block.text
         if block.failure is not None:
-            raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}")
+            raise ScoreFailure(_block_status(block), f"planner: {block.failure.error}", block.failure.cause)
         scores: list[float] = []
         planned: ScoreFailure | None = None
         for answer in answers:
@@ -511,25 +518,28 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
             }
         )
         result = await self._ask(prompt, usage, sample, varying=(answer,))
-        if not result.ok:
-            raise ScoreFailure(_status(result), result.error or "call failed")
-        value = parse_score(result.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
-        if value is None and self.repair:
-            repaired = await self._repair(prompt, result.text or "", "Score: <integer from 1 to 10>", usage)
+
+        def score(text: str) -> float | None:
+            return parse_score(text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
+
+        reading = read_reply(result, score, "score")
+        if self.repair and may_repair(reading, result):
+            asked = await self._repair(prompt, result.text or "", "Score: <integer from 1 to 10>", usage)
+            repaired = read_reply(asked, score, "score")
             if repaired.ok:
-                value = parse_score(repaired.text, [answer], low=SCORE_SCALE[0], high=SCORE_SCALE[1])
-        if value is None:
-            raise ScoreFailure("parse_error", f"no score in reply: {_snippet(result.text)}")
-        return value
+                reading = repaired
+        if reading.value is None:
+            raise ScoreFailure(_status(reading.status), reading.error or "call failed", reading.cause)
+        return reading.value
 
 
-def _status(result: LLMResult) -> Status:
-    return result.status if result.status in CALL_STATUSES else "api_error"
+def _status(status: str) -> Status:
+    return status if status in STATUSES else "api_error"
 
 
 def _block_status(block: ContextBlock) -> Status:
     assert block.failure is not None
-    return block.failure_status or _status(block.failure)
+    return block.failure_status or _status(block.failure.status)
 
 
 def _snippet(text: str | None, limit: int = 120) -> str:

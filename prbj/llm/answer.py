@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from prbj.llm.finish import COMPLETE, ReplyEnd, end_fields
 from prbj.llm.logprobs import TokenChoice, from_stored, to_stored
 
 # The key of the verdict-letter log-probabilities (prbj.llm.logprobs), present only in answers to requests that
@@ -22,7 +23,10 @@ def answer_value(
     purpose: str,
     *,
     logprobs: Sequence[TokenChoice] | None = None,
+    end: ReplyEnd = COMPLETE,
 ) -> dict[str, Any]:
+    """A cut-off or refused reply is stored with its status and end (it was paid for: a rerun replays it); an
+    ordinary answer's value is what it always was."""
     value: dict[str, Any] = {
         "text": text,
         "prompt_tokens": prompt_tokens,
@@ -30,6 +34,7 @@ def answer_value(
         "cost_usd": cost_usd,
         "model": model,
         "purpose": purpose,
+        **end_fields(end),
     }
     if logprobs is not None:
         value[LOGPROBS_KEY] = to_stored(logprobs)

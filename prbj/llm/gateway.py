@@ -13,9 +13,8 @@ the gateway. Local computations that are not chat calls (scalar reward scores) r
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -32,32 +31,32 @@ from tenacity import (
     stop_after_delay,
 )
 
-from prbj.data.status import CallStatus
+from prbj.data.status import REPLIED_STATUSES, CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.answer import answer_value, stored_logprobs
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
+from prbj.llm.error_text import describe_error, one_line
+from prbj.llm.finish import COMPLETE, ReplyEnd, end_cause, end_message, end_of
 from prbj.llm.litellm_setup import count_prompt_tokens
 from prbj.llm.logprobs import TokenChoice
 from prbj.llm.pacing import ProviderPacing
 from prbj.llm.param_rules import DEFAULT_MAX_TOKENS, output_cap
 from prbj.llm.prompt_cache import cache_adjustment, cache_write_premium
+from prbj.llm.provider_errors import from_provider
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.retry import (
+    AskedTooLong,
     BackoffWait,
     RetryPolicy,
-    causes,
+    cause_of,
     http_status,
     is_rate_limit,
     is_retryable,
     is_timeout,
-    is_unreachable,
-    raised_before_sending,
-    status_of,
 )
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
-from prbj.llm.urls import redact_url
 
 if TYPE_CHECKING:
     # Imported where a batch is queued: a run without --batch does not load the batch machinery (~0.05 s).
@@ -114,12 +113,23 @@ class LLMResult:
     attempts: int = 0
     cached: bool = False
     error: str | None = None
+    # Why the call did not end ok, in the short words failures are counted by ("429 Too Many Requests", "quota
+    # exhausted", "truncated", "refused (SAFETY)"); None when it did (or when its status says it all).
+    cause: str | None = None
+    # How the reply ended (cut at the output cap, refused) and the hidden reasoning tokens it spent.
+    end: ReplyEnd = COMPLETE
     # Letter positions of the reply with their log-probabilities, when the request asked (prbj.llm.logprobs).
     logprobs: tuple[TokenChoice, ...] | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def replied(self) -> bool:
+        """The provider answered (and billed) it: ok, or a reply cut at its cap or refused, whose text (if any)
+        a reader may still look at."""
+        return self.status in REPLIED_STATUSES
 
 
 @dataclass
@@ -128,6 +138,9 @@ class ProviderStats:
     model: str
     requests_sent: int = 0
     calls_ok: int = 0
+    # Paid replies that reached their output cap, or that the provider refused (filter, safety block, refusal).
+    truncated: int = 0
+    refused: int = 0
     cache_hits: int = 0
     retries: int = 0
     rate_limited: int = 0
@@ -205,7 +218,11 @@ class Gateway:
         # `iter` runs to completion without yielding to the event loop, so concurrent calls never interleave in it.
         self._retrying = Retrying(
             retry=retry_if_exception(is_retryable),
-            stop=stop_after_attempt(self.retry.max_attempts) | stop_after_delay(self.retry.max_total_seconds),
+            stop=(
+                stop_after_attempt(self.retry.max_attempts)
+                | stop_after_delay(self.retry.max_total_seconds)
+                | AskedTooLong(self.retry)
+            ),
             wait=BackoffWait(self.retry),
             reraise=False,
         )
@@ -298,7 +315,7 @@ class Gateway:
             return bought
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
-            return self._hit(state, hit)
+            return self._hit(state, hit, request)
         if self.mode == "dry_run":
             return self._plan(state, provider, request, key)
         if self.mode == "cache_only":
@@ -311,7 +328,7 @@ class Gateway:
             self._inflight, key, lambda: self._buy_leased(state, provider, request, key)
         )
         if shared:
-            return replace(result, cost_usd=0.0, cached=result.ok)
+            return replace(result, cost_usd=0.0, cached=result.replied)
         return result
 
     async def cached(self, key: str, compute: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
@@ -368,16 +385,18 @@ class Gateway:
                 continue
             self.budget.settle(pending.reserved, answer.cost_usd)
             completion = answer.completion
-            self._batch_bought[answer.key] = LLMResult(
-                status="ok",
-                text=completion.text,
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
+            self._batch_bought[answer.key] = replied(
+                completion.text,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                completion.end,
+                pending.call.params,
                 cost_usd=answer.cost_usd,
                 original_cost_usd=answer.cost_usd,
                 attempts=1,
                 logprobs=completion.logprobs,
             )
+            _count_end(stats, completion.end)
             stats.batch_calls += 1
             stats.prompt_tokens += answer.completion.prompt_tokens
             stats.completion_tokens += answer.completion.completion_tokens
@@ -414,14 +433,18 @@ class Gateway:
             batch.enqueue(pending)
         return LLMResult(status="skipped_cache", error="queued for a provider batch job")
 
-    def _hit(self, state: _ProviderState, hit: Mapping[str, Any]) -> LLMResult:
+    def _hit(self, state: _ProviderState, hit: Mapping[str, Any], request: LLMRequest) -> LLMResult:
         state.stats.cache_hits += 1
         state.stats.saved_usd += float(hit.get("cost_usd", 0.0))
-        return LLMResult(
-            status="ok",
-            text=hit["text"],
-            prompt_tokens=int(hit.get("prompt_tokens", 0)),
-            completion_tokens=int(hit.get("completion_tokens", 0)),
+        end = end_of(hit)
+        # The request's parameters name the cap in a cut-off reply's message; an ordinary answer needs none.
+        params = {} if end.plain else self._params(state.spec, request)
+        return replied(
+            hit["text"],
+            int(hit.get("prompt_tokens", 0)),
+            int(hit.get("completion_tokens", 0)),
+            end,
+            params,
             original_cost_usd=float(hit.get("cost_usd", 0.0)),
             cached=True,
             logprobs=stored_logprobs(hit),
@@ -442,13 +465,13 @@ class Gateway:
         claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
         while not claimed:
             if hit is not None:  # the holder stored it
-                return self._hit(state, hit)
+                return self._hit(state, hit, request)
             await asyncio.sleep(LEASE_POLL_SECONDS)
             claimed, hit = await cache.aclaim_unless_stored(key, self._holder, seconds)
         try:
             # Stored by another process between our lookup and our claim.
             if hit is not None:
-                return self._hit(state, hit)
+                return self._hit(state, hit, request)
             renewal = _LeaseRenewal(cache, key, self._holder, seconds)
             try:
                 return await self._buy(state, provider, request, key)
@@ -618,7 +641,7 @@ class Gateway:
             # This attempt was not sent (the provider's breaker is open, or Ctrl-C); the message says why.
             return self._stopped(state, err, last_sent_error, attempts - 1, started, call.api_key)
         except Exception as err:  # not retryable: auth, bad request, unknown model...
-            if not _is_provider_error(err):
+            if not from_provider(err):
                 self.budget.release(reserved)
                 raise
             return self._failed(state, err, attempts, started, call.api_key)
@@ -633,11 +656,12 @@ class Gateway:
         stats.cached_input_tokens += completion.cached_tokens
         stats.provider_cache_saved_usd -= provider_cache
         self.budget.settle(reserved, cost)
-        stats.calls_ok += 1
+        _count_end(stats, completion.end)
         stats.prompt_tokens += prompt_tokens
         stats.completion_tokens += completion_tokens
         stats.cost_usd += cost
         if self.cache is not None:
+            # A cut-off or refused reply is stored too, with its end: it was paid for, and a rerun replays it.
             self.cache.store_soon(
                 key,
                 answer_value(
@@ -648,13 +672,15 @@ class Gateway:
                     spec.model,
                     request.purpose,
                     logprobs=completion.logprobs,
+                    end=completion.end,
                 ),
             )
-        return LLMResult(
-            status="ok",
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+        return replied(
+            text,
+            prompt_tokens,
+            completion_tokens,
+            completion.end,
+            call.params,
             cost_usd=cost,
             original_cost_usd=cost,
             latency_s=time.monotonic() - started,
@@ -755,11 +781,12 @@ class Gateway:
         """A call that the breaker or Ctrl-C stopped: never sent (counted apart, the message says why), or sent
         and failed before its retry was stopped (a failed call, with the failure the provider gave)."""
         if sent == 0:
+            # The cause of a call the breaker stopped is that of the failures that opened it.
             if isinstance(stop, BreakerOpen):
                 state.stats.not_sent_breaker += 1
-            else:
-                state.stats.not_sent_interrupted += 1
-            return LLMResult(status="api_error", error=str(stop))
+                return LLMResult(status="api_error", error=str(stop), cause=stop.cause)
+            state.stats.not_sent_interrupted += 1
+            return LLMResult(status="api_error", error=str(stop), cause="interrupted")
         failed = self._failed(state, last_sent_error, sent, started, api_key)
         return replace(failed, error=f"{failed.error}; its retry was {stop}")
 
@@ -779,9 +806,41 @@ class Gateway:
                 error,
                 describe_error(error, attempts, time.monotonic() - started, secrets=[api_key]),
             ),
+            cause=cause_of(error),
             latency_s=time.monotonic() - started,
             attempts=attempts,
         )
+
+
+def replied(
+    text: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    end: ReplyEnd,
+    params: Mapping[str, Any],
+    **fields: Any,
+) -> LLMResult:
+    """The result of a reply the provider sent (bought now, in a batch, or read from the cache): `ok`, or
+    `truncated` / `refused` with the cause and what to do about it."""
+    return LLMResult(
+        status=end.status,
+        text=text,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        error=end_message(end, completion_tokens, params),
+        cause=end_cause(end),
+        end=end,
+        **fields,
+    )
+
+
+def _count_end(stats: ProviderStats, end: ReplyEnd) -> None:
+    if end.status == "truncated":
+        stats.truncated += 1
+    elif end.status == "refused":
+        stats.refused += 1
+    else:
+        stats.calls_ok += 1
 
 
 # What a round of calls counts that a later round counts again (see Gateway.in_rounds).
@@ -828,11 +887,6 @@ def _with_note(spec: ProviderSpec, error: BaseException | None, text: str) -> st
     return f"{text} ({spec.not_found_note})"
 
 
-def _is_provider_error(error: BaseException) -> bool:
-    module = type(error).__module__
-    return module.startswith(("litellm", "openai", "httpx", "aiohttp")) or status_of(error) is not None
-
-
 async def _once(
     inflight: dict[str, asyncio.Future[T]], key: str, work: Callable[[], Awaitable[T]]
 ) -> tuple[T, bool]:
@@ -855,70 +909,3 @@ async def _once(
         raise
     finally:
         del inflight[key]
-
-
-def describe_error(
-    error: BaseException | None, attempts: int, elapsed: float, *, secrets: Sequence[str | None] = ()
-) -> str:
-    """One line for the user: what failed, after how many attempts; never the key."""
-    if error is None:
-        return f"gave up after {attempts} attempts ({elapsed:.1f}s)"
-    what, _, detail = one_line(error, secrets=secrets).partition(": ")
-    plural = "s" if attempts != 1 else ""
-    return f"{what} after {attempts} attempt{plural} ({elapsed:.1f}s): {detail}"
-
-
-def one_line(error: BaseException, *, secrets: Sequence[str | None] = ()) -> str:
-    """`<what>: <first line of the message>`, where <what> names the real cause: the HTTP status a server
-    answered, or that no server could be reached, or that the client refused to send (LiteLLM reports the
-    last two as a 500 of its own making, which would send the user looking for a server error)."""
-    root = list(causes(error))[-1]
-    if is_unreachable(error):
-        what, message = "could not connect", f"{type(root).__name__}: {root}"
-    elif raised_before_sending(error):
-        what, message = "not sent by the client", str(root)
-    else:
-        status = http_status(error)
-        what, message = type(error).__name__ + (f" HTTP {status}" if status else ""), str(error)
-    # Mask before cutting: a key straddling the cut would otherwise survive in part.
-    text = mask_secrets(message, secrets)
-    first_line = (text.strip().splitlines() or [""])[0][:300]
-    return f"{what}: {first_line}"
-
-
-# Shorter "keys" are placeholders ("EMPTY", "x") or test values: masking them would only mangle the message.
-MIN_SECRET_LENGTH = 8
-_UNMISTAKABLE_SECRET_LENGTH = 20
-_URL_IN_TEXT = re.compile(r"https?://[^\s'\"<>]+")
-_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
-
-
-def mask_secrets(text: str, secrets: Sequence[str | None]) -> str:
-    """`text` with each secret replaced by *** where it stands as a whole token (never inside a longer word),
-    also when the text quotes only its start (a message cut by the provider), and with credentials in any URL
-    it quotes redacted."""
-    text = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)) or "", text)
-    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
-        text = _mask_one(text, secret)
-    return text
-
-
-def _mask_one(text: str, secret: str) -> str:
-    pieces: list[str] = []
-    position = 0
-    start = text.find(secret[:MIN_SECRET_LENGTH])
-    while start >= 0:
-        length = MIN_SECRET_LENGTH
-        while length < len(secret) and start + length < len(text) and text[start + length] == secret[length]:
-            length += 1
-        end = start + length
-        # A whole token: nothing word-like glued to either side (a cut key ends where the secret diverges).
-        before_ok = start == 0 or not _TOKEN_CHAR.match(text[start - 1])
-        after_ok = end == len(text) or not _TOKEN_CHAR.match(text[end])
-        # A full key of real length cannot be an ordinary word: it goes even when glued to other text.
-        whole_key = length == len(secret) and length >= _UNMISTAKABLE_SECRET_LENGTH
-        if whole_key or (before_ok and after_ok):
-            pieces.append(text[position:start] + "***")
-            position = end
-        start = text.find(secret[:MIN_SECRET_LENGTH], max(end, start + 1))
-    return "".join(pieces) + text[position:]

@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from prbj.llm.finish import COMPLETE, ReplyEnd
+from prbj.llm.litellm_finish import RawBody, reply_end
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.logprobs import TokenChoice, asked, from_response
+from prbj.llm.prompt_cache import family
 from prbj.llm.providers import KEYLESS_PLACEHOLDER, LITELLM_TRANSPORT, ProviderSpec
 from prbj.llm.ratelimit_headers import StatedLimits, reply_headers, stated_limits
 from prbj.llm.wire_params import allowed_through
@@ -46,6 +49,8 @@ class Completion:
     logprobs: tuple[TokenChoice, ...] | None = None
     # The rate limits the provider stated in the reply's headers (never cached: they describe the provider now).
     rate_limits: StatedLimits | None = None
+    # How the reply ended (cut at the output cap, refused) and the hidden reasoning it spent: prbj.llm.finish.
+    end: ReplyEnd = COMPLETE
 
 
 class Transport(Protocol):
@@ -59,6 +64,9 @@ class LiteLLMTransport:
 
     async def send(self, call: ChatCall) -> Completion:
         spec = call.provider
+        # Gemini's own reason for a safety block is only in the raw body (see litellm_finish.RawBody).
+        raw = RawBody() if family(spec.model) == "gemini" else None
+        extra: dict[str, Any] = {"logger_fn": raw} if raw is not None else {}
         response = await litellm().acompletion(
             model=spec.model,
             messages=anthropic_cache_breakpoint(call),
@@ -68,6 +76,7 @@ class LiteLLMTransport:
             num_retries=0,
             max_retries=0,
             drop_params=True,
+            **extra,
             **allowed_through(spec.model, call.params),
             **call.params,
         )
@@ -83,6 +92,7 @@ class LiteLLMTransport:
             cache_write_tokens=written,
             logprobs=reply_logprobs(call, getattr(choice, "logprobs", None), text),
             rate_limits=stated_limits(reply_headers(response)),
+            end=reply_end(response, raw),
         )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prbj.errors import ConfigError
+from prbj.llm.finish import LENGTH, STOP, ReplyEnd
 from prbj.llm.gateway import Gateway
 from prbj.llm.logprobs import asked
 from prbj.llm.transport import ChatCall, Completion
@@ -95,8 +96,14 @@ class LocalModels:
             )
         except (ConfigError, LoadError, ValueError) as err:
             raise LocalModelError(str(err)) from err
+        # A reply that hit max_new_tokens ended at its output cap, as a provider's `length`.
+        end = ReplyEnd(LENGTH if generated.finish_reason == LENGTH else STOP)
         return Completion(
-            generated.text, generated.prompt_tokens, generated.completion_tokens, logprobs=generated.logprobs
+            generated.text,
+            generated.prompt_tokens,
+            generated.completion_tokens,
+            logprobs=generated.logprobs,
+            end=end,
         )
 
     def generator(self, path_or_id: str) -> LocalGenerator:

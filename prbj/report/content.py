@@ -103,6 +103,9 @@ class FailureRow:
     # Budget and cache skips, and any status a later version adds.
     skipped: int
     examples: list[str]
+    # Paid replies cut at their output cap before an answer, and replies the provider refused.
+    truncated: int = 0
+    refused: int = 0
 
 
 @dataclass(frozen=True)
@@ -281,8 +284,10 @@ def failure_row(frame: pl.DataFrame, overall: GroupStats, entry: Entry) -> Failu
         messages = frame.filter(pl.col("status") != "ok")["error"].drop_nulls().to_list()
         examples = [message for message, _ in Counter(messages).most_common(3)]
     parse_errors, api_errors = overall.parse_errors or 0, overall.api_errors or 0
-    skipped = overall.failed - parse_errors - api_errors
-    return FailureRow(entry, overall.n, parse_errors, api_errors, skipped, examples)
+    # Not in summary.json (whose fields a plain run keeps unchanged): counted from the judgments.
+    truncated, refused = (int((frame["status"] == status).sum()) for status in ("truncated", "refused"))
+    skipped = overall.failed - parse_errors - api_errors - truncated - refused
+    return FailureRow(entry, overall.n, parse_errors, api_errors, skipped, examples, truncated, refused)
 
 
 def _rm_names(entry: Entry, first_context: dict[str, str]) -> set[str]:

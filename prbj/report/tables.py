@@ -3,10 +3,11 @@ renderers each lay out in their own way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prbj.report import fmt
-from prbj.report.content import ReportContent
+from prbj.report.content import FailureRow, ReportContent
 
 
 @dataclass(frozen=True)
@@ -198,32 +199,36 @@ def cost_table(content: ReportContent) -> TextTable:
 
 def failures_table(content: ReportContent) -> TextTable:
     several = len(content.runs) > 1
-    headers = [
-        *_entry_headers(several),
-        "parse errors",
-        "API errors",
-        "skipped (budget)",
-        "most common errors",
-    ]
+    # Replies cut at their output cap or refused get columns only when a run had some.
+    unanswered = any(r.truncated or r.refused for r in content.failures)
+    counts: list[tuple[str, Callable[[FailureRow], int]]] = [("parse errors", lambda r: r.parse_errors)]
+    if unanswered:
+        counts += [("cut off at the cap", lambda r: r.truncated), ("refused", lambda r: r.refused)]
+    counts += [("API errors", lambda r: r.api_errors), ("skipped (budget)", lambda r: r.skipped)]
+    headers = [*_entry_headers(several), *(name for name, _ in counts), "most common errors"]
     rows = [
         [
             *_entry_cells(r.entry.run, r.entry.judge, r.entry.context, several),
-            f"{r.parse_errors}/{r.total}",
-            f"{r.api_errors}/{r.total}",
-            f"{r.skipped}/{r.total}",
+            *(f"{count(r)}/{r.total}" for _, count in counts),
             "; ".join(_shorten(message) for message in r.examples) or fmt.DASH,
         ]
         for r in content.failures
     ]
     k = len(_entry_headers(several))
+    note = (
+        " Cut off: the reply reached its output cap (often spent on hidden reasoning) before an answer; refused: "
+        "a content filter, safety block or refusal."
+        if unanswered
+        else ""
+    )
     return TextTable(
         "failures",
         "Failures",
         headers,
         rows,
-        [False] * k + [True] * 3 + [False],
+        [False] * k + [True] * len(counts) + [False],
         "Failures are counted apart and excluded from accuracy. Skipped: not sent because of the budget "
-        "(--max-cost) or absent from the cache (--cache-only).",
+        "(--max-cost) or absent from the cache (--cache-only)." + note,
     )
 
 

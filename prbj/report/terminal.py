@@ -3,11 +3,9 @@ are formatted by prbj.report.fmt, as in the written reports."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import Any
 
 from rich import box
@@ -73,29 +71,12 @@ def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
 
 
 _MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}
-_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 
 
-def failure_cause(status: str, error: str | None) -> str:
-    """A short name for why a judgment (or sample, grade, build step) failed, to count failures by: the HTTP
-    status the provider answered, a connection failure, or the status itself."""
-    if status != "api_error":
-        return status.replace("_", " ")
-    text = error or ""
-    found = _HTTP_STATUS.search(text)
-    if found:
-        code = int(found.group(1))
-        try:
-            return f"{code} {HTTPStatus(code).phrase}"
-        except ValueError:
-            return f"HTTP {code}"
-    if "could not connect" in text:
-        return "connection failed"
-    if "not sent by the client" in text:
-        return "refused by the client"
-    if "interrupted" in text:
-        return "interrupted"
-    return text.split(" ", 1)[0].rstrip(":") or "api error"
+def failure_cause(status: str, cause: str | None) -> str:
+    """The short name a failure (of a judgment, sample, grade or build step) is counted by: the cause recorded
+    where it happened (`429 Too Many Requests`, `quota exhausted`, `refused (SAFETY)`), else its status."""
+    return cause or status.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -108,17 +89,18 @@ class FailureCause:
     not_sent_why: str = ""
 
 
-def failure_causes(rows: Iterable[tuple[str, str | None]]) -> list[FailureCause]:
-    """Each cause among failed (status, error) rows with its count and first message, most frequent first."""
+def failure_causes(rows: Iterable[tuple[str, str | None, str | None]]) -> list[FailureCause]:
+    """Each cause among failed (status, cause, error) rows with its count and first message, most frequent
+    first."""
     counts: Counter[str] = Counter()
     not_sent: Counter[str] = Counter()
     why: dict[str, str] = {}
     first: dict[str, str] = {}
-    for status, error in rows:
+    for status, recorded, error in rows:
         # Statuses outside the vocabulary (a reward model's invalid_score) are failures too.
         if status not in FAILED_STATUSES and status in STATUSES:
             continue
-        cause = failure_cause(status, error)
+        cause = failure_cause(status, recorded)
         counts[cause] += 1
         # A skip's status already says it was never sent; a stopped call's error says so and why.
         if status == "api_error" and was_not_sent(status, error):
@@ -137,7 +119,7 @@ def _not_sent_why(error: str) -> str:
     return "interrupted" if "interrupted" in error else ""
 
 
-def print_failure_causes(rows: Iterable[tuple[str, str | None]], console: Console) -> None:
+def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], console: Console) -> None:
     """One line per cause: `401 Unauthorized ×150: <first message>`; nothing when nothing failed."""
     causes = failure_causes(rows)
     if not causes:
@@ -218,12 +200,17 @@ def _not_sent_note(usage: Sequence[dict[str, Any]]) -> str | None:
 
 
 def _extra_columns(usage: Sequence[dict[str, Any]], *, dry_run: bool) -> dict[str, Callable[[dict[str, Any]], str]]:
-    """Columns shown only when some provider used them: batch jobs (--batch) and the provider's prompt cache."""
+    """Columns shown only when some provider used them: replies cut off or refused, batch jobs (--batch) and the
+    provider's prompt cache."""
     columns: dict[str, Callable[[dict[str, Any]], str]] = {}
     if dry_run:
         if any(row.get("planned_batch_cost_usd") for row in usage):
             columns["est. USD batch"] = lambda row: f"{row.get('planned_batch_cost_usd', 0.0):.4f}"
         return columns
+    if any(row.get("truncated") or row.get("refused") for row in usage):
+        # Paid replies without an answer: cut at the output cap, or refused by the provider.
+        columns["truncated"] = lambda row: str(row.get("truncated", 0))
+        columns["refused"] = lambda row: str(row.get("refused", 0))
     if any(row.get("batch_calls") for row in usage):
         columns["batch"] = lambda row: str(row.get("batch_calls", 0))
         columns["$ saved by batch"] = lambda row: f"{row.get('batch_saved_usd', 0.0):.4f}"

@@ -12,7 +12,7 @@ from rich.console import Console
 from prbj.context.planner import Planner
 from prbj.data import load_dataset
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
-from prbj.display.width import output_console
+from prbj.display.width import output_console, print_error
 from prbj.errors import ConfigError, DataError
 from prbj.judges.base import Judge
 from prbj.judges.registry import build_judges, resolve_judges
@@ -82,7 +82,7 @@ def run_judge_command(
     print_leaderboard(result.summary, console)
     for note in result.extra.get("selective_notes", []):
         console.print(f"selective: {note}", highlight=False)
-    print_failure_causes(result.judgments.select("status", "error").iter_rows(), console)
+    print_failure_causes(result.judgments.select("status", "cause", "error").iter_rows(), console)
     _print_truncations(result.judgments, judging.scalar.max_length, console)
     if usage:
         console.print(usage_table(usage))
@@ -171,9 +171,8 @@ def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) ->
         .filter(pl.col("ok") == 0)
     )
     for judge_name, context, _, n in empty.iter_rows():
-        console.print(
-            f"[bold red]error:[/bold red] {judge_name} ({context}) had no successful judgment ({n}/{n} failed; "
-            "causes above)"
+        print_error(
+            console, f"{judge_name} ({context}) had no successful judgment ({n}/{n} failed; causes above)"
         )
     if empty.height:
         return 1
@@ -182,9 +181,10 @@ def _exit_code(judgments: Any, fail_on_error: float | None, console: Console) ->
     failed = int(judgments["status"].is_in(FAILED_STATUSES).sum())
     share = failed / judgments.height
     if share > fail_on_error:
-        console.print(
-            f"[bold red]error:[/bold red] {failed}/{judgments.height} judgments failed "
-            f"({share:.1%} > --fail-on-error {fail_on_error:.1%})"
+        print_error(
+            console,
+            f"{failed}/{judgments.height} judgments failed "
+            f"({share:.1%} > --fail-on-error {fail_on_error:.1%})",
         )
         return 1
     return 0

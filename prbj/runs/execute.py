@@ -61,6 +61,9 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
     "completion_tokens": pl.Int64,
     "cached": pl.Boolean,
     "error": pl.String,
+    # Why a judgment failed, in the short words the report counts failures by ("429 Too Many Requests", "quota
+    # exhausted", "truncated", "refused (SAFETY)"); null when it did not fail or its status says it all.
+    "cause": pl.String,
     "truncated": pl.Boolean,
     # The sample index of an LLM judge's call (above 0 when --retry-failed re-asked it); None for other judges.
     "sample_index": pl.Int64,

@@ -3,8 +3,8 @@ and applied to a run's judgments with Polars (server side: a page never ships th
 
 Each filter narrows the judgments one way; together they are ANDed:
     judge, context, subset, status   the row's value is one of those given (repeatable)
-    outcome    correct (status ok and correct), wrong (status ok and not correct: ties too), failed (status
-               not ok)
+    outcome    correct (status ok and correct), wrong (status ok and not correct: ties too), abstained (a
+               verdict withheld by --selective), failed (a failed status of data.status; a dry run is neither)
     inconsistent   the verdict is `inconsistent` (--order both: the two orders picked different answers)
     disagree   the pair's ok judgments among the selected judges and contexts are not all correct or all wrong
     changed    the judgment's status, verdict or correctness differs in the other run named (same dataset)
@@ -19,7 +19,9 @@ from typing import Any
 
 import polars as pl
 
-OUTCOMES = ("correct", "wrong", "failed")
+from prbj.data.status import ABSTAINED, FAILED_STATUSES
+
+OUTCOMES = ("correct", "wrong", "abstained", "failed")
 PAGE_SIZE = 50
 # The table's columns, when the run has them; other engineers' columns (cause, p_chosen, confidence) join
 # when present.
@@ -133,7 +135,10 @@ def outcome_expr(outcome: str) -> pl.Expr:
         return ok & pl.col("correct").fill_null(False)
     if outcome == "wrong":
         return ok & ~pl.col("correct").fill_null(False)
-    return ~ok
+    if outcome == "abstained":
+        return pl.col("status") == ABSTAINED
+    # Counted as the run's figures count them: an abstention is not a failure.
+    return _is_in("status", FAILED_STATUSES)
 
 
 def disagreeing_pairs(frame: pl.LazyFrame) -> pl.LazyFrame:

@@ -5,6 +5,7 @@ and stored in the very cache entries a live call would write.
 - `wire`: the provider-neutral shapes (one request line, one outcome, a job's progress) and the client protocol.
 - `openai_client`, `anthropic_client`, `gemini_client`: each provider's batch wire format.
 - `queue`: what the gateway hands over in batch mode; submits, polls, stores answers, reports outcomes.
+- `trouble`: a provider refusing a job's create, poll or results call ends the run in one line (exit 1).
 """
 
 from __future__ import annotations

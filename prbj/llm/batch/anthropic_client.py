@@ -22,6 +22,7 @@ from prbj.llm.batch.wire import (
     provider_params,
     with_unanswered,
 )
+from prbj.llm.litellm_finish import native_end, thinking_tokens
 from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion, anthropic_cache_breakpoint
 
@@ -123,20 +124,24 @@ def _outcome(cid: str, result: Any) -> Outcome:
     if kind == "succeeded":
         message = result.message
         text = "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
+        thinking = "".join(getattr(block, "thinking", "") for block in message.content if block.type == "thinking")
         usage = message.usage
         prompt = (
             (usage.input_tokens or 0)
             + (usage.cache_read_input_tokens or 0)
             + (usage.cache_creation_input_tokens or 0)
         )
+        output = usage.output_tokens or 0
         return Outcome(
             cid,
             completion=Completion(
                 text=text,
                 prompt_tokens=prompt,
-                completion_tokens=usage.output_tokens or 0,
+                completion_tokens=output,
                 cached_tokens=usage.cache_read_input_tokens or 0,
                 cache_write_tokens=usage.cache_creation_input_tokens or 0,
+                # max_tokens (thinking counts against it) and refusal end as a live reply would.
+                end=native_end(message.stop_reason, thinking_tokens(thinking, output)),
             ),
         )
     if kind == "errored":

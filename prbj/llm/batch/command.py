@@ -63,7 +63,7 @@ def run_batch_cancel(cache_dir: Path | None, run: str | None) -> int:
 
     async def cancel() -> None:
         for record in records:
-            await queue.client(record.family).cancel(record)
+            await queue.cancel(record)
 
     asyncio.run(cancel())
     output_console().print(
@@ -84,7 +84,7 @@ def run_batch_collect(cache_dir: Path | None, run: str | None, wait: bool, show_
 
         async def collect() -> tuple[int, int, int]:
             for record in unresolved:
-                found = await queue.client(record.family).find(record)
+                found = await queue.find(record)
                 if found is not None:
                     record.provider_job_id, record.state = found, SUBMITTED
                     queue.ledger.save(record)
@@ -93,9 +93,9 @@ def run_batch_collect(cache_dir: Path | None, run: str | None, wait: bool, show_
                 await queue.poll(ready)
             answered = failed = 0
             for record in ready:
-                if not wait and (await queue.client(record.family).progress(record)).phase != ENDED:
+                if not wait and (await queue.refresh(record)).phase != ENDED:
                     continue
-                answers = queue.collect(record, await queue.client(record.family).results(record))
+                answers = queue.collect(record, await queue.results(record))
                 answered += sum(1 for a in answers if a.completion is not None)
                 failed += sum(1 for a in answers if a.completion is None)
             return answered, failed, sum(1 for r in records if r.open)

@@ -25,6 +25,7 @@ from prbj.llm.batch.wire import (
     provider_params,
     with_unanswered,
 )
+from prbj.llm.litellm_finish import gemini_end
 from prbj.llm.logprobs import from_gemini
 from prbj.llm.providers import KEYLESS_PLACEHOLDER
 from prbj.llm.transport import Completion
@@ -127,7 +128,8 @@ class GeminiBatchClient:
                 if item.error is not None:
                     outcomes.append(Outcome(key, error=_reason(item.error)))
                 else:
-                    outcomes.append(_outcome(key, item.response.model_dump(by_alias=True, exclude_none=True)))
+                    response = item.response.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    outcomes.append(_outcome(key, response))
         elif dest is not None and dest.file_name:
             data = await client.files.download(file=dest.file_name)
             for row in data.decode().splitlines():
@@ -187,13 +189,14 @@ def _outcome(key: str, response: dict[str, Any]) -> Outcome:
     text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
     usage = response.get("usageMetadata") or response.get("usage_metadata") or {}
     prompt = int(usage.get("promptTokenCount") or usage.get("prompt_token_count") or 0)
-    completion = int(usage.get("candidatesTokenCount") or usage.get("candidates_token_count") or 0) + int(
-        usage.get("thoughtsTokenCount") or usage.get("thoughts_token_count") or 0
-    )
-    if not candidates:
+    thoughts = int(usage.get("thoughtsTokenCount") or usage.get("thoughts_token_count") or 0)
+    completion = int(usage.get("candidatesTokenCount") or usage.get("candidates_token_count") or 0) + thoughts
+    # A blocked prompt has no candidates: a refusal naming its blockReason, as on the live path.
+    end = gemini_end(response, thoughts)
+    if not candidates and end.status != "refused":
         return Outcome(key, error=f"no candidates: {json.dumps(response)[:200]}")
     cached = int(usage.get("cachedContentTokenCount") or usage.get("cached_content_token_count") or 0)
-    first = candidates[0] if isinstance(candidates[0], dict) else {}
+    first = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
     logprobs = from_gemini(first.get("logprobsResult") or first.get("logprobs_result"), text)
     return Outcome(
         key,
@@ -203,5 +206,6 @@ def _outcome(key: str, response: dict[str, Any]) -> Outcome:
             completion_tokens=completion,
             cached_tokens=cached,
             logprobs=None if logprobs is None else tuple(logprobs),
+            end=end,
         ),
     )

@@ -23,6 +23,7 @@ from prbj.llm.batch.wire import (
     provider_params,
     with_unanswered,
 )
+from prbj.llm.litellm_finish import native_end
 from prbj.llm.litellm_setup import litellm
 from prbj.llm.logprobs import from_response
 from prbj.llm.transport import Completion
@@ -158,6 +159,7 @@ def _outcome(row: dict[str, Any]) -> Outcome:
     usage = body.get("usage") or {}
     choice = (body.get("choices") or [{}])[0]
     text = (choice.get("message") or {}).get("content") or ""
+    reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
     logprobs = from_response(choice.get("logprobs"), text)
     return Outcome(
         cid,
@@ -167,6 +169,8 @@ def _outcome(row: dict[str, Any]) -> Outcome:
             completion_tokens=int(usage.get("completion_tokens") or 0),
             cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
             logprobs=None if logprobs is None else tuple(logprobs),
+            # A line cut at its cap (length) or filtered (content_filter) ends as a live reply would.
+            end=native_end(choice.get("finish_reason"), reasoning),
         ),
     )
 

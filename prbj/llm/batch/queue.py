@@ -22,7 +22,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from prbj.llm.answer import answer_value
 from prbj.llm.batch import BatchSubmitted
 from prbj.llm.batch.ledger import COLLECTED, SUBMITTED, SUBMITTING, Entry, JobRecord, Ledger, custom_id
-from prbj.llm.batch.wire import ENDED, BatchClient, BatchLine, family_of, split
+from prbj.llm.batch.trouble import talking_to
+from prbj.llm.batch.wire import ENDED, BatchClient, BatchLine, Outcome, family_of, split
 from prbj.llm.batch.wire import Progress as JobProgress  # rich's Progress draws the display
 from prbj.llm.cache import ResponseCache
 from prbj.llm.prompt_cache import cache_rates
@@ -142,7 +143,7 @@ class BatchQueue:
         await self.poll(mine)
         answers: list[Answer] = []
         for record in mine:
-            answers += self.collect(record, await self.client(record.family).results(record), queued)
+            answers += self.collect(record, await self.results(record), queued)
         return answers
 
     def _cached(self, key: str) -> bool:
@@ -151,11 +152,12 @@ class BatchQueue:
     async def _resolve(self, record: JobRecord, queued: Mapping[str, Pending]) -> None:
         """A record left `submitting` by a process that died: adopt the job if it was created, else create it."""
         client = self.client(record.family)
-        found = await client.find(record)
+        found = await self.find(record)
         if found is None:
             lines = [BatchLine(custom_id(k), queued[k].call) for k in record.keys if k in queued]
             record.entries = [e for e in record.entries if e.key in queued]
-            found = await client.resume_submit(record, lines, self.ledger.save)
+            async with talking_to(record, "creating"):
+                found = await client.resume_submit(record, lines, self.ledger.save)
         record.provider_job_id, record.state = found, SUBMITTED
         self.ledger.save(record)
 
@@ -190,9 +192,11 @@ class BatchQueue:
                         Entry(by_id[line.custom_id].key, by_id[line.custom_id].purpose) for line in chunk
                     ],
                 )
-                # Durable before the create call leaves: a crash from here on leaves a record to resolve.
+                # Durable before the create call leaves: a crash (or a refused create) from here on leaves a
+                # record to resolve.
                 self.ledger.save(record)
-                record.provider_job_id = await client.submit(record, chunk, self.ledger.save)
+                async with talking_to(record, "creating"):
+                    record.provider_job_id = await client.submit(record, chunk, self.ledger.save)
                 record.state = SUBMITTED
                 self.ledger.save(record)
                 records.append(record)
@@ -232,15 +236,30 @@ class BatchQueue:
 
     async def refresh(self, record: JobRecord) -> JobProgress:
         """The job's progress at its provider, kept on the record (saved to the ledger only when it changed)."""
-        progress = await self.client(record.family).progress(record)
+        async with talking_to(record, "polling"):
+            progress = await self.client(record.family).progress(record)
         now = (progress.provider_state, progress.done, progress.failed)
         if (record.provider_state, record.done, record.failed) != now:
             record.provider_state, record.done, record.failed = now
             self.ledger.save(record)
         return progress
 
+    async def find(self, record: JobRecord) -> str | None:
+        """The provider's id of the job a `submitting` record was creating, if the create took effect."""
+        async with talking_to(record, "looking up"):
+            return await self.client(record.family).find(record)
+
+    async def results(self, record: JobRecord) -> list[Outcome]:
+        """What became of each request of an ended job."""
+        async with talking_to(record, "reading the results of"):
+            return await self.client(record.family).results(record)
+
+    async def cancel(self, record: JobRecord) -> None:
+        async with talking_to(record, "cancelling"):
+            await self.client(record.family).cancel(record)
+
     def collect(
-        self, record: JobRecord, outcomes: list, queued: Mapping[str, Pending] | None = None
+        self, record: JobRecord, outcomes: list[Outcome], queued: Mapping[str, Pending] | None = None
     ) -> list[Answer]:
         """Store the answers of an ended job in the cache, keep its failures, mark it collected."""
         by_id = {custom_id(e.key): e for e in record.entries}
@@ -267,6 +286,7 @@ class BatchQueue:
                         record.model,
                         entry.purpose,
                         logprobs=completion.logprobs,
+                        end=completion.end,
                     ),
                 )
             record.failures.pop(entry.key, None)
