@@ -200,3 +200,12 @@ def test_the_same_surety_on_either_side_is_one_confidence() -> None:
     assert rated["confidence"].n_unique() == 1
     (row,) = calibration(rated, seed=0)
     assert row.auroc == 0.5
+
+
+def test_a_judge_wrong_on_every_pair_is_calibrated_without_error() -> None:
+    """Found by running the documented examples (issue 26): a judge that always answers "A" with p = 0.5, run
+    in both orders, is wrong on every pair; calibrating it raised IndexError."""
+    confidence = np.full(12, 0.5)
+    figures = calibrate(confidence, np.zeros(12), confidence, resamples=Resamples(seed=1, resamples=50))
+    assert figures["accuracy"] == 0.0 and figures["ece"] == pytest.approx(0.5)
+    assert figures["auroc"] is None

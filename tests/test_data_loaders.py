@@ -131,6 +131,12 @@ def test_bad_json_line(tmp_path: Path) -> None:
     assert message.startswith(f"{path}:2: bad JSON")
 
 
+def test_a_json_error_is_a_whole_sentence(tmp_path: Path) -> None:
+    """Issue 26: json's own message stops mid-sentence ("Unterminated string starting at"); the place ends it."""
+    path = write_jsonl(tmp_path / "p.jsonl", [make_record(1), '{"id": "t-2", "question": "cut'])
+    assert _error(path) == f"{path}:2: bad JSON: Unterminated string starting at column 27"
+
+
 def test_non_utf8(tmp_path: Path) -> None:
     path = tmp_path / "p.jsonl"
     good = json.dumps(make_record(1)).encode()

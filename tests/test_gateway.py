@@ -342,6 +342,15 @@ def test_missing_key_names_the_variable(server, monkeypatch) -> None:
         provider("gemini-3-flash", server).api_key()
 
 
+def test_an_unpriced_litellm_model_names_the_two_ways_out() -> None:
+    """Issue 26: the message said "set [price] ... in --provider", which has no such thing."""
+    spec = resolve_provider("litellm:openai/Qwen/Qwen3-8B")
+    with pytest.raises(ConfigError) as raised:
+        spec.check_priced()
+    message = str(raised.value)
+    assert "--api-base URL" in message and "--providers-dir" in message and "in --provider " not in message
+
+
 def test_a_paid_provider_without_a_price_is_a_configuration_error(tmp_path) -> None:
     (tmp_path / "mystery.toml").write_text('model = "openai/mystery-model"\napi_key_env = "OPENAI_API_KEY"\n')
     spec = resolve_provider("mystery", tmp_path)

@@ -210,3 +210,22 @@ async def test_served_llm_judge_answers_on_zero_one_in_official_mode() -> None:
     requests = [ScoreRequest(view, answer) for answer in ("a", "b", "c")]
     assert await RewardService(Fixed(), protocol="official").score(requests) == pytest.approx([1.0, 0.0, 0.5])
     assert await RewardService(Fixed()).score(requests) == pytest.approx([10.0, 1.0, 5.5])
+
+
+@pytest.mark.parametrize("protocol", ["official", "prbj"])
+def test_an_official_repo_that_is_not_there_is_refused_even_when_no_judge_reads_it(
+    tmp_path: Path, protocol: str
+) -> None:
+    """Issue 26: `--official-repo` pointing nowhere was accepted when no judge read it (offline judges)."""
+    from click.testing import CliRunner
+
+    from prbj.cli import main
+
+    args = ["judge", "--no-progress", "-p", "length", "--limit", "1", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(main, [*args, "--protocol", protocol, "--official-repo", str(tmp_path / "nowhere")])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines() == [
+        f"error: --official-repo {tmp_path / 'nowhere'}: no such folder (your clone of "
+        "https://github.com/Martin-qyma/Personalized-RewardBench)"
+    ]
+    assert not (tmp_path / "out").exists()

@@ -63,3 +63,28 @@ def test_readme_examples_for_reading_runs_run_as_written(tmp_path: Path, monkeyp
             args = [*args[: args.index(star)], *folders, *args[args.index(star) + 1 :]]
         result = runner.invoke(main, args)
         assert result.exit_code == 0, (command, result.output)
+
+
+def _ci_block() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Tests and CI", 1)[1].split("\n## ", 1)[0]
+    return next(block for block in _bash_blocks(section) if "pytest -m processes" in block).splitlines()
+
+
+def test_readme_lists_the_exact_commands_of_ci() -> None:
+    """Issue 26: README gives .ci/run's commands; this keeps the two in step (the venv set-up and the `if`
+    around installing Chromium aside)."""
+    script = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    commands = [line for line in script if line and not line.startswith("#")]
+    start = commands.index("python -m pip install --quiet --upgrade pip")
+    wrapper = ("if ", "fi", "then", "source ")
+    expected = [line for line in commands[start:] if not line.startswith(wrapper)]
+    assert _ci_block() == expected
+
+
+def test_readme_says_what_the_default_pytest_leaves_out() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    addopts = re.search(r"addopts = \"-ra -m '(.*)'\"", (ROOT / "pyproject.toml").read_text()).group(1)  # type: ignore[union-attr]
+    for marker in re.findall(r"not (\w+)", addopts):
+        assert f"pytest -m {marker}" in text, marker
+    assert "chromium" in text.lower()

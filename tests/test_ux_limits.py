@@ -99,3 +99,6 @@ def test_unknown_provider_context_and_subset_suggest_the_nearest(tmp_path: Path)
     subsets = ["Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture"]
     with pytest.raises(DataError, match="did you mean 'Lifestyle_and_Personal_Development'"):
         match_subset("lifstyle", subsets)
+    # Issue 26: a typo in the short form of a subset's name got no suggestion.
+    with pytest.raises(DataError, match="did you mean 'Art_and_Entertainment'\\?"):
+        match_subset("artt", subsets)

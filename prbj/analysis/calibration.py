@@ -126,9 +126,10 @@ class _Prepared:
         wrong_confidence, right_confidence = confidence[:wrong], confidence[wrong:]
         below = np.searchsorted(wrong_confidence, right_confidence, side="left")
         below_or_tied = np.searchsorted(wrong_confidence, right_confidence, side="right")
+        # No right verdict at all (every one wrong): no run of right ones to mark.
         changes = np.flatnonzero(
             np.r_[True, (below[1:] != below[:-1]) | (below_or_tied[1:] != below_or_tied[:-1])]
-        )
+        )[: below.size]
         run_starts = wrong + changes
         return _Prepared(
             order,
@@ -138,7 +139,7 @@ class _Prepared:
             segments,
             bins[starts],
             right[starts],
-            np.c_[run_starts, np.r_[run_starts[1:], n]],
+            np.c_[run_starts, np.r_[run_starts[1:], n][: run_starts.size]],
             below[changes],
             below_or_tied[changes],
         )

@@ -37,7 +37,7 @@ from typing import Any
 
 import polars as pl
 
-from prbj.data.files import read_json, write_parquet
+from prbj.data.files import json_problem, read_json, write_parquet
 from prbj.data.validate import Location
 from prbj.errors import ConfigError, DataError
 
@@ -268,7 +268,7 @@ def _jsonl_records(path: Path) -> Iterable[tuple[Location, Any]]:
             try:
                 yield Location(str(path), line_number), json.loads(line)
             except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{line_number}: invalid JSON: {err.msg}") from err
+                raise DataError(f"{path}:{line_number}: invalid JSON: {json_problem(err, with_line=False)}") from err
 
 
 def _from_records(

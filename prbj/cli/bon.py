@@ -114,8 +114,8 @@ def bon_sample(no_seed: bool, **options: Any) -> None:
 
     \b
     Examples:
-      prbj bon sample --policy openai-compatible --api-base http://127.0.0.1:8000/v1 --n 16
-      prbj bon sample --policy qwen2.5-0.5b --providers-dir my-providers/ --limit 50   # own profile
+      prbj bon sample --policy openai-compatible --api-base http://127.0.0.1:8000/v1 --n 8 --limit 10
+      prbj bon sample --policy qwen2.5-0.5b --providers-dir my-providers/ --n 8 --limit 5   # own profile
       prbj bon sample --policy gemini-3-flash --n 8 --subset art --max-cost 1 --dry-run
     """
     from prbj.bon.command import run_sample_command

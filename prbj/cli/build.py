@@ -127,11 +127,11 @@ def build(**options: Any) -> None:
 
     \b
     Examples:
-      prbj build --input lamp_qa.jsonl --out builds/b1 -p gemini-3-flash
+      prbj build --input examples/lamp_qa.jsonl --out builds/b1 -p gemini-3-flash
       prbj build --input hf:alireza7/LaMP-QA --subset art --limit 50 --out builds/art --max-cost 5 \\
         --planner-provider gemini-3-flash --chosen-provider gpt-5.1 --rejected-provider gpt-5.1 \\
         --check-provider claude-sonnet-4-6
-      prbj build --input lamp_qa.jsonl --out builds/gold --plan gold -p gpt-5.1 --dry-run
+      prbj build --input examples/lamp_qa.jsonl --out builds/gold --plan gold -p gpt-5.1 --dry-run
       prbj build annotate builds/b1 --annotators 2 --sample 50
       prbj build agreement builds/b1 builds/b1/annotation/sheet-1.csv builds/b1/annotation/sheet-2.csv
     """

@@ -130,8 +130,8 @@ def correlate(
 
     \b
     Examples:
-      prbj correlate --run reports/20260101-120000-abc123 --map bm25-profile=RM-A
-      prbj correlate --run reports/run1 --run reports/run2 --context profile --benchmarks other.csv
+      prbj correlate --run reports/<run-id> --map bm25-profile=RM-A
+      prbj correlate --run reports/<run-id> --run reports/<llm-run> --context profile --benchmarks other.csv
       prbj correlate --benchmarks accuracies.csv --source bon --k all --out reports/corr-bon
     """
     from prbj.runs.downstream_command import run_correlate_command
@@ -201,7 +201,7 @@ def downstream_add(paths: tuple[Path, ...], rm: str | None, source: str | None, 
     \b
     Examples:
       prbj downstream add BoN/data/evaluation_summary.json --rm Skywork-Reward-V2-Llama-3.1-8B
-      prbj downstream add ppo_results.csv --store reports/downstream
+      prbj downstream add ppo_results.csv --store runs/downstream
       prbj downstream add reports/bon/<bon-run> --source bon-qwen0.5b
     """
     from prbj.runs.downstream_command import run_downstream_add

@@ -62,7 +62,7 @@ def report(
 
     \b
     Examples:
-      prbj report reports/20250101-120000-abc123
+      prbj report reports/<run-id>
       prbj report reports/*/ --out reports/leaderboard --title "RMs on the full benchmark"
       prbj report reports/<run-id> --downstream reports/downstream
       prbj report reports/<run-id> --slice profile-posts --slice length-diff
@@ -162,8 +162,8 @@ def check(
     \b
     Examples:
       prbj check reports/<run-id> --baseline reports/baselines/sample-offline.json
+      prbj check reports/<run-id> --baseline base.json --update-baseline   # write (or accept) the baseline
       prbj check reports/<run-id> --baseline base.json --tolerance 1 --alpha 0.01 --format json
-      prbj check reports/<run-id> --baseline base.json --update-baseline   # accept the new figures
     """
     from prbj.analysis.check import CheckSettings
     from prbj.runs.report_command import run_check_command

@@ -17,6 +17,13 @@ import polars as pl
 from prbj.errors import DataError
 
 
+def json_problem(error: json.JSONDecodeError, *, with_line: bool = True) -> str:
+    """What is wrong with a JSON text and where, as a whole phrase: json's own message ends mid-sentence for some
+    errors ("Unterminated string starting at"), with the place in the exception's other fields."""
+    where = f"line {error.lineno}, column {error.colno}" if with_line else f"column {error.colno}"
+    return f"{error.msg} {where}" if error.msg.endswith(" at") else f"{error.msg} at {where}"
+
+
 def write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
     """Let `write` fill a temporary sibling of `path`, then rename it into place."""
     tmp = path.with_name(path.name + ".tmp")
@@ -58,4 +65,4 @@ def read_json(path: Path) -> Any:
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
+        raise DataError(f"{path}:{err.lineno}: invalid JSON: {json_problem(err, with_line=False)}") from None

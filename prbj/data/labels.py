@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from prbj.data.files import json_problem
 from prbj.errors import DataError
 
 Preference = Literal["chosen", "rejected", "cant_tell"]
@@ -106,7 +107,7 @@ def parse_label_lines(name: str, text: str) -> list[Label]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise DataError(f"{name}:{number}: invalid JSON: {err.msg}") from None
+            raise DataError(f"{name}:{number}: invalid JSON: {json_problem(err, with_line=False)}") from None
         labels.append(parse_label(record, f"{name}:{number}"))
     return labels
 

@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from prbj.data.files import json_problem
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
 from prbj.data.validate import Location, validate_records
@@ -178,7 +179,7 @@ def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise DataError(f"{source}:{number}: bad JSON at column {err.colno}: {err.msg}") from None
+            raise DataError(f"{source}:{number}: bad JSON: {json_problem(err, with_line=False)}") from None
         yield Location(source, number), record
 
 
@@ -191,7 +192,7 @@ def _json_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: bad JSON at column {err.colno}: {err.msg}") from None
+        raise DataError(f"{path}:{err.lineno}: bad JSON: {json_problem(err, with_line=False)}") from None
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON array of records, got {type(data).__name__}")
     for index, record in enumerate(data, start=1):

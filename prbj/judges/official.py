@@ -73,7 +73,13 @@ class OfficialRepo:
 
 
 def require_repo(repo: Path | None, protocol: Protocol) -> OfficialRepo | None:
-    """The official repository when the official protocol runs (then it is required); None otherwise."""
+    """The official repository when the official protocol runs (then it is required); None otherwise. A folder
+    given that is not there is refused whether or not a judge would read it (a typo must not pass unseen)."""
+    if repo is not None and not repo.is_dir():
+        raise ConfigError(
+            f"--official-repo {repo}: no such folder (your clone of "
+            "https://github.com/Martin-qyma/Personalized-RewardBench)"
+        )
     if protocol != "official":
         return None
     if repo is None:

@@ -25,7 +25,7 @@ from prbj.llm.param_rules import (
     SettledParams,
     output_cap,
 )
-from prbj.llm.providers import LITELLM_TRANSPORT, ProviderSpec
+from prbj.llm.providers import ADHOC_SOURCE, LITELLM_TRANSPORT, ProviderSpec
 
 __all__ = ["Asked", "Origin", "SettledParams", "output_cap", "settle", "with_params"]
 
@@ -37,7 +37,7 @@ def with_params(provider: ProviderSpec, asked: Mapping[str, Asked] | None = None
     """`provider` with its parameters settled: the profile's, then `asked` (run options and the command's
     defaults, which win), checked against the provider rules. Raises ConfigError for a refused combination."""
     # A `litellm:<id>` or `hf-local:` provider has no profile: its parameters are prbj's defaults for it.
-    profiled = provider.source != "--provider"
+    profiled = provider.source != ADHOC_SOURCE
     sources = {
         name: Asked(value, f"profile {provider.name}", "profile")
         if profiled

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 PROVIDERS_ENV = "PRBJ_PROVIDERS_DIR"
 LITELLM_PREFIX = "litellm:"
+# What a `litellm:<model-id>` provider was read from: the option itself, there is no profile.
+ADHOC_SOURCE = "--provider"
 # `hf-local:<path-or-id>`: a Hugging Face causal LM run in-process (prbj.local.provider), free of charge.
 LOCAL_PREFIX = "hf-local:"
 TAKE_LITELLM_PRICE = "litellm"
@@ -139,6 +141,13 @@ class ProviderSpec:
 
     def check_priced(self) -> None:
         """A paid provider with no known price would make the budget meaningless: refuse it."""
+        if self.paid and (self.input_price is None or self.output_price is None) and self.source == ADHOC_SOURCE:
+            # A litellm:<model-id> has no profile to set a price in: name the two ways out.
+            raise ConfigError(
+                f"provider {self.name!r}: LiteLLM knows no price for {self.model}; a model you serve yourself "
+                "needs --api-base URL (it is then free, no key needed), a paid one a profile in --providers-dir "
+                "with [price] input and output (USD per million tokens)"
+            )
         if self.paid and (self.input_price is None or self.output_price is None):
             raise ConfigError(
                 f"provider {self.name!r} ({self.model}): no price known for a paid model; set [price] input and "
@@ -253,7 +262,7 @@ def _adhoc(model: str, *, self_hosted: bool = False) -> ProviderSpec:
         model=model,
         api_key_env=_KEY_ENV_BY_PREFIX.get(family),
         params={"max_tokens": 1024},
-        source="--provider",
+        source=ADHOC_SOURCE,
     )
     priced = _with_litellm_price(spec, required=False)
     if self_hosted and priced.price_source == "unknown":

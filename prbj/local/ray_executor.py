@@ -310,7 +310,16 @@ class RayModels(LocalModels):
         self.options = options
         self.progress = progress
         self.pools: list[ActorPool] = []
-        self._ray = _connect(options.ray or "auto")
+        check_installed()
+        self._connected: Any = None
+
+    @property
+    def _ray(self) -> Any:
+        """Ray, connected when the run opens its first model: a model given wrong (no such folder) is then one
+        line at once, before a one-machine cluster is started for nothing (~10 s)."""
+        if self._connected is None:
+            self._connected = _connect(self.options.ray or "auto")
+        return self._connected
 
     def say(self, line: str) -> None:
         if self.progress:
@@ -323,6 +332,7 @@ class RayModels(LocalModels):
     def _pool(
         self, label: str, kind: str, source: ModelSource, options: dict[str, Any], gpus: float
     ) -> ActorPool:
+        _ = self._ray  # the actors need the cluster
         pool = ActorPool(label, kind, source, options, self.options, gpus, self.say)
         self.pools.append(pool)
         return pool

@@ -32,6 +32,7 @@ from typing import Any, cast
 
 import torch
 
+from prbj.data.files import json_problem
 from prbj.errors import ConfigError
 from prbj.local.packing import PrefixGroup, group_by_prefix, pack_by_tokens, pack_groups, truncate_middle
 
@@ -86,7 +87,8 @@ def _load_plan(folder: Path, ref: str, trust_remote_code: bool) -> _LoadPlan:
     try:
         raw = json.loads(config_file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise ConfigError(f"{config_file}:{error.lineno}: not valid JSON ({error.msg})") from None
+        problem = json_problem(error, with_line=False)
+        raise ConfigError(f"{config_file}:{error.lineno}: not valid JSON ({problem})") from None
     architectures = [str(a) for a in raw.get("architectures") or []]
     auto_map = raw.get("auto_map") or {}
     if "AutoModelForSequenceClassification" in auto_map:

@@ -34,7 +34,7 @@ from prbj import __version__
 from prbj.analysis.downstream import STORE_FILE, outcomes_frame, read_outcomes
 from prbj.analysis.run_data import RunData, result_rows
 from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
-from prbj.data.files import read_json, write_json, write_jsonl, write_parquet, write_text
+from prbj.data.files import json_problem, read_json, write_json, write_jsonl, write_parquet, write_text
 from prbj.data.labels import Label, parse_label_lines
 from prbj.data.loaders import Dataset
 from prbj.errors import DataError
@@ -306,7 +306,7 @@ def read_planner_outputs(run_dir: Path) -> dict[str, list[str]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise DataError(f"{path}:{number}: invalid JSON: {err.msg}") from None
+            raise DataError(f"{path}:{number}: invalid JSON: {json_problem(err, with_line=False)}") from None
         listed = record.get("aspects") if isinstance(record, dict) else None
         if isinstance(record, dict) and isinstance(record.get("pair_id"), str) and isinstance(listed, list):
             aspects[record["pair_id"]] = [str(a) for a in listed]

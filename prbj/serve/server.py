@@ -37,6 +37,7 @@ from typing import Any, cast
 
 from aiohttp import web
 
+from prbj.data.files import json_problem
 from prbj.data.schema import Context, JudgeView, ProfilePost
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge
@@ -247,7 +248,7 @@ class RewardService:
         except UnicodeDecodeError as err:
             return _error(400, f"body: not UTF-8 text (byte {err.start})")
         except json.JSONDecodeError as err:
-            return _error(400, f"body: invalid JSON at line {err.lineno}: {err.msg}")
+            return _error(400, f"body: invalid JSON: {json_problem(err)}")
         except RecursionError:
             return _error(400, "body: JSON nested too deeply")
         try:
