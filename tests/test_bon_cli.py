@@ -398,3 +398,18 @@ def test_run_directories_know_what_they_are(chain, tmp_path: Path, monkeypatch: 
         assert alone.exit_code == 2, (args, alone.output)
         lines = alone.output.strip().splitlines()
         assert len(lines) == 1 and "best-of-N run directory (prbj bon), not a judge run" in lines[0], lines
+
+
+def test_an_in_process_policy_that_cannot_sample_is_refused_before_anything_loads(tmp_path: Path) -> None:
+    # hf-local decodes greedily: N samples at a temperature would be one answer N times.
+    command = ["bon", "sample", "--policy", "hf-local:Qwen/Qwen2.5-0.5B-Instruct", "--limit", "1"]
+    command += ["--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+    refused = CliRunner().invoke(main, [*command, "--n", "4"])
+    assert refused.exit_code == 2, refused.output
+    (line,) = refused.output.strip().splitlines()
+    assert line.startswith("error: --policy hf-local:Qwen/Qwen2.5-0.5B-Instruct: in-process models decode greedily")
+    assert not (tmp_path / "out").exists()
+    # One sample, or samples asked to be identical (temperature 0), are what greedy decoding gives: planned.
+    for extra in (["--n", "1"], ["--n", "4", "--temperature", "0"]):
+        planned = CliRunner().invoke(main, [*command, *extra, "--dry-run", "--no-progress"])
+        assert planned.exit_code == 0, (extra, planned.output)

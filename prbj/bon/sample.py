@@ -21,9 +21,10 @@ import polars as pl
 
 from prbj.context.planner import format_profile
 from prbj.data.schema import Pair
+from prbj.errors import ConfigError
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.params import Asked
-from prbj.llm.providers import ProviderSpec
+from prbj.llm.providers import LOCAL_PREFIX, ProviderSpec
 from prbj.llm.reading import read_reply
 from prbj.prompts import Template, builtin, combined_sha
 from prbj.runs.engine import run_jobs
@@ -79,6 +80,18 @@ class SamplingSettings:
         return {} if self.seed is None else {"seed": self.seed + index}
 
 
+def refuse_greedy_samples(provider: ProviderSpec, settings: SamplingSettings) -> None:
+    """An in-process `hf-local:` model decodes greedily (prbj.local.generator): asked for N samples at a
+    temperature, it would return one answer N times and best-of-N would pick among copies. Refused before any
+    model is loaded, naming the way to sample it."""
+    if provider.name.startswith(LOCAL_PREFIX) and settings.n > 1 and settings.temperature > 0:
+        raise ConfigError(
+            f"--policy {provider.name}: in-process models decode greedily, so its {settings.n} samples of a "
+            "question would be one answer repeated; serve the model (vLLM, SGLang) and sample it with "
+            "--policy litellm:openai/<model> --api-base http://127.0.0.1:8000/v1 (or pass --n 1)"
+        )
+
+
 class Policy:
     """Builds the policy's requests: one per (question, sample index)."""
 
@@ -90,6 +103,7 @@ class Policy:
         system: Template | None = None,
         user: Template | None = None,
     ) -> None:
+        refuse_greedy_samples(provider, settings)
         self.provider = provider
         self.settings = settings
         self.system = system or builtin("bon_policy_system")
