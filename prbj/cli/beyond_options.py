@@ -24,7 +24,8 @@ beyond_options = stacked(
         show_default=True,
         metavar="K",
         help="Ask each LLM judgment K times (at the profile's temperature, or --temperature) and report "
-        "agreement and majority-vote accuracy; accuracy stays that of the first sample.",
+        "agreement and majority-vote accuracy; accuracy stays that of the first sample. In-process hf-local "
+        "judges decode greedily and are asked once.",
     ),
     click.option(
         "--temperature",

@@ -18,6 +18,7 @@ from typing import Any
 from prbj.data.schema import Pair
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.judges.generative import LLMJudgeBase
+from prbj.llm.providers import LOCAL_PREFIX
 
 SAMPLE_INDEX_STRIDE = 1000
 SEPARATOR = "|"
@@ -69,8 +70,16 @@ def _outcome(judgment: Judgment) -> str:
     return judgment.status
 
 
+def samplable(judge: Judge) -> bool:
+    """Whether asking `judge` again can give another answer: an LLM judge on a provider that samples. An
+    in-process `hf-local:` model decodes greedily (prbj.local.generator), so its K samples would be one reply
+    K times: an agreement of 100% and a vote share of 0 or 1 that say nothing."""
+    return isinstance(judge, LLMJudgeBase) and not judge.provider.name.startswith(LOCAL_PREFIX)
+
+
 def with_samples(judges: Sequence[Judge], samples: int) -> list[Judge]:
-    """LLM judges sampled K times; other judges (deterministic) unchanged. K = 1 changes nothing."""
+    """LLM judges sampled K times; the others (offline, scalar, greedy in-process ones) judged once, as at
+    K = 1. K = 1 changes nothing."""
     if samples <= 1:
         return list(judges)
-    return [SampledJudge(j, samples) if isinstance(j, LLMJudgeBase) else j for j in judges]
+    return [SampledJudge(j, samples) if samplable(j) else j for j in judges]

@@ -8,13 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
+from rich.console import Console
 
 from prbj.analysis.beyond import beyond_figures
 from prbj.analysis.jury import JurySpec, JuryStats, add_juries, parse_jury
 from prbj.analysis.slice_kinds import SLICE_KINDS
+from prbj.display.width import print_whole
 from prbj.errors import ConfigError
 from prbj.judges.base import Judge
-from prbj.judges.sampling import with_samples
+from prbj.judges.generative import LLMJudgeBase
+from prbj.judges.sampling import samplable, with_samples
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,14 @@ class BeyondOptions:
                 raise ConfigError(
                     f"--jury {jury.name}: {', '.join(missing)} is not among the judges of this run "
                     f"({', '.join(sorted(names))}); add it with --provider"
+                )
+        if self.samples > 1:
+            greedy = sorted({j.name for j in judges if isinstance(j, LLMJudgeBase) and not samplable(j)})
+            for name in greedy:
+                print_whole(
+                    Console(stderr=True, highlight=False),
+                    f"note: --samples {self.samples}: {name} decodes greedily (in-process), so it is judged "
+                    "once; with --confidence its probabilities come from its logits",
                 )
         return with_samples(judges, self.samples)
 
