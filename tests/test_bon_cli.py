@@ -413,3 +413,18 @@ def test_an_in_process_policy_that_cannot_sample_is_refused_before_anything_load
     for extra in (["--n", "1"], ["--n", "4", "--temperature", "0"]):
         planned = CliRunner().invoke(main, [*command, *extra, "--dry-run", "--no-progress"])
         assert planned.exit_code == 0, (extra, planned.output)
+
+
+def test_a_profile_naming_an_in_process_model_is_refused_as_hf_local_is(tmp_path: Path) -> None:
+    # Greedy decoding is the transport's, not the name's: a profile may name an in-process model.
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "my-qwen.toml").write_text(
+        'model = "prbj-local/Qwen/Qwen2.5-0.5B-Instruct"\npaid = false\napi_key_required = false\n'
+    )
+    command = ["bon", "sample", "--policy", "my-qwen", "--providers-dir", str(profiles), "--limit", "1", "--n", "4"]
+    command += ["--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+    refused = CliRunner().invoke(main, command)
+    assert refused.exit_code == 2, refused.output
+    assert refused.output.startswith("error: --policy my-qwen: in-process models decode greedily")
+    assert not (tmp_path / "out").exists()

@@ -24,7 +24,7 @@ from prbj.data.schema import Pair
 from prbj.errors import ConfigError
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.params import Asked
-from prbj.llm.providers import LOCAL_PREFIX, ProviderSpec
+from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import read_reply
 from prbj.prompts import Template, builtin, combined_sha
 from prbj.runs.engine import run_jobs
@@ -84,7 +84,7 @@ def refuse_greedy_samples(provider: ProviderSpec, settings: SamplingSettings) ->
     """An in-process `hf-local:` model decodes greedily (prbj.local.generator): asked for N samples at a
     temperature, it would return one answer N times and best-of-N would pick among copies. Refused before any
     model is loaded, naming the way to sample it."""
-    if provider.name.startswith(LOCAL_PREFIX) and settings.n > 1 and settings.temperature > 0:
+    if provider.decodes_greedily and settings.n > 1 and settings.temperature > 0:
         raise ConfigError(
             f"--policy {provider.name}: in-process models decode greedily, so its {settings.n} samples of a "
             "question would be one answer repeated; serve the model (vLLM, SGLang) and sample it with "

@@ -18,7 +18,6 @@ from typing import Any
 from prbj.data.schema import Pair
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.judges.generative import LLMJudgeBase
-from prbj.llm.providers import LOCAL_PREFIX
 
 SAMPLE_INDEX_STRIDE = 1000
 SEPARATOR = "|"
@@ -74,7 +73,7 @@ def samplable(judge: Judge) -> bool:
     """Whether asking `judge` again can give another answer: an LLM judge on a provider that samples. An
     in-process `hf-local:` model decodes greedily (prbj.local.generator), so its K samples would be one reply
     K times: an agreement of 100% and a vote share of 0 or 1 that say nothing."""
-    return isinstance(judge, LLMJudgeBase) and not judge.provider.name.startswith(LOCAL_PREFIX)
+    return isinstance(judge, LLMJudgeBase) and not judge.provider.decodes_greedily
 
 
 def with_samples(judges: Sequence[Judge], samples: int) -> list[Judge]:

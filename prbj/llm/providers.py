@@ -108,6 +108,12 @@ class ProviderSpec:
         return self.model.split("/", 1)[0] if "/" in self.model else "openai"
 
     @property
+    def decodes_greedily(self) -> bool:
+        """An in-process model (`hf-local:`, or a profile naming one): prbj.local.generator decodes greedily,
+        so asking again gives the same reply whatever the temperature."""
+        return self.transport != LITELLM_TRANSPORT
+
+    @property
     def supports_logprobs(self) -> bool | None:
         """What the profile says; else False for Anthropic (its API has no log-probabilities), None (unknown:
         ask, and judge without them where none come back). LiteLLM 1.110's model map has no such field."""

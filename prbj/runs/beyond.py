@@ -53,9 +53,10 @@ class BeyondOptions:
                 )
         if self.samples > 1:
             greedy = sorted({j.name for j in judges if isinstance(j, LLMJudgeBase) and not samplable(j)})
+            notes = Console(stderr=True, highlight=False)
             for name in greedy:
                 print_whole(
-                    Console(stderr=True, highlight=False),
+                    notes,
                     f"note: --samples {self.samples}: {name} decodes greedily (in-process), so it is judged "
                     "once; with --confidence its probabilities come from its logits",
                 )
