@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.markup import escape
 
+from prbj.display.width import print_error
 from prbj.errors import PrbjError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,13 +42,12 @@ def friendly_errors(command: F) -> F:
             if err.exit_code == 0:  # a planned stop (--batch --no-wait): its message is the outcome, not an error
                 stderr_console().print(escape(str(err)), soft_wrap=True)
                 sys.exit(0)
-            # Escaped: messages name things like "[price]" that Rich would take for markup and drop.
-            stderr_console().print(f"[bold red]error:[/bold red] {escape(str(err))}", soft_wrap=True)
+            print_error(stderr_console(), str(err))
             sys.exit(err.exit_code)
         except BaseExceptionGroup as group:
             # Raised inside the engine's task group (e.g. a model that fails to load mid-run): same one line.
             first = _first(group)
-            stderr_console().print(f"[bold red]error:[/bold red] {escape(str(first))}", soft_wrap=True)
+            print_error(stderr_console(), str(first))
             sys.exit(first.exit_code)
         except KeyboardInterrupt:
             stderr_console().print(

@@ -8,6 +8,7 @@ import textwrap
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 # When neither COLUMNS nor a terminal says how wide the output may be (CI logs, `> file` without a terminal).
 UNKNOWN_WIDTH = 100
@@ -45,5 +46,6 @@ def print_whole(console: Console, line: str, **options: Any) -> None:
 
 
 def print_error(console: Console, message: str) -> None:
-    """One `error: …` line, never wrapped: a log is grepped for it (the terminal still folds it for the eye)."""
-    console.print(f"[bold red]error:[/bold red] {message}", soft_wrap=True)
+    """One `error: …` line, never wrapped: a log is grepped for it (the terminal still folds it for the eye).
+    The message is escaped: it names things like "[price]" that Rich would take for markup and drop."""
+    console.print(f"[bold red]error:[/bold red] {escape(message)}", soft_wrap=True)
