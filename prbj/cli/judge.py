@@ -21,6 +21,7 @@ from prbj.cli.options import (
     order_option,
     out_option,
     planner_option,
+    privacy_options,
     profile_k_option,
     progress_option,
     protocol_options,
@@ -83,6 +84,7 @@ from prbj.data.schema import CONTEXTS
     help="Exit 1 when the share of parse, API and skipped judgments exceeds FRACTION (e.g. 0.02).",
 )
 @gateway_options
+@privacy_options
 @batch_options
 @out_option("Folder in which the run directory <run-id>/ is written.")
 @concurrency_option(fanned_out("Pairs judged"))
@@ -121,6 +123,7 @@ def judge(**options: Any) -> None:
       prbj judge -p embed-profile --confidence available
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1 --confidence logprobs
       prbj judge -p gemini-3-flash --escalate-to gemini-3.1-pro --escalate-below 0.8 --confidence logprobs
+      prbj judge -p gpt-5.1 --dataset my-users.jsonl --personal-data pseudonymized
     """
     from prbj.runs.collector import kept_for_the_run
 

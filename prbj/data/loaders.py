@@ -19,6 +19,16 @@ from prbj.errors import DataError
 SAMPLE = "sample"
 HF_PREFIX = "hf:"
 OFFICIAL_HF_DATASET = "QiyaoMa/Personalized-RewardBench"
+# Data anyone may read: the bundled sample and the published benchmarks (by their hub ids). A run on them may
+# send their text to any provider unless --personal-data says otherwise; a run on anything else (a user's own
+# file, a folder, another hub repository, which may be private) sends it to no remote model until it is told
+# (prbj.llm.routing). Loaders of other public benchmarks add theirs here.
+PUBLIC_SOURCES = frozenset({SAMPLE, f"{HF_PREFIX}{OFFICIAL_HF_DATASET}", f"{HF_PREFIX}alireza7/LaMP-QA"})
+
+
+def is_public(source: str | None) -> bool:
+    """Whether `source` (a --dataset or --input value) names public data; None is the bundled sample."""
+    return source is None or source in PUBLIC_SOURCES
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from prbj.context.planner import Planner
 from prbj.data import load_dataset
+from prbj.data.loaders import is_public
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
 from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
@@ -20,6 +21,7 @@ from prbj.judges.setup import JudgeOptions
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
+from prbj.privacy.guard import PrivacyOptions, guard_dataset
 from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.collector import kept_for_the_run
@@ -41,7 +43,8 @@ def run_judge_command(
 ) -> int:
     """The body of `prbj judge`: the remaining keyword arguments are the judge options (JudgeOptions) and
     the shared model options (GatewayOptions)."""
-    shared = GatewayOptions.pop_from(options)
+    shared = GatewayOptions.pop_from(options).for_data(dataset, public=is_public(dataset))
+    privacy = PrivacyOptions.pop_from(options)
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
     beyond = BeyondOptions.pop_from(options)
@@ -61,6 +64,7 @@ def run_judge_command(
             data = load_dataset(dataset).select(subsets, limit)
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
+        data, guard = guard_dataset(data, shared.routed, privacy, note=_note)
         config = RunConfig(
             dataset=dataset,
             subsets=subsets,
@@ -74,7 +78,9 @@ def run_judge_command(
             beyond=beyond,
             confidence=surety,
         )
-        result = execute(data, judges, config, gateway=gateway, planner=planner, escalation=escalation)
+        result = execute(
+            data, judges, config, gateway=gateway, planner=planner, escalation=escalation, guard=guard
+        )
     usage = result.extra.get("usage", [])
     if dry_run:
         console.print(usage_table(usage, dry_run=True))
@@ -108,6 +114,10 @@ def run_judge_command(
         )
     budget_code = _report_budget(usage, gateway.budget.spent, gateway.budget.max_cost, console)
     return max(_exit_code(result.judgments, fail_on_error, console), budget_code)
+
+
+def _note(line: str) -> None:
+    print_whole(output_console(stderr=True, highlight=False), f"note: {line}")
 
 
 def _escalation(

@@ -1,0 +1,116 @@
+"""The privacy step of a run: pairs pseudonymized before any judge, planner or retrieval reads them (when the
+policy says so), and the personal text of its results kept out of the run directory (whenever the policy is
+not `any`).
+
+Why here, where the dataset's pairs enter a run, and not in the gateway: the gateway sees finished prompts, in
+which template, question, answers and profile are one string and whose user they belong to is lost; here each
+text is known by kind and by user, so pseudonyms are per user and the question and answers are left alone
+unless asked. Everything downstream (BM25 retrieval, the planner, judge prompts, the cache key, the cache's
+stored answers) sees only the pseudonymized text, so nothing needs a second guard. The gateway still checks
+every provider against the routing (prbj.llm.routing) before its first request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prbj.data.loaders import Dataset
+from prbj.llm.routing import Routing
+from prbj.privacy.store import Mapping, PrivateStore, Pseudonyms, table_key
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# Columns of judgments.parquet that hold text a model was shown or wrote about a user: kept in the private
+# store, not in the run directory, when the policy is not `any`.
+PRIVATE_COLUMNS = ("reply", "context_block")
+
+
+@dataclass(frozen=True)
+class PrivacyOptions:
+    """--pseudonymize-answers, --ner-model, --private-dir: how a pseudonymizing run works, named as on the
+    command line."""
+
+    pseudonymize_answers: bool = False
+    ner_model: str | None = None
+    private_dir: Path | None = None
+
+    @classmethod
+    def pop_from(cls, options: dict[str, Any]) -> PrivacyOptions:
+        return cls(**{f.name: options.pop(f.name) for f in fields(cls) if f.name in options})
+
+    @property
+    def store(self) -> PrivateStore:
+        return PrivateStore(self.private_dir)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What a run's privacy step did: its routing, and the pseudonym table when it pseudonymized."""
+
+    routing: Routing
+    options: PrivacyOptions = PrivacyOptions()
+    pseudonyms: Pseudonyms | None = None
+
+    def record(self) -> dict[str, Any]:
+        """run.json's `privacy`: the policy, and what was replaced (never how)."""
+        record: dict[str, Any] = self.routing.record()
+        if self.pseudonyms is not None:
+            record |= self.pseudonyms.record()
+        if self.routing.guards:
+            record["texts"] = "private store"
+        return record
+
+    def keep_private(
+        self, run_id: str, frame: pl.DataFrame, planner: list[dict[str, Any]]
+    ) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
+        """What the run directory may hold of the judgments and the planner's records. Under any policy but
+        `any` their texts (replies, context blocks, aspects) go to the private store and the run directory keeps
+        pair ids, verdicts and figures; under `any`, both as they are."""
+        if not self.routing.guards:
+            return frame, planner
+        import polars as pl
+
+        present = [c for c in PRIVATE_COLUMNS if c in frame.columns]
+        store = self.options.store
+        store.save_texts(run_id, "judgments", frame.select("pair_id", "judge", "context", *present))
+        if planner:
+            store.save_texts(run_id, "planner", pl.DataFrame(planner))
+        return (
+            frame.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in present),
+            [{**record, "aspects": []} for record in planner],
+        )
+
+
+def guard_dataset(
+    dataset: Dataset, routing: Routing, options: PrivacyOptions, *, note: Callable[[str], None]
+) -> tuple[Dataset, Guard]:
+    """The dataset a run may show its models, and its guard. Only `pseudonymized` changes the pairs (and loads
+    Presidio); every other policy returns `dataset` itself at the cost of one comparison."""
+    if not routing.pseudonymizes:
+        return dataset, Guard(routing, options)
+    from prbj.privacy.detect import Detector, describe
+    from prbj.privacy.pseudonyms import Pseudonymizer
+
+    detector = Detector(options.ner_model)
+    pairs, tables = Pseudonymizer(detector, answers=options.pseudonymize_answers).pairs(dataset.pairs)
+    counts = Counter(entry.kind for entries in tables.values() for entry in entries)
+    table = Pseudonyms(
+        key=table_key(dataset.fingerprint(), detector.entities, detector.ner, options.pseudonymize_answers),
+        users={
+            user: Mapping(tuple((e.kind, e.original, e.pseudonym) for e in entries))
+            for user, entries in tables.items()
+        },
+        entities=detector.entities,
+        ner=detector.ner,
+        answers=options.pseudonymize_answers,
+        counts=dict(counts),
+    )
+    options.store.save_pseudonyms(table)
+    note(describe(detector.entities, detector.ner))
+    # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's.
+    return Dataset(dataset.source, tuple(pairs), dataset.fingerprint()), Guard(routing, options, table)

@@ -1,0 +1,171 @@
+"""Consistent per-user pseudonyms: each personal entity in one user's texts becomes the same placeholder
+everywhere that user's texts mention it ("my son Tom" → "my son PERSON_1" in every post), so a judge still
+reads "the same person" across posts; another user's PERSON_1 is someone else.
+
+How one user's texts are rewritten:
+1. Presidio's analyzer (prbj.privacy.detect) finds entities in each of the user's texts, in a fixed order
+   (profile posts, then narrative and rubric, then question and answers when they are pseudonymized too).
+2. Each distinct entity text gets a placeholder in the order first found, numbered per kind: EMAIL_1, PHONE_1,
+   PERSON_1, PERSON_2, ...; the numbering follows from the texts alone, so a rerun sends the same prompts and
+   finds its answers in the cache.
+3. Presidio's anonymizer replaces every whole-word occurrence of those entity texts in all of the user's
+   texts (not only where the analyzer fired: an email its context scoring missed in one post is replaced
+   there too), overlaps resolved by its conflict rules.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any
+
+from prbj.data.schema import Pair, RubricAspect
+from prbj.privacy.detect import Detector
+
+# The placeholder's stem per Presidio entity type: short words a judge reads as "some email", "some person".
+LABELS = {
+    "EMAIL_ADDRESS": "EMAIL",
+    "PHONE_NUMBER": "PHONE",
+    "URL": "URL",
+    "IP_ADDRESS": "IP",
+    "CREDIT_CARD": "CARD",
+    "IBAN_CODE": "IBAN",
+    "US_BANK_NUMBER": "ACCOUNT",
+    "US_SSN": "SSN",
+    "CRYPTO": "WALLET",
+    "PERSON": "PERSON",
+    "LOCATION": "LOCATION",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    kind: str
+    original: str
+    pseudonym: str
+
+
+@dataclass
+class UserTable:
+    """One user's pseudonyms, each entity text named once, in the order it was first met."""
+
+    by_original: dict[str, Entry] = field(default_factory=dict)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def name(self, kind: str, original: str) -> str:
+        known = self.by_original.get(original)
+        if known is not None:
+            return known.pseudonym
+        label = LABELS.get(kind, kind)
+        self.counts[label] += 1
+        entry = Entry(kind, original, f"{label}_{self.counts[label]}")
+        self.by_original[original] = entry
+        return entry.pseudonym
+
+    def entries(self) -> tuple[Entry, ...]:
+        return tuple(self.by_original.values())
+
+
+def user_key(pair: Pair) -> str:
+    """Whose texts a pair holds: its user's id where the data has one, else the pair's own (PRB: one pair per
+    user)."""
+    user = getattr(pair, "user_id", None)
+    return str(user) if user else pair.id
+
+
+class Pseudonymizer:
+    """Rewrites pairs user by user; `answers` pseudonymizes questions and answers too."""
+
+    def __init__(self, detector: Detector, *, answers: bool = False) -> None:
+        from presidio_anonymizer import AnonymizerEngine
+
+        self.detector = detector
+        self.answers = answers
+        self._anonymizer: Any = AnonymizerEngine()
+        self._found: dict[str, list[tuple[str, str]]] = {}
+
+    def pairs(self, pairs: Sequence[Pair]) -> tuple[list[Pair], dict[str, tuple[Entry, ...]]]:
+        """The pairs rewritten, in their order, and each user's table."""
+        by_user: dict[str, list[Pair]] = {}
+        for pair in pairs:
+            by_user.setdefault(user_key(pair), []).append(pair)
+        tables: dict[str, UserTable] = {}
+        rewritten: dict[str, Pair] = {}
+        for user, own in by_user.items():
+            table = tables[user] = UserTable()
+            for text in (text for pair in own for text in self._texts(pair)):
+                for kind, original in self._entities(text):
+                    table.name(kind, original)
+            for pair in own:
+                rewritten[pair.id] = self._rewrite(pair, partial(self.text, table))
+        return [rewritten[p.id] for p in pairs], {user: t.entries() for user, t in tables.items() if t.counts}
+
+    def text(self, table: UserTable, text: str) -> str:
+        """`text` with every whole-word occurrence of the table's entity texts replaced by its placeholder."""
+        from presidio_anonymizer.entities import OperatorConfig, RecognizerResult
+
+        spans = [
+            RecognizerResult(entry.kind, match.start(), match.end(), 1.0)
+            for entry in table.entries()
+            for match in _whole_word(entry.original).finditer(text)
+        ]
+        if not spans:
+            return text
+        operators = {
+            kind: OperatorConfig("custom", {"lambda": partial(table.name, kind)})
+            for kind in {span.entity_type for span in spans}
+        }
+        # Adjacent names stay apart ("Tom Ana" is two people), as the table knows them.
+        result = self._anonymizer.anonymize(
+            text, spans, operators=operators, merge_entities_with_spaces=False
+        )
+        return str(result.text)
+
+    def _entities(self, text: str) -> list[tuple[str, str]]:
+        """(kind, text) of the entities in `text`, in reading order; a text met before is not analysed again."""
+        found = self._found.get(text)
+        if found is None:
+            found = self._found[text] = []
+            end = -1
+            for hit in sorted(self.detector.find(text), key=lambda f: (f.start, -(f.end - f.start))):
+                # A match inside a longer one ("example.com" in an email) is part of it, not an entity of its own.
+                if hit.end <= end:
+                    continue
+                found.append((hit.kind, text[hit.start : hit.end]))
+                end = max(end, hit.end)
+        return found
+
+    def _texts(self, pair: Pair) -> Iterable[str]:
+        """The texts of a pair that are pseudonymized, in the order their entities are numbered."""
+        yield from (post.text for post in pair.profile)
+        yield pair.narrative
+        for aspect in pair.rubric_aspects:
+            yield from (aspect.aspect, aspect.evidence, aspect.reason)
+        if self.answers:
+            yield from (pair.question, pair.chosen, pair.rejected)
+
+    def _rewrite(self, pair: Pair, text: Callable[[str], str]) -> Pair:
+        rewritten = replace(
+            pair,
+            profile=tuple(replace(post, text=text(post.text)) for post in pair.profile),
+            narrative=text(pair.narrative),
+            rubric_aspects=tuple(
+                RubricAspect(text(a.aspect), text(a.evidence), text(a.reason)) for a in pair.rubric_aspects
+            ),
+        )
+        if self.answers:
+            rewritten = replace(
+                rewritten,
+                question=text(pair.question),
+                chosen=text(pair.chosen),
+                rejected=text(pair.rejected),
+            )
+        return rewritten
+
+
+def _whole_word(original: str) -> re.Pattern[str]:
+    """`original` where it stands as a whole: not inside a longer word ("Tom" never matches in "Tomato")."""
+    return re.compile(rf"(?<!\w){re.escape(original)}(?!\w)")

@@ -1,0 +1,404 @@
+"""Personal data stays where its owner says (docs/privacy.md): the routing policy refuses providers before any
+request, and `pseudonymized` sends, caches and files no planted email, phone number or URL, with one pseudonym
+per entity across a user's posts. Every request is counted and read at a loopback provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from loopback import ProviderServer
+
+from conftest import make_record, write_jsonl
+from prbj.cli import main
+from prbj.errors import ConfigError
+from prbj.llm.providers import ProviderSpec, list_providers, load_profile
+from prbj.llm.routing import Routing, routing_for
+from prbj.privacy.store import Mapping, PrivateStore
+
+KEYS = {"OPENAI_API_KEY": "dummy-key-for-the-loopback", "GEMINI_API_KEY": "dummy-key-for-the-loopback"}
+
+# Planted in the profiles of two users; none of it may reach the provider, the cache or the run directory.
+ANA_EMAIL, ANA_PHONE, ANA_URL = (
+    "ana.lima@example.org",
+    "+1 415-555-0132",
+    "https://ana-lima.example.net/darkroom",
+)
+BEN_EMAIL, BEN_PHONE = "ben.okafor@example.com", "+44 20 7946 0958"
+PLANTED = (ANA_EMAIL, ANA_PHONE, ANA_URL, BEN_EMAIL, BEN_PHONE)
+
+
+def planted_records() -> list[dict[str, Any]]:
+    ana = make_record(1)
+    ana["profile"] = [
+        {"id": "a1", "category": "photo", "text": f"Write to me at {ANA_EMAIL} about film swaps."},
+        {"id": "a2", "category": "photo", "text": f"My darkroom notes live at {ANA_URL} if you are curious."},
+        {"id": "a3", "category": "photo", "text": f"Text {ANA_PHONE} or email {ANA_EMAIL}, I answer both."},
+    ]
+    ben = make_record(2)
+    ben["profile"] = [
+        {"id": "b1", "category": "photo", "text": f"Ring me on {BEN_PHONE} for the camera club."},
+        {"id": "b2", "category": "photo", "text": f"Send negatives to {BEN_EMAIL} please."},
+    ]
+    return [ana, ben]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ProviderServer]:
+    with ProviderServer() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def fresh(server: ProviderServer) -> None:
+    server.reset()
+
+
+def judge(tmp_path: Path, *args: str, dataset: Path | str | None = None) -> tuple[int, str, Path | None]:
+    out = tmp_path / "out"
+    command = ["judge", "--no-progress", "--out", str(out), "--cache-dir", str(tmp_path / "cache")]
+    if dataset is not None:
+        command += ["--dataset", str(dataset)]
+    result = CliRunner().invoke(
+        main,
+        [*command, *args],
+        env={**KEYS, "PRBJ_PRIVATE_DIR": str(tmp_path / "private")},
+        catch_exceptions=False,
+        terminal_width=200,
+    )
+    runs = sorted(p for p in out.iterdir() if p.is_dir()) if out.exists() else []
+    return result.exit_code, result.output, runs[-1] if runs else None
+
+
+def profile(folder: Path, name: str, **fields: Any) -> Path:
+    """A profile extending the bundled gpt-5.1 with `fields` (TOML values written as given)."""
+    folder.mkdir(exist_ok=True)
+    lines = ['extends = "gpt-5.1"', "rpm = 600000", *(f"{key} = {value}" for key, value in fields.items())]
+    (folder / f"{name}.toml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+# --- routing: refused before any request ------------------------------------------------------------------------
+
+
+def test_zero_retention_refuses_a_standard_profile_before_any_request(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    code, output, _ = judge(
+        tmp_path, "-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "zero-retention"
+    )
+    assert code == 2
+    [line] = error_lines(output)
+    assert (
+        "'gpt-5.1'" in line and 'retention = "standard"' in line and "--personal-data zero-retention" in line
+    )
+    assert server.requests == []
+
+
+def test_zero_retention_sends_to_a_profile_that_states_it(tmp_path: Path, server: ProviderServer) -> None:
+    providers = profile(tmp_path / "providers", "gpt-zdr", retention='"zero"', api_base=f'"{server.url}"')
+    code, output, run_dir = judge(
+        tmp_path, "-p", "gpt-zdr", "--providers-dir", str(providers), "--limit", "1",
+        "--context", "none", "--personal-data", "zero-retention",
+    )  # fmt: skip
+    assert code == 0, output
+    assert len(server.requests) == 3  # one pair per subset of the sample
+    assert run_dir is not None
+    assert json.loads((run_dir / "run.json").read_text())["privacy"]["personal_data"] == "zero-retention"
+
+
+def test_an_api_base_other_than_the_profiles_voids_what_it_states(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    # The profile vouches for its own endpoint; sent elsewhere (maybe a proxy), it is standard and remote again.
+    providers = profile(tmp_path / "providers", "gpt-zdr", retention='"zero"', local="true")
+    code, output, _ = judge(
+        tmp_path, "-p", "gpt-zdr", "--providers-dir", str(providers), "--api-base", server.url,
+        "--personal-data", "zero-retention",
+    )  # fmt: skip
+    assert code == 2
+    [line] = error_lines(output)
+    assert "'gpt-zdr'" in line and "replaces the endpoint its profile vouches for" in line
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "provider",
+    ["gpt-5.1", "gemini-3-flash", "litellm:openai/Qwen/Qwen3-8B"],
+)
+def test_local_refuses_every_remote_judge_even_on_a_loopback_url(
+    tmp_path: Path, server: ProviderServer, provider: str
+) -> None:
+    # 127.0.0.1 says nothing about where the data goes next: locality is what a profile states, never the URL.
+    code, output, _ = judge(tmp_path, "-p", provider, "--api-base", server.url, "--personal-data", "local")
+    assert code == 2
+    [line] = error_lines(output)
+    assert f"'{provider}'" in line and "is not local" in line and "--personal-data local" in line
+    assert server.requests == []
+
+
+def test_local_sends_to_a_profile_stating_local_and_runs_offline_judges(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    providers = profile(
+        tmp_path / "providers", "my-vllm", local="true", api_base=f'"{server.url}"', paid="false"
+    )
+    code, output, _ = judge(
+        tmp_path, "-p", "my-vllm", "-p", "length", "--providers-dir", str(providers), "--limit", "1",
+        "--context", "none", "--personal-data", "local",
+    )  # fmt: skip
+    assert code == 0, output
+    assert len(server.requests) == 3
+
+
+def test_batch_is_refused_where_the_policy_forbids_keeping_data(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    providers = profile(tmp_path / "providers", "gpt-zdr", retention='"zero"', api_base=f'"{server.url}"')
+    code, output, _ = judge(
+        tmp_path, "-p", "gpt-zdr", "--providers-dir", str(providers), "--batch", "--no-wait",
+        "--personal-data", "zero-retention",
+    )  # fmt: skip
+    assert code == 2
+    [line] = error_lines(output)
+    assert "--batch" in line and "never zero-retention" in line
+    assert server.requests == []
+
+
+def test_own_data_goes_to_no_remote_model_until_the_policy_is_stated(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
+    code, output, _ = judge(tmp_path, "-p", "gpt-5.1", "--api-base", server.url, dataset=dataset)
+    assert code == 2
+    [line] = error_lines(output)
+    assert "not public data" in line and "--personal-data any | pseudonymized" in line and "gpt-5.1" in line
+    assert server.requests == []
+    # Offline judges read it as before; stating the policy sends it.
+    assert judge(tmp_path, "-p", "length", dataset=dataset)[0] == 0
+    code, output, _ = judge(
+        tmp_path, "-p", "gpt-5.1", "--api-base", server.url, "--context", "none", "--personal-data", "any",
+        dataset=dataset,
+    )  # fmt: skip
+    assert code == 0, output
+    assert len(server.requests) == 2
+
+
+def test_the_sample_and_the_benchmark_default_to_any() -> None:
+    assert routing_for(None, "sample", public=True).policy == "any"
+    assert routing_for(None, "pairs.jsonl", public=False).policy is None
+    assert routing_for("local", "sample", public=True).policy == "local"
+
+
+def test_the_routing_rules_table() -> None:
+    remote = ProviderSpec(name="r", model="openai/x", api_key_env=None)
+    zero = ProviderSpec(name="z", model="openai/x", api_key_env=None, retention="zero")
+    mine = ProviderSpec(name="m", model="openai/x", api_key_env=None, local=True)
+    in_process = ProviderSpec(name="h", model="prbj-local/x", api_key_env=None, transport="local")
+    policies: list[Any] = ["local", "zero-retention", "pseudonymized", "any", None]
+    allowed = {
+        policy: [p.name for p in (remote, zero, mine, in_process) if Routing(policy, "d").refusal(p) is None]
+        for policy in policies
+    }
+    assert allowed == {
+        "local": ["m", "h"],
+        "zero-retention": ["z", "m", "h"],
+        "pseudonymized": ["r", "z", "m", "h"],
+        "any": ["r", "z", "m", "h"],
+        None: ["m", "h"],
+    }
+
+
+def test_a_profile_stating_a_wrong_retention_is_one_line_naming_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "odd.toml"
+    path.write_text('model = "openai/x"\nretention = "none"\n')
+    with pytest.raises(ConfigError, match=r"odd\.toml: field 'retention': expected \"zero\" or \"standard\""):
+        load_profile("odd", path)
+    path.write_text('model = "openai/x"\nlocal = "yes"\n')
+    with pytest.raises(ConfigError, match=r"odd\.toml: field 'local': expected true or false"):
+        load_profile("odd", path)
+
+
+def test_bundled_profiles_state_standard_retention_and_are_not_local() -> None:
+    stated = {spec.name: (spec.retention, spec.local) for spec in list_providers(resolve_prices=False)}
+    assert stated.pop("openai-compatible") == ("standard", True)
+    assert set(stated.values()) == {("standard", False)}
+
+
+# --- pseudonymized: what leaves, what is cached, what is filed --------------------------------------------------
+
+
+def sent_bodies(server: ProviderServer) -> list[str]:
+    return [json.dumps(r.body, ensure_ascii=False) for r in server.requests]
+
+
+def every_byte_under(*folders: Path) -> list[tuple[Path, bytes]]:
+    return [(p, p.read_bytes()) for folder in folders for p in sorted(folder.rglob("*")) if p.is_file()]
+
+
+def parquet_strings(path: Path) -> str:
+    """The text of every string cell (Parquet pages are compressed: grepping the bytes alone could miss one)."""
+    frame = pl.read_parquet(path)
+    return json.dumps(frame.select(pl.col(pl.String)).to_dicts(), ensure_ascii=False)
+
+
+def test_pseudonymized_never_sends_caches_or_files_the_planted_entities(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
+    code, output, run_dir = judge(
+        tmp_path, "-p", "gpt-5.1", "--api-base", server.url, "--context", "profile",
+        "--personal-data", "pseudonymized", dataset=dataset,
+    )  # fmt: skip
+    assert code == 0, output
+    assert run_dir is not None
+    bodies = sent_bodies(server)
+    assert len(bodies) == 2
+    for body in bodies:
+        for planted in PLANTED:
+            assert planted not in body
+    # One pseudonym per entity across a user's posts: Ana's email twice, as EMAIL_1 both times.
+    [ana] = [b for b in bodies if "darkroom notes" in b]
+    assert ana.count("EMAIL_1") == 2 and "URL_1" in ana and "PHONE_1" in ana
+    [ben] = [b for b in bodies if "camera club" in b]
+    assert "PHONE_1" in ben and "EMAIL_1" in ben
+    # Nothing planted in the cache or the run directory, byte for byte, nor in any Parquet cell.
+    files = every_byte_under(tmp_path / "cache", run_dir)
+    assert files
+    for path, data in files:
+        for planted in PLANTED:
+            assert planted.encode() not in data, path
+        if path.suffix == ".parquet":
+            text = parquet_strings(path)
+            assert not any(planted in text for planted in PLANTED), path
+    # The run directory holds pair ids, not the text shown or written: that is in the private store.
+    judgments = pl.read_parquet(run_dir / "judgments.parquet")
+    assert judgments["context_block"].null_count() == judgments.height
+    assert judgments["reply"].null_count() == judgments.height
+    privacy = json.loads((run_dir / "run.json").read_text())["privacy"]
+    assert privacy["personal_data"] == "pseudonymized" and privacy["ner"] is None
+    assert privacy["replaced"] == {"EMAIL_ADDRESS": 2, "PHONE_NUMBER": 2, "URL": 1}
+    store = PrivateStore(tmp_path / "private")
+    table = store.load_pseudonyms(privacy["pseudonyms"])
+    assert table is not None
+    assert table.mapping("t-001").reveal("EMAIL_1 wrote") == f"{ANA_EMAIL} wrote"
+    texts = store.load_texts(run_dir.name, "judgments")
+    assert texts is not None and texts["context_block"].null_count() == 0
+    assert "EMAIL_1" in texts["context_block"][0] or "EMAIL_1" in texts["context_block"][1]
+    # Owner-only, all the way down.
+    for path in [store.directory, *store.directory.rglob("*")]:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_a_rerun_sends_the_same_prompts_and_pays_nothing(tmp_path: Path, server: ProviderServer) -> None:
+    dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
+    args = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized")
+    assert judge(tmp_path, *args, dataset=dataset)[0] == 0
+    first = len(server.requests)
+    assert first > 0
+    code, output, _ = judge(tmp_path, *args, dataset=dataset)
+    assert code == 0, output
+    assert len(server.requests) == first
+
+
+def test_names_and_places_go_through_a_spacy_ner_model(tmp_path: Path, server: ProviderServer) -> None:
+    # No spaCy model can be downloaded here: a blank pipeline with an entity ruler stands in for one, and
+    # travels the same path a trained model's entities do (spacy.load, Presidio's SpacyRecognizer).
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entity_ruler").add_patterns(
+        [{"label": "PERSON", "pattern": "Tom"}, {"label": "GPE", "pattern": "Lisbon"}]
+    )
+    nlp.to_disk(tmp_path / "ner")
+    record = make_record(1)
+    record["profile"] = [
+        {"id": "p1", "category": "family", "text": "My son Tom wants a camera for his birthday."},
+        {"id": "p2", "category": "family", "text": "Tom and I are moving to Lisbon in May."},
+    ]
+    dataset = write_jsonl(tmp_path / "mine.jsonl", [record])
+    code, output, _ = judge(
+        tmp_path, "-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized",
+        "--ner-model", str(tmp_path / "ner"), dataset=dataset,
+    )  # fmt: skip
+    assert code == 0, output
+    [body] = sent_bodies(server)
+    assert "Tom" not in body and "Lisbon" not in body
+    assert "My son PERSON_1 wants" in body and "PERSON_1 and I are moving to LOCATION_1" in body
+    # "Tomato" is not Tom.
+    assert "PERSON_1ato" not in body
+
+
+def test_questions_and_answers_are_pseudonymized_when_asked(tmp_path: Path, server: ProviderServer) -> None:
+    record = make_record(1, question=f"Can you email {ANA_EMAIL} a film list?")
+    record["profile"] = [{"id": "p1", "category": "photo", "text": f"I am {ANA_EMAIL}."}]
+    dataset = write_jsonl(tmp_path / "mine.jsonl", [record])
+    base = (
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--personal-data",
+        "pseudonymized",
+        "--context",
+        "profile",
+    )
+    assert judge(tmp_path, *base, dataset=dataset)[0] == 0
+    [left_alone] = sent_bodies(server)
+    assert f"Can you email {ANA_EMAIL}" in left_alone and f"I am {ANA_EMAIL}" not in left_alone
+    server.reset()
+    assert judge(tmp_path, *base, "--pseudonymize-answers", dataset=dataset)[0] == 0
+    [both] = sent_bodies(server)
+    assert ANA_EMAIL not in both and "Can you email EMAIL_1" in both and "I am EMAIL_1." in both
+
+
+def test_any_does_not_import_presidio(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from prbj.cli import main\n"
+        f"r = CliRunner().invoke(main, ['judge', '--no-progress', '-p', 'length', '--out', {str(tmp_path)!r}])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "heavy = sorted(m for m in sys.modules if m.startswith(('presidio', 'spacy')))\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=os.environ
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+# --- the store and the mapping --------------------------------------------------------------------------------
+
+
+def test_a_mapping_applies_and_reveals_whole_words_only() -> None:
+    mapping = Mapping((("PERSON", "Tom", "PERSON_1"), ("EMAIL_ADDRESS", "tom@x.org", "EMAIL_1")))
+    clear = "Tom (tom@x.org) likes Tomatoes."
+    shown = mapping.apply(clear)
+    assert shown == "PERSON_1 (EMAIL_1) likes Tomatoes."
+    assert mapping.reveal(shown) == clear
+
+
+def test_a_tampered_pseudonym_table_is_refused_naming_the_file(tmp_path: Path) -> None:
+    store = PrivateStore(tmp_path)
+    (tmp_path / "pseudonyms").mkdir()
+    (tmp_path / "pseudonyms" / "0123456789abcdef.json").write_text('{"users": 3}')
+    with pytest.raises(ConfigError, match=r"0123456789abcdef\.json: not a pseudonym table"):
+        store.load_pseudonyms("0123456789abcdef")
+    with pytest.raises(ConfigError, match="not a table name"):
+        store.load_pseudonyms("../../etc/passwd")
