@@ -17,10 +17,12 @@ from typing import Any
 from prbj.context.planner import Planner
 from prbj.data import load_dataset
 from prbj.data.files import write_jsonl
+from prbj.data.loaders import is_public
 from prbj.display.width import output_console, print_error
 from prbj.experiments.schema import Experiment
 from prbj.judges.setup import resolve_provider
 from prbj.llm.setup import GatewayOptions
+from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
 from prbj.report.terminal import usage_table
 from prbj.runs.engine import run_jobs
 
@@ -46,9 +48,20 @@ def run_planner(
 ) -> int:
     planner_entry = experiment.planner
     assert planner_entry is not None
-    shared = gateway_options(experiment.defaults, experiment.base, max_cost=max_cost, dry_run=dry_run)
+    shared = gateway_options(
+        experiment.defaults,
+        experiment.base,
+        max_cost=max_cost,
+        dry_run=dry_run,
+        personal_data=experiment.personal_data,
+    ).for_data(experiment.dataset, public=is_public(experiment.dataset))
+    privacy = PrivacyOptions(
+        **{k: v for k, v in experiment.defaults.items() if k in PrivacyOptions.__dataclass_fields__}
+    )
     console = output_console()
     data = load_dataset(experiment.dataset).select(experiment.subsets, experiment.limit)
+    # The judge stages pseudonymize as this one does: their planner calls are the same requests, cached here.
+    data, _ = guard_dataset(data, shared.routed, privacy, note=note_line)
     with shared.open() as gateway:
         planner = Planner(
             resolve_provider(planner_entry.provider, shared, gateway),
@@ -70,7 +83,8 @@ def run_planner(
     write_jsonl(
         out / PLANNER_FILE,
         [
-            {"pair_id": o.pair_id, "status": o.status, "aspects": o.aspects}
+            # Under a policy other than `any` the experiment's folder keeps no text about a user.
+            {"pair_id": o.pair_id, "status": o.status, "aspects": [] if shared.routed.guards else o.aspects}
             for o in sorted(outputs, key=lambda o: o.pair_id)
         ],
     )

@@ -79,9 +79,8 @@ class Detector:
             ) from None
         nlp, self.ner = _pipeline(spacy, ner_model)
         engine = SpacyNlpEngine(models=[{"lang_code": LANGUAGE, "model_name": self.ner or "blank"}])
-        # Handed a loaded pipeline, the engine never loads (or downloads) one of its own (Presidio types the
-        # attribute as None until its own load()).
-        engine.nlp = {LANGUAGE: nlp}  # type: ignore[assignment]
+        # Handed a loaded pipeline, the engine never loads (or downloads) one of its own.
+        engine.nlp = {LANGUAGE: nlp}
         registry = RecognizerRegistry(supported_languages=[LANGUAGE])
         registry.load_predefined_recognizers(nlp_engine=engine, languages=[LANGUAGE])
         self._analyzer: Any = AnalyzerEngine(

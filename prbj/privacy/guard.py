@@ -13,17 +13,20 @@ every provider against the routing (prbj.llm.routing) before its first request.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prbj.data.lamp import LampSet
 from prbj.data.loaders import Dataset
 from prbj.llm.routing import Routing
 from prbj.privacy.store import Mapping, PrivateStore, Pseudonyms, table_key
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from prbj.privacy.pseudonyms import R
 
 # Columns of judgments.parquet that hold text a model was shown or wrote about a user: kept in the private
 # store, not in the run directory, when the policy is not `any`.
@@ -86,6 +89,13 @@ class Guard:
         )
 
 
+def note_line(line: str) -> None:
+    """A privacy step's note (what was pseudonymized) on stderr, where notes go."""
+    from prbj.display.width import output_console, print_whole
+
+    print_whole(output_console(stderr=True, highlight=False), f"note: {line}")
+
+
 def guard_dataset(
     dataset: Dataset, routing: Routing, options: PrivacyOptions, *, note: Callable[[str], None]
 ) -> tuple[Dataset, Guard]:
@@ -93,14 +103,33 @@ def guard_dataset(
     Presidio); every other policy returns `dataset` itself at the cost of one comparison."""
     if not routing.pseudonymizes:
         return dataset, Guard(routing, options)
+    pairs, table = pseudonymize(dataset.pairs, dataset.fingerprint(), options, note=note)
+    # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's.
+    return Dataset(dataset.source, tuple(pairs), dataset.fingerprint()), Guard(routing, options, table)
+
+
+def guard_lamp(
+    lamp: LampSet, routing: Routing, options: PrivacyOptions, *, note: Callable[[str], None]
+) -> tuple[LampSet, Guard]:
+    """guard_dataset for the records `prbj build` makes pairs from: the pairs it builds carry the pseudonyms."""
+    if not routing.pseudonymizes:
+        return lamp, Guard(routing, options)
+    records, table = pseudonymize(lamp.records, lamp.fingerprint(), options, note=note)
+    return LampSet(lamp.source, tuple(records)), Guard(routing, options, table)
+
+
+def pseudonymize(
+    records: Sequence[R], fingerprint: str, options: PrivacyOptions, *, note: Callable[[str], None]
+) -> tuple[list[R], Pseudonyms]:
+    """`records` with per-user pseudonyms, and their table, saved to the private store."""
     from prbj.privacy.detect import Detector, describe
     from prbj.privacy.pseudonyms import Pseudonymizer
 
     detector = Detector(options.ner_model)
-    pairs, tables = Pseudonymizer(detector, answers=options.pseudonymize_answers).pairs(dataset.pairs)
+    rewritten, tables = Pseudonymizer(detector, answers=options.pseudonymize_answers).records(records)
     counts = Counter(entry.kind for entries in tables.values() for entry in entries)
     table = Pseudonyms(
-        key=table_key(dataset.fingerprint(), detector.entities, detector.ner, options.pseudonymize_answers),
+        key=table_key(fingerprint, detector.entities, detector.ner, options.pseudonymize_answers),
         users={
             user: Mapping(tuple((e.kind, e.original, e.pseudonym) for e in entries))
             for user, entries in tables.items()
@@ -112,5 +141,4 @@ def guard_dataset(
     )
     options.store.save_pseudonyms(table)
     note(describe(detector.entities, detector.ner))
-    # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's.
-    return Dataset(dataset.source, tuple(pairs), dataset.fingerprint()), Guard(routing, options, table)
+    return rewritten, table

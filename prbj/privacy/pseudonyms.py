@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from prbj.data.schema import Pair, RubricAspect
+from prbj.data.schema import ProfilePost, RubricAspect
 from prbj.privacy.detect import Detector
 
 # The placeholder's stem per Presidio entity type: short words a judge reads as "some email", "some person".
@@ -39,6 +39,27 @@ LABELS = {
     "PERSON": "PERSON",
     "LOCATION": "LOCATION",
 }
+
+
+class Record(Protocol):
+    """What holds a user's texts: a benchmark pair (prbj.data.schema.Pair) or a record to build pairs from
+    (prbj.data.lamp.LampRecord). Answers (`chosen`, `rejected`) where the record has them."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def profile(self) -> tuple[ProfilePost, ...]: ...
+    @property
+    def narrative(self) -> str: ...
+    @property
+    def rubric_aspects(self) -> tuple[RubricAspect, ...]: ...
+
+
+R = TypeVar("R", bound=Record)
+# Texts of a record that are the question and answers: pseudonymized only when asked.
+QUESTION_AND_ANSWERS = ("question", "chosen", "rejected")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +90,11 @@ class UserTable:
         return tuple(self.by_original.values())
 
 
-def user_key(pair: Pair) -> str:
-    """Whose texts a pair holds: its user's id where the data has one, else the pair's own (PRB: one pair per
-    user)."""
-    user = getattr(pair, "user_id", None)
-    return str(user) if user else pair.id
+def user_key(record: Record) -> str:
+    """Whose texts a record holds: its user's id where the data has one, else the record's own (PRB: one pair
+    per user)."""
+    user = getattr(record, "user_id", None)
+    return str(user) if user else record.id
 
 
 class Pseudonymizer:
@@ -87,13 +108,13 @@ class Pseudonymizer:
         self._anonymizer: Any = AnonymizerEngine()
         self._found: dict[str, list[tuple[str, str]]] = {}
 
-    def pairs(self, pairs: Sequence[Pair]) -> tuple[list[Pair], dict[str, tuple[Entry, ...]]]:
-        """The pairs rewritten, in their order, and each user's table."""
-        by_user: dict[str, list[Pair]] = {}
+    def records(self, pairs: Sequence[R]) -> tuple[list[R], dict[str, tuple[Entry, ...]]]:
+        """The records rewritten, in their order, and each user's table."""
+        by_user: dict[str, list[R]] = {}
         for pair in pairs:
             by_user.setdefault(user_key(pair), []).append(pair)
         tables: dict[str, UserTable] = {}
-        rewritten: dict[str, Pair] = {}
+        rewritten: dict[str, R] = {}
         for user, own in by_user.items():
             table = tables[user] = UserTable()
             for text in (text for pair in own for text in self._texts(pair)):
@@ -138,31 +159,29 @@ class Pseudonymizer:
                 end = max(end, hit.end)
         return found
 
-    def _texts(self, pair: Pair) -> Iterable[str]:
-        """The texts of a pair that are pseudonymized, in the order their entities are numbered."""
-        yield from (post.text for post in pair.profile)
-        yield pair.narrative
-        for aspect in pair.rubric_aspects:
+    def _texts(self, record: Record) -> Iterable[str]:
+        """The texts of a record that are pseudonymized, in the order their entities are numbered."""
+        yield from (post.text for post in record.profile)
+        yield record.narrative
+        for aspect in record.rubric_aspects:
             yield from (aspect.aspect, aspect.evidence, aspect.reason)
         if self.answers:
-            yield from (pair.question, pair.chosen, pair.rejected)
+            yield from (getattr(record, name) for name in QUESTION_AND_ANSWERS if hasattr(record, name))
 
-    def _rewrite(self, pair: Pair, text: Callable[[str], str]) -> Pair:
-        rewritten = replace(
-            pair,
-            profile=tuple(replace(post, text=text(post.text)) for post in pair.profile),
-            narrative=text(pair.narrative),
-            rubric_aspects=tuple(
-                RubricAspect(text(a.aspect), text(a.evidence), text(a.reason)) for a in pair.rubric_aspects
+    def _rewrite(self, record: R, text: Callable[[str], str]) -> R:
+        changes: dict[str, Any] = {
+            "profile": tuple(replace(post, text=text(post.text)) for post in record.profile),
+            "narrative": text(record.narrative),
+            "rubric_aspects": tuple(
+                RubricAspect(text(a.aspect), text(a.evidence), text(a.reason)) for a in record.rubric_aspects
             ),
-        )
+        }
         if self.answers:
-            rewritten = replace(
-                rewritten,
-                question=text(pair.question),
-                chosen=text(pair.chosen),
-                rejected=text(pair.rejected),
-            )
+            changes |= {
+                name: text(getattr(record, name)) for name in QUESTION_AND_ANSWERS if hasattr(record, name)
+            }
+        # Both kinds of record are frozen dataclasses.
+        rewritten: R = replace(record, **changes)  # type: ignore[type-var]
         return rewritten
 
 

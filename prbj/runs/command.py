@@ -21,7 +21,7 @@ from prbj.judges.setup import JudgeOptions
 from prbj.llm.gateway import Gateway
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
-from prbj.privacy.guard import PrivacyOptions, guard_dataset
+from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
 from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.collector import kept_for_the_run
@@ -64,7 +64,7 @@ def run_judge_command(
             data = load_dataset(dataset).select(subsets, limit)
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
-        data, guard = guard_dataset(data, shared.routed, privacy, note=_note)
+        data, guard = guard_dataset(data, shared.routed, privacy, note=note_line)
         config = RunConfig(
             dataset=dataset,
             subsets=subsets,
@@ -114,10 +114,6 @@ def run_judge_command(
         )
     budget_code = _report_budget(usage, gateway.budget.spent, gateway.budget.max_cost, console)
     return max(_exit_code(result.judgments, fail_on_error, console), budget_code)
-
-
-def _note(line: str) -> None:
-    print_whole(output_console(stderr=True, highlight=False), f"note: {line}")
 
 
 def _escalation(
