@@ -19,12 +19,9 @@ it behaves as `local` until `--personal-data` says otherwise (docs/privacy.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import Literal, Protocol, cast, get_args
 
 from prbj.errors import ConfigError
-
-if TYPE_CHECKING:
-    from prbj.llm.providers import ProviderSpec
 
 PersonalData = Literal["local", "zero-retention", "pseudonymized", "any"]
 POLICIES: tuple[str, ...] = get_args(PersonalData)
@@ -33,6 +30,21 @@ RETENTIONS: tuple[str, ...] = get_args(Retention)
 OPTION = "--personal-data"
 # Where the rules are explained, named by every refusal.
 GUIDE = "docs/privacy.md"
+
+
+class Destination(Protocol):
+    """What the routing reads of a provider (prbj.llm.providers.ProviderSpec)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def retention(self) -> str: ...
+    @property
+    def runs_here(self) -> bool: ...
+    @property
+    def claims_note(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,7 @@ class Routing:
     def stated(self) -> str:
         return self.policy if self.policy is not None else "not stated"
 
-    def refusal(self, provider: ProviderSpec) -> str | None:
+    def refusal(self, provider: Destination) -> str | None:
         """Why `provider` may not be sent this run's text, in one line naming it and the rule; None if it may."""
         if self.policy in ("any", "pseudonymized") or provider.runs_here:
             return None
@@ -81,7 +93,7 @@ class Routing:
             f"sends only to in-process models and profiles that state local = true"
         )
 
-    def check(self, provider: ProviderSpec) -> None:
+    def check(self, provider: Destination) -> None:
         reason = self.refusal(provider)
         if reason is not None:
             raise ConfigError(reason)
