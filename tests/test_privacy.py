@@ -402,3 +402,58 @@ def test_a_tampered_pseudonym_table_is_refused_naming_the_file(tmp_path: Path) -
         store.load_pseudonyms("0123456789abcdef")
     with pytest.raises(ConfigError, match="not a table name"):
         store.load_pseudonyms("../../etc/passwd")
+
+
+# --- what privacy costs, and the shipped data ---------------------------------------------------------------------
+
+
+def test_the_report_pairs_a_run_with_any_and_one_pseudonymized(tmp_path: Path) -> None:
+    from prbj.analysis.mcnemar import paired_test
+
+    planted = Path(__file__).resolve().parents[1] / "examples" / "planted_pii.jsonl"
+    runs = []
+    for policy in ("any", "pseudonymized"):
+        code, output, run_dir = judge(
+            tmp_path, "-p", "bm25-profile", "-p", "length", "--personal-data", policy, dataset=planted
+        )
+        assert code == 0, output
+        runs.append(run_dir)
+    result = CliRunner().invoke(
+        main, ["report", *map(str, runs), "--out", str(tmp_path / "lb")], terminal_width=200
+    )
+    assert result.exit_code == 0, result.output
+    assert "What privacy costs" in result.output
+    markdown = (tmp_path / "lb" / "report.md").read_text()
+    section = markdown.split("## What privacy costs", 1)[1]
+    frames = [pl.read_parquet(r / "judgments.parquet") for r in runs]
+    for judge_name in ("bm25-profile", "length"):
+        before, after = (
+            dict(f.filter(pl.col("judge") == judge_name).select("pair_id", "correct").iter_rows())
+            for f in frames
+        )
+        n, test = paired_test(before, after)
+        [row] = [line for line in section.splitlines() if line.startswith(f"| {judge_name} |")]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2] == "pseudonymized" and cells[3] == str(n) == "20"
+        assert cells[7] == f"{test.lost} / {test.gained}"
+    # The length judge never reads the profile: pseudonyms cannot change its verdicts.
+    [length_row] = [line for line in section.splitlines() if line.startswith("| length |")]
+    assert "| 0 / 0 |" in length_row
+
+
+def test_the_planted_sample_is_what_its_script_writes() -> None:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "plant_pii.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout
+
+
+def test_the_shipped_lamp_records_are_public_and_an_edited_copy_is_not(tmp_path: Path) -> None:
+    from prbj.data.lamp import SHIPPED_FINGERPRINTS, load_lamp
+
+    shipped = Path(__file__).resolve().parents[1] / "examples" / "lamp_qa.jsonl"
+    assert load_lamp(str(shipped)).fingerprint() in SHIPPED_FINGERPRINTS
+    edited = tmp_path / "lamp.jsonl"
+    edited.write_text(shipped.read_text().replace("watercolour", "watercolor"))
+    assert load_lamp(str(edited)).fingerprint() not in SHIPPED_FINGERPRINTS

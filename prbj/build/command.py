@@ -22,7 +22,7 @@ from prbj.build.output import (
 from prbj.build.pipeline import Builder, BuildSettings, Outcome, Roles
 from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
-from prbj.data.lamp import LampRecord, load_lamp
+from prbj.data.lamp import SHIPPED_FINGERPRINTS, LampRecord, load_lamp
 from prbj.data.loaders import is_public
 from prbj.display.fit import FittingTable
 from prbj.display.width import output_console, print_error, print_whole
@@ -93,10 +93,12 @@ def run_build_command(
 ) -> int:
     from prbj.runs.rundir import package_versions
 
-    shared = GatewayOptions.pop_from(gateway_options).for_data(input_spec, public=is_public(input_spec))
+    loaded = load_lamp(input_spec, subsets=subsets, split=split)
+    public = is_public(input_spec) or loaded.fingerprint() in SHIPPED_FINGERPRINTS
+    shared = GatewayOptions.pop_from(gateway_options).for_data(input_spec, public=public)
     privacy = PrivacyOptions.pop_from(gateway_options)
     console = output_console()
-    lamp = load_lamp(input_spec, subsets=subsets, split=split).select(subsets, limit)
+    lamp = loaded.select(subsets, limit)
     if not lamp.records:
         raise DataError(f"--input {input_spec}: no records to build from")
     lamp, guard = guard_lamp(lamp, shared.routed, privacy, note=note_line)

@@ -123,7 +123,7 @@ def judge(**options: Any) -> None:
       prbj judge -p embed-profile --confidence available
       prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1 --confidence logprobs
       prbj judge -p gemini-3-flash --escalate-to gemini-3.1-pro --escalate-below 0.8 --confidence logprobs
-      prbj judge -p gpt-5.1 --dataset my-users.jsonl --personal-data pseudonymized
+      prbj judge -p gpt-5.1 --dataset pairs.jsonl --personal-data pseudonymized
     """
     from prbj.runs.collector import kept_for_the_run
 

@@ -27,6 +27,9 @@ from prbj.data.validate import (
 from prbj.errors import DataError
 
 LAMP_QA_HF_DATASET = "alireza7/LaMP-QA"
+# Records shipped with prbj to try `prbj build` on (examples/lamp_qa.jsonl, made up), by fingerprint: public, as
+# the published benchmarks are (prbj.data.loaders.PUBLIC_SOURCES). An edited copy is someone's own data.
+SHIPPED_FINGERPRINTS = frozenset({"210390c0a62b80ff"})
 SPLITS = ("train", "validation", "test")
 _SUFFIXES = {".jsonl", ".json", ".parquet"}
 

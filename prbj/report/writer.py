@@ -15,6 +15,7 @@ from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import Section, report_sections
 from prbj.report.markdown import render_markdown
+from prbj.report.privacy import privacy_sections
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ def all_sections(
         report_sections(content)
         + beyond_sections(runs, labels, slices=slices)
         + confidence_sections(runs, labels)
+        + privacy_sections(runs)
     )
 
 

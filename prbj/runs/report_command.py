@@ -16,6 +16,7 @@ from prbj.display.width import output_console, print_whole
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report
 from prbj.report.layout import Section
+from prbj.report.privacy import privacy_sections
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import expand_slices
@@ -65,7 +66,7 @@ def write_loaded_reports(
     )
     files = rundir.write_report(target, rendered)
     if console is not None:
-        print_report(rendered.content, console)
+        print_report(rendered.content, console, privacy_sections(runs))
     return files
 
 
