@@ -457,3 +457,55 @@ def test_the_shipped_lamp_records_are_public_and_an_edited_copy_is_not(tmp_path:
     edited = tmp_path / "lamp.jsonl"
     edited.write_text(shipped.read_text().replace("watercolour", "watercolor"))
     assert load_lamp(str(edited)).fingerprint() not in SHIPPED_FINGERPRINTS
+
+
+# --- reading a guarded run back: viewer and show ------------------------------------------------------------
+
+
+def test_the_viewer_shows_pseudonyms_reveals_locally_and_a_bundle_carries_no_text(
+    tmp_path: Path, server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prbj.view.catalog import Catalog
+
+    dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
+    code, output, run_dir = judge(
+        tmp_path,
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--personal-data",
+        "pseudonymized",
+        dataset=dataset,
+    )
+    assert code == 0 and run_dir is not None, output
+    monkeypatch.setenv("PRBJ_PRIVATE_DIR", str(tmp_path / "private"))
+
+    def first_post(catalog: Catalog) -> tuple[str, Any]:
+        [key] = catalog.runs
+        loaded = catalog.load(key)
+        pair = loaded.pair("t-001")
+        return (pair.profile[0].text if pair is not None else ""), loaded
+
+    shown, loaded = first_post(Catalog.open([run_dir]))
+    assert shown == "Write to me at EMAIL_1 about film swaps."
+    assert loaded.data.judgments["reply"].null_count() == 0  # from the private store
+    revealed, _ = first_post(Catalog.open([run_dir], reveal=True))
+    assert revealed == f"Write to me at {ANA_EMAIL} about film swaps."
+    bundled, loaded = first_post(Catalog.open([run_dir], private=False))
+    assert bundled == "" and "bundle is shared" in (loaded.pairs.note or "")
+    assert loaded.data.judgments["reply"].null_count() == loaded.data.judgments.height
+    # Without the table on this machine, nothing is shown in clear.
+    monkeypatch.setenv("PRBJ_PRIVATE_DIR", str(tmp_path / "elsewhere"))
+    hidden, loaded = first_post(Catalog.open([run_dir]))
+    assert hidden == "" and "not on this machine" in (loaded.pairs.note or "")
+
+
+def test_reveal_is_refused_for_a_bundle_or_another_host(tmp_path: Path) -> None:
+    for extra in (["--bundle", str(tmp_path / "site")], ["--host", "0.0.0.0"]):
+        result = CliRunner().invoke(main, ["view", str(tmp_path), "--reveal", *extra])
+        assert result.exit_code == 2
+        assert error_lines(result.output) == [
+            "error: --reveal shows personal text in clear: only to this machine (--host 127.0.0.1), never in a "
+            "--bundle"
+        ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,3 +142,67 @@ def pseudonymize(
     options.store.save_pseudonyms(table)
     note(describe(detector.entities, detector.ner))
     return rewritten, table
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a reader (the viewer, `prbj show`) may show of a run's pairs on this machine."""
+
+    pairs: dict[str, Any]
+    # Why the texts are not as the dataset holds them (pseudonymized, hidden), for the page; None when they are.
+    note: str | None = None
+    # The run's replies and context blocks from the private store, when the reader may show them.
+    texts: pl.DataFrame | None = None
+
+
+def shown_pairs(
+    run_id: str, record: Any, pairs: dict[str, Any], *, reveal: bool, private: bool, store: PrivateStore
+) -> Shown:
+    """A guarded run's pairs as a reader shows them: pseudonymized as they were sent (the table from the private
+    store applied to the dataset's text, no Presidio needed), or in clear with `reveal`; with no table on this
+    machine, hidden. `private`: the reader runs locally (not a bundle to share), so the run's own texts (replies,
+    context blocks) are read from the store and `reveal` may be honoured. A run under `any` is shown as it is."""
+    policy = record.get("personal_data") if isinstance(record, dict) else None
+    if policy in (None, "any"):
+        return Shown(pairs)
+    texts = store.load_texts(run_id, "judgments") if private else None
+    if not private:
+        return Shown(
+            {}, f"texts hidden: the run's policy is --personal-data {policy}, and a bundle is shared"
+        )
+    key = record.get("pseudonyms")
+    if policy != "pseudonymized" or reveal:
+        return Shown(pairs, None if policy != "pseudonymized" else "revealed: the original text", texts)
+    table = store.load_pseudonyms(str(key)) if isinstance(key, str) else None
+    if table is None:
+        return Shown({}, "texts hidden: this run's pseudonym table is not on this machine", texts)
+    return Shown(_applied(pairs, table), "pseudonymized, as the judges saw it (prbj view --reveal)", texts)
+
+
+def _applied(pairs: dict[str, Any], table: Pseudonyms) -> dict[str, Any]:
+    from prbj.privacy.pseudonyms import QUESTION_AND_ANSWERS, user_key
+
+    shown = {}
+    for pair_id, pair in pairs.items():
+        apply = table.mapping(user_key(pair)).apply
+        changes: dict[str, Any] = {
+            "profile": tuple(replace(post, text=apply(post.text)) for post in pair.profile),
+            "narrative": apply(pair.narrative),
+            "rubric_aspects": tuple(
+                replace(a, aspect=apply(a.aspect), evidence=apply(a.evidence), reason=apply(a.reason))
+                for a in pair.rubric_aspects
+            ),
+        }
+        if table.answers:
+            changes |= {name: apply(getattr(pair, name)) for name in QUESTION_AND_ANSWERS}
+        shown[pair_id] = replace(pair, **changes)
+    return shown
+
+
+def with_private_texts(judgments: pl.DataFrame, texts: pl.DataFrame | None) -> pl.DataFrame:
+    """A guarded run's judgments with their replies and context blocks back from the private store."""
+    if texts is None:
+        return judgments
+    keys = ["pair_id", "judge", "context"]
+    columns = [c for c in PRIVATE_COLUMNS if c in texts.columns and c in judgments.columns]
+    return judgments.drop(columns).join(texts.select(*keys, *columns), on=keys, how="left")

@@ -8,6 +8,7 @@ import getpass
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from rich.console import Console
@@ -29,12 +30,12 @@ def default_reviewer() -> str:
         return "reviewer"
 
 
-def open_catalog(paths: Sequence[Path], dataset: str | None) -> Catalog:
+def open_catalog(paths: Sequence[Path], dataset: str | None, **privacy: Any) -> Catalog:
     if paths:
-        return Catalog.open(paths, dataset=dataset)
+        return Catalog.open(paths, dataset=dataset, **privacy)
     if not DEFAULT_FOLDER.is_dir():
         raise DataError(f"no {DEFAULT_FOLDER}/ folder here: name the run directories to view")
-    catalog = Catalog.open([DEFAULT_FOLDER], dataset=dataset)
+    catalog = Catalog.open([DEFAULT_FOLDER], dataset=dataset, **privacy)
     # Named folders that are not runs get a page saying why; the default folder must hold some runs.
     if not any(entry.header is not None for entry in catalog.runs.values()) and not catalog.builds:
         raise DataError(f"no run directory in {DEFAULT_FOLDER}/: run `prbj judge` first")
@@ -80,9 +81,15 @@ def run_view_command(
     reviewer: str | None,
     bundle: Path | None,
     dataset: str | None,
+    reveal: bool = False,
 ) -> int:
     console = Console(highlight=False)
-    catalog = open_catalog(paths, dataset)
+    if reveal and (bundle is not None or host not in LOOPBACK):
+        raise ConfigError(
+            "--reveal shows personal text in clear: only to this machine (--host 127.0.0.1), never in a --bundle"
+        )
+    # A bundle is made to be shared: it carries no text of a guarded run (prbj.privacy.guard.shown_pairs).
+    catalog = open_catalog(paths, dataset, private=bundle is None, reveal=reveal)
     if bundle is not None:
         pages = write_bundle(catalog, bundle)
         print_whole(console, f"wrote {pages} pages to {bundle} (open {bundle / 'index.html'})")
