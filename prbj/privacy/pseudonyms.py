@@ -91,8 +91,8 @@ class UserTable:
 
 
 def user_key(record: Record) -> str:
-    """Whose texts a record holds: its user's id where the data has one, else the record's own (PRB: one pair
-    per user)."""
+    """Whose texts a record holds: a pair's `user_id` (on Personalized RewardBench each pair is its own user); a
+    record to build pairs from is its own user."""
     user = getattr(record, "user_id", None)
     return str(user) if user else record.id
 
