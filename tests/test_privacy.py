@@ -509,3 +509,24 @@ def test_reveal_is_refused_for_a_bundle_or_another_host(tmp_path: Path) -> None:
             "error: --reveal shows personal text in clear: only to this machine (--host 127.0.0.1), never in a "
             "--bundle"
         ]
+
+
+def test_pseudonyms_are_per_user_across_that_users_pairs() -> None:
+    from prbj.data.schema import Pair, ProfilePost
+    from prbj.privacy.detect import Detector
+    from prbj.privacy.pseudonyms import Pseudonymizer
+
+    def pair(pair_id: str, user: str, text: str) -> Pair:
+        post = ProfilePost(f"{pair_id}-p", "x", text)
+        return Pair(pair_id, "Art_and_Entertainment", "q?", (post,), "n", (), "a", "b", user_id=user)
+
+    pairs = [
+        pair("p1", "ana", f"Mail {ANA_EMAIL} or {BEN_EMAIL}."),
+        pair("p2", "ana", f"Only {BEN_EMAIL} now."),
+        pair("p3", "ben", f"I am {BEN_EMAIL}."),
+    ]
+    rewritten, tables = Pseudonymizer(Detector()).records(pairs)
+    texts = [p.profile[0].text for p in rewritten]
+    # Ana's two pairs share her table (Ben's address is her EMAIL_2 in both); Ben numbers his own.
+    assert texts == ["Mail EMAIL_1 or EMAIL_2.", "Only EMAIL_2 now.", "I am EMAIL_1."]
+    assert [(e.original, e.pseudonym) for e in tables["ana"]] == [(ANA_EMAIL, "EMAIL_1"), (BEN_EMAIL, "EMAIL_2")]
