@@ -529,4 +529,7 @@ def test_pseudonyms_are_per_user_across_that_users_pairs() -> None:
     texts = [p.profile[0].text for p in rewritten]
     # Ana's two pairs share her table (Ben's address is her EMAIL_2 in both); Ben numbers his own.
     assert texts == ["Mail EMAIL_1 or EMAIL_2.", "Only EMAIL_2 now.", "I am EMAIL_1."]
-    assert [(e.original, e.pseudonym) for e in tables["ana"]] == [(ANA_EMAIL, "EMAIL_1"), (BEN_EMAIL, "EMAIL_2")]
+    assert [(e.original, e.pseudonym) for e in tables["ana"]] == [
+        (ANA_EMAIL, "EMAIL_1"),
+        (BEN_EMAIL, "EMAIL_2"),
+    ]
