@@ -91,6 +91,15 @@ def error_lines(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("error:")]
 
 
+def assert_refused(code: int, output: str, server: ProviderServer, *phrases: str) -> None:
+    """Exit 2 with one error line holding every phrase, and not one request at the provider."""
+    assert code == 2
+    [line] = error_lines(output)
+    for phrase in phrases:
+        assert phrase in line, line
+    assert server.requests == []
+
+
 # --- routing: refused before any request ------------------------------------------------------------------------
 
 
@@ -100,12 +109,9 @@ def test_zero_retention_refuses_a_standard_profile_before_any_request(
     code, output, _ = judge(
         tmp_path, "-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "zero-retention"
     )
-    assert code == 2
-    [line] = error_lines(output)
-    assert (
-        "'gpt-5.1'" in line and 'retention = "standard"' in line and "--personal-data zero-retention" in line
+    assert_refused(
+        code, output, server, "'gpt-5.1'", 'retention = "standard"', "--personal-data zero-retention"
     )
-    assert server.requests == []
 
 
 def test_zero_retention_sends_to_a_profile_that_states_it(tmp_path: Path, server: ProviderServer) -> None:
@@ -129,10 +135,7 @@ def test_an_api_base_other_than_the_profiles_voids_what_it_states(
         tmp_path, "-p", "gpt-zdr", "--providers-dir", str(providers), "--api-base", server.url,
         "--personal-data", "zero-retention",
     )  # fmt: skip
-    assert code == 2
-    [line] = error_lines(output)
-    assert "'gpt-zdr'" in line and "replaces the endpoint its profile vouches for" in line
-    assert server.requests == []
+    assert_refused(code, output, server, "'gpt-zdr'", "replaces the endpoint its profile vouches for")
 
 
 @pytest.mark.parametrize(
@@ -144,10 +147,7 @@ def test_local_refuses_every_remote_judge_even_on_a_loopback_url(
 ) -> None:
     # 127.0.0.1 says nothing about where the data goes next: locality is what a profile states, never the URL.
     code, output, _ = judge(tmp_path, "-p", provider, "--api-base", server.url, "--personal-data", "local")
-    assert code == 2
-    [line] = error_lines(output)
-    assert f"'{provider}'" in line and "is not local" in line and "--personal-data local" in line
-    assert server.requests == []
+    assert_refused(code, output, server, f"'{provider}'", "is not local", "--personal-data local")
 
 
 def test_local_sends_to_a_profile_stating_local_and_runs_offline_judges(
@@ -172,10 +172,7 @@ def test_batch_is_refused_where_the_policy_forbids_keeping_data(
         tmp_path, "-p", "gpt-zdr", "--providers-dir", str(providers), "--batch", "--no-wait",
         "--personal-data", "zero-retention",
     )  # fmt: skip
-    assert code == 2
-    [line] = error_lines(output)
-    assert "--batch" in line and "never zero-retention" in line
-    assert server.requests == []
+    assert_refused(code, output, server, "--batch", "never zero-retention")
 
 
 def test_own_data_goes_to_no_remote_model_until_the_policy_is_stated(
@@ -183,10 +180,7 @@ def test_own_data_goes_to_no_remote_model_until_the_policy_is_stated(
 ) -> None:
     dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
     code, output, _ = judge(tmp_path, "-p", "gpt-5.1", "--api-base", server.url, dataset=dataset)
-    assert code == 2
-    [line] = error_lines(output)
-    assert "not public data" in line and "--personal-data any | pseudonymized" in line and "gpt-5.1" in line
-    assert server.requests == []
+    assert_refused(code, output, server, "not public data", "--personal-data any | pseudonymized", "gpt-5.1")
     # Offline judges read it as before; stating the policy sends it.
     assert judge(tmp_path, "-p", "length", dataset=dataset)[0] == 0
     code, output, _ = judge(
