@@ -527,3 +527,29 @@ def test_pseudonyms_are_per_user_across_that_users_pairs() -> None:
         (ANA_EMAIL, "EMAIL_1"),
         (BEN_EMAIL, "EMAIL_2"),
     ]
+
+
+def test_build_under_pseudonymized_sends_no_planted_entity(tmp_path: Path, server: ProviderServer) -> None:
+    import lamp_fixture
+
+    records = [lamp_fixture.lamp_record(ref) for ref in ("art-1", "life-1")]
+    for record in records:
+        record["profile"][0]["text"] += f" Write to {ANA_EMAIL} or call {ANA_PHONE}."
+    lamp = write_jsonl(tmp_path / "lamp.jsonl", records)
+    default = server.reply
+    server.reply = lamp_fixture.reply
+    try:
+        result = CliRunner().invoke(
+            main,
+            ["build", "--input", str(lamp), "--out", str(tmp_path / "built"), "-p", "gpt-5.1", "--no-progress",
+             "--api-base", server.url, "--cache-dir", str(tmp_path / "cache"), "--personal-data", "pseudonymized"],
+            env={**KEYS, "PRBJ_PRIVATE_DIR": str(tmp_path / "private")},
+        )  # fmt: skip
+    finally:
+        server.reply = default
+    assert result.exit_code == 0, result.output
+    bodies = sent_bodies(server)
+    assert bodies and not any(ANA_EMAIL in b or ANA_PHONE in b for b in bodies)
+    assert any("EMAIL_1" in b for b in bodies)
+    run = json.loads((tmp_path / "built" / "run.json").read_text())
+    assert run["privacy"]["personal_data"] == "pseudonymized"
