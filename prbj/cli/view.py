@@ -12,7 +12,21 @@ from prbj.cli.support import friendly_errors
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. Beyond loopback (0.0.0.0: every address) every page needs the token the "
+    "printed URL carries.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another host name requests may be addressed to (a reverse proxy's, a DNS alias); repeatable. "
+    "This machine's own names and addresses are always accepted.",
+)
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port (0: any free one)."
 )
@@ -40,6 +54,7 @@ from prbj.cli.support import friendly_errors
 def view(
     run_dirs: tuple[Path, ...],
     host: str,
+    allow_hosts: tuple[str, ...],
     port: int,
     open_browser: bool,
     reviewer: str | None,
@@ -51,6 +66,8 @@ def view(
 
     RUN_DIRS are run directories, folders of them, or `prbj build` folders with annotation sheets
     [default: every run under reports/]. Serves on 127.0.0.1; labels go to each run's labels.jsonl.
+    Requests must be addressed to this machine (or a name given with --allow-host); served beyond
+    loopback, every page needs the token in the URL it prints. Security: docs/viewer.md.
 
     \b
     Examples:
@@ -64,6 +81,7 @@ def view(
         run_view_command(
             run_dirs,
             host=host,
+            allow_hosts=allow_hosts,
             port=port,
             open_browser=open_browser,
             reviewer=reviewer,
