@@ -7,9 +7,11 @@ from typing import Any
 import click
 
 from prbj.cli.options import (
+    allow_host_option,
     concurrency_option,
     context_option,
     gateway_options,
+    host_option,
     mode_option,
     planner_option,
     profile_k_option,
@@ -29,12 +31,7 @@ from prbj.web.access import SERVE_TOKEN_ENV
     metavar="NAME",
     help="Judge that scores answers, as in 'prbj judge' (offline: random, length, bm25-profile, embed-profile).",
 )
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on; beyond loopback (0.0.0.0: every address) a --token is required.",
-)
+@host_option("a --token is required")
 @click.option(
     "--token",
     envvar=SERVE_TOKEN_ENV,
@@ -43,14 +40,7 @@ from prbj.web.access import SERVE_TOKEN_ENV
     help="Bearer token every request but GET /health must carry (Authorization: Bearer TOKEN, or ?token=); "
     "required beyond loopback [env: PRBJ_SERVE_TOKEN].",
 )
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="Another host name requests may be addressed to (a DNS alias, a cluster service name); repeatable. "
-    "This machine's own names and addresses are always accepted.",
-)
+@allow_host_option("a DNS alias, a cluster service name")
 @click.option(
     "--port",
     type=click.IntRange(min=0, max=65535),

@@ -7,26 +7,14 @@ from pathlib import Path
 
 import click
 
+from prbj.cli.options import allow_host_option, host_option
 from prbj.cli.support import friendly_errors
 
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Address to listen on. Beyond loopback (0.0.0.0: every address) every page needs the token the "
-    "printed URL carries.",
-)
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="Another host name requests may be addressed to (a reverse proxy's, a DNS alias); repeatable. "
-    "This machine's own names and addresses are always accepted.",
-)
+@host_option("every page needs the token the printed URL carries")
+@allow_host_option("a reverse proxy's, a DNS alias")
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port (0: any free one)."
 )
