@@ -449,7 +449,7 @@ def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(runs) -> None:
             url.group(0) + f"run/{runs['sample'].name}/judgments", timeout=60
         ) as page:
             html = page.read().decode()
-        assert "reviewer: ann" in html and '<span id="count">240</span>' in html
+        assert "reviewer: <bdi>ann</bdi>" in html and '<span id="count">240</span>' in html
     finally:
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=30)
