@@ -326,8 +326,12 @@ class Background:
 
 
 def start_server(ws: Workspace, words: list[str], env: Env) -> Background:
-    """`prbj serve` / `prbj view`: started as a process, returned once it prints where it listens."""
-    command = [sys.executable, "-m", "prbj", *words[1:]]
+    """`prbj serve` / `prbj view` / `inspect view` (Inspect's log viewer, from the `inspect` extra): started as
+    a process, returned once it prints where it listens."""
+    if words[0] == "inspect":
+        command = [shutil.which("inspect") or str(Path(sys.executable).with_name("inspect")), *words[1:]]
+    else:
+        command = [sys.executable, "-m", "prbj", *words[1:]]
     process = subprocess.Popen(command, cwd=ws.root, env={**_os_env(env), "PYTHONUNBUFFERED": "1"},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     lines: list[str] = []
@@ -338,7 +342,7 @@ def start_server(ws: Workspace, words: list[str], env: Env) -> Background:
         if not line:
             break
         lines.append(line.rstrip("\n"))
-        if "listening on" in line or "prbj view: http" in line:
+        if "listening on" in line or "prbj view: http" in line or "Running on http" in line:
             return Background(process, lines)
     process.kill()
     raise AssertionError(f"{' '.join(words)}: never said where it listens:\n" + "\n".join(lines))
@@ -415,6 +419,12 @@ def run_example(ws: Workspace, example: Example, background: list[Background]) -
         step_env: Env = {**env, **extra}
         if part.endswith(" &"):
             words = words[:-1]
+        if words[:2] == ["inspect", "view"]:  # Inspect's viewer runs until Ctrl-C, as `prbj view` does
+            stopped_first: list[str] = []
+            stop_servers(example, background, stopped_first)
+            assert not stopped_first, stopped_first
+            background.append(start_server(ws, words, step_env))
+            continue
         if words[:1] != ["prbj"]:
             code, output = run_shell(ws, part, step_env)
             assert code == 0, (example.where, part, output)
