@@ -66,6 +66,8 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
     "pytest": ("the test suite itself: CI runs it (.ci/run)", None),
     "apt-get ": ("installs a system package (Chromium): CI's own step", None),
     "ruff check": ("CI's static checks: their own step", None),
+    "bash .ci/eee-env": ("CI's own step: the Python 3.12 venv of the readers tests", None),
+    'wait "$!"': ("CI's own step: waits for that venv", None),
     "mypy": ("CI's static checks: their own step", None),
     "pylint": ("CI's static checks: their own step", None),
     "vllm serve": ("starts a GPU model server (vLLM); the loopback provider stands in for it here", None),
@@ -459,7 +461,9 @@ def run_example(ws: Workspace, example: Example, background: list[Background]) -
 def stop_servers(example: Example, background: list[Background], failures: list[str]) -> None:
     while background:
         server = background.pop()
-        if server.stop() not in (0, 130, -signal.SIGINT):
+        # Inspect's viewer is a click command: Ctrl-C ends it with click's "Aborted!" and exit code 1.
+        stopped = (0, 130, -signal.SIGINT, *((1,) if Path(str(server.process.args[0])).name == "inspect" else ()))
+        if server.stop() not in stopped:
             failures.append(f"{example.where}: stopping {server.process.args}: " + "\n".join(server.lines))
 
 

@@ -303,3 +303,84 @@ def test_an_experiment_folder_exports_every_judge_run(
     export(study, "--format", "csv", "--out", tmp_path / "study.csv")
     table = pl.read_csv(tmp_path / "study.csv", infer_schema=False)
     assert table.height == 2 * judgments.height
+
+
+# --- round trip: an EEE file read as a run -------------------------------------------------------------------
+
+THIRD_PARTY = {
+    "schema_version": "0.3.0",
+    "evaluation_id": "personalized-rewardbench/acme_rm-7b/1790000000",
+    "retrieved_timestamp": "1790000000",
+    "source_metadata": {"source_type": "evaluation_run", "source_organization_name": "Acme",
+                        "evaluator_relationship": "first_party"},
+    "eval_library": {"name": "their-harness", "version": "1.0"},
+    "model_info": {"name": "acme/rm-7b", "id": "acme/rm-7b",
+                   "additional_details": {"deployment_type": "self_deployed", "model_availability": "open_weights"}},
+    "evaluation_results": [{
+        "evaluation_name": "Personalized RewardBench",
+        "source_data": {"dataset_name": "personalized-rewardbench", "source_type": "hf_dataset",
+                        "hf_repo": "QiyaoMa/Personalized-RewardBench"},
+        "metric_config": {"metric_id": "accuracy", "lower_is_better": False, "score_type": "continuous",
+                          "min_score": 0, "max_score": 1},
+        "score_details": {"score": 0.71, "uncertainty": {"num_samples": 300,
+                          "confidence_interval": {"lower": 0.62, "upper": 0.79, "confidence_level": 0.95}}},
+    }],
+}  # fmt: skip
+
+
+def third_party_file(folder: Path, document: dict[str, Any]) -> Path:
+    path = (
+        folder
+        / "data"
+        / "personalized-rewardbench"
+        / "acme"
+        / "rm-7b"
+        / "0b1c2d3e-4f50-4617-8a9b-0c1d2e3f4a5b.json"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_report_and_show_read_an_eee_file_beside_a_prbj_run(run_dir: Path, tmp_path: Path) -> None:
+    theirs = third_party_file(tmp_path, THIRD_PARTY)
+    result = CliRunner().invoke(
+        main,
+        ["report", str(run_dir), str(theirs), "--mix-datasets", "--out", str(tmp_path / "board"), "--quiet"],
+    )
+    assert result.exit_code == 0, result.output
+    board = (tmp_path / "board" / "report.md").read_text(encoding="utf-8")
+    assert "acme/rm-7b" in board and "71.0" in board and "gemini-3-flash" in board
+    # Our own export read back: the same figures, and prbj show finds the texts in its instance file.
+    export(run_dir, "--format", "eee", "--out", tmp_path / "ours")
+    (ours,) = tmp_path.glob("ours/data/*/gemini/*/*[0-9a-f].json")
+    shown = CliRunner().invoke(main, ["show", str(ours), "--pair", "t-001", "--context", "none"])
+    assert shown.exit_code == 0, shown.output
+    assert "CHOSEN-001" in shown.output and "Result:" in shown.output
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (
+            lambda d: d["evaluation_results"][0]["score_details"].update(score="high"),
+            "evaluation_results[0].score_details.score",
+        ),
+        (
+            lambda d: d["evaluation_results"][0]["score_details"].update(score=7.1),
+            "evaluation_results[0].score_details.score",
+        ),
+        (lambda d: d.update(model_info="acme"), "model_info"),
+        (lambda d: d.update(evaluation_results=[]), "evaluation_results"),
+    ],
+)
+def test_a_malformed_eee_file_is_one_line_naming_file_and_field(
+    tmp_path: Path, change: Any, field: str
+) -> None:
+    document = json.loads(json.dumps(THIRD_PARTY))
+    change(document)
+    path = third_party_file(tmp_path, document)
+    result = CliRunner().invoke(main, ["report", str(path), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    (line,) = [line for line in result.output.splitlines() if line.strip()]
+    assert line.startswith("error: ") and str(path) in line and f"field '{field}'" in line
