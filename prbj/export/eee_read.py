@@ -39,6 +39,14 @@ def looks_like_eee(path: Path) -> bool:
     return b'"schema_version"' in head and b'"evaluation_id"' in head
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _field(path: Path, where: str, message: str) -> DataError:
     return DataError(f"{path}: field '{where}': {message}")
 
@@ -72,7 +80,7 @@ def _row(path: Path, judge: str, index: int, result: Any, lone: bool) -> GroupSt
     metric = _object(path, result.get("metric_config", {}), f"{where}.metric_config")
     if not _is_accuracy(metric):
         return None
-    details = metric.get("additional_details") if isinstance(metric.get("additional_details"), dict) else {}
+    details = _dict(metric.get("additional_details"))
     name = _text(path, result.get("evaluation_name"), f"{where}.evaluation_name")
     context = str(details.get("prbj.context") or UNSTATED)
     subset = str(details.get("prbj.subset") or (ALL_SUBSETS if lone else name))
@@ -83,12 +91,8 @@ def _row(path: Path, judge: str, index: int, result: Any, lone: bool) -> GroupSt
         raise _field(
             path, f"{where}.score_details.score", f"{score:g} is not an accuracy between 0 and {scale:g}"
         )
-    uncertainty = scored.get("uncertainty") if isinstance(scored.get("uncertainty"), dict) else {}
-    interval = (
-        uncertainty.get("confidence_interval")
-        if isinstance(uncertainty.get("confidence_interval"), dict)
-        else {}
-    )
+    uncertainty = _dict(scored.get("uncertainty"))
+    interval = _dict(uncertainty.get("confidence_interval"))
     low = (
         _number(path, interval["lower"], f"{where}...confidence_interval.lower") / scale
         if "lower" in interval
@@ -99,7 +103,7 @@ def _row(path: Path, judge: str, index: int, result: Any, lone: bool) -> GroupSt
         if "upper" in interval
         else None
     )
-    counts = scored.get("details") if isinstance(scored.get("details"), dict) else {}
+    counts = _dict(scored.get("details"))
 
     def count(key: str, default: int = 0) -> int:
         try:
@@ -147,10 +151,10 @@ def _instance_lines(path: Path) -> list[dict[str, Any]]:
 def _judgments(path: Path, judge: str, lines: list[dict[str, Any]], subsets: set[str]) -> pl.DataFrame:
     rows = []
     for line in lines:
-        meta = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
-        evaluation = line.get("evaluation") if isinstance(line.get("evaluation"), dict) else {}
-        output = line.get("output") if isinstance(line.get("output"), dict) else {}
-        raw = output.get("raw") if isinstance(output.get("raw"), list) else []
+        meta = _dict(line.get("metadata"))
+        evaluation = _dict(line.get("evaluation"))
+        output = _dict(line.get("output"))
+        raw = _list(output.get("raw"))
         status = str(meta.get("status") or ("ok" if not line.get("error") else "api_error"))
         correct = evaluation.get("is_correct") is True
         rows.append({
@@ -196,8 +200,8 @@ def read_eee_run(path: Path) -> RunData:
             path, "evaluation_results", "no accuracy among them (metric_id or metric_kind 'accuracy')"
         )
     first = results[0] if isinstance(results[0], dict) else {}
-    source = first.get("source_data") if isinstance(first.get("source_data"), dict) else {}
-    extra = source.get("additional_details") if isinstance(source.get("additional_details"), dict) else {}
+    source = _dict(first.get("source_data"))
+    extra = _dict(source.get("additional_details"))
     subsets = {r.subset for r in rows if r.subset != ALL_SUBSETS}
     dataset = {
         "source": f"{EEE_PREFIX}{path}",
@@ -225,15 +229,15 @@ def eee_pairs(source: str) -> dict[str, Pair]:
     path = Path(source.removeprefix(EEE_PREFIX))
     pairs = {}
     for line in _instance_lines(path):
-        given = line.get("input") if isinstance(line.get("input"), dict) else {}
-        reference = given.get("reference") if isinstance(given.get("reference"), list) else []
-        choices = given.get("choices") if isinstance(given.get("choices"), list) else []
+        given = _dict(line.get("input"))
+        reference = _list(given.get("reference"))
+        choices = _list(given.get("choices"))
         if len(reference) != 1 or len(choices) != 2 or reference[0] not in choices:
             continue
         other = choices[1] if choices[0] == reference[0] else choices[0]
-        meta = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+        meta = _dict(line.get("metadata"))
         pairs[line["sample_id"]] = Pair(
             line["sample_id"], str(meta.get("subset") or ""), str(given.get("raw") or ""), (), "", (),
-            str(reference[0]), str(other),
+            str(reference[0]), str(other), str(meta.get("user_id") or line["sample_id"]),
         )  # fmt: skip
     return pairs
