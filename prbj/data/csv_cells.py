@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.data.files import write_atomic
 from prbj.errors import DataError
 
 FORMULA_STARTS = "=+-@\t\r"
@@ -57,6 +58,11 @@ def neutralise_frame(frame: pl.DataFrame) -> pl.DataFrame:
         for name, dtype in frame.schema.items()
         if dtype == pl.String
     )
+
+
+def write_frame(path: Path, frame: pl.DataFrame) -> Path:
+    """A table as a CSV file (written beside it and renamed into place), every text cell neutralised."""
+    return write_atomic(path, lambda tmp: neutralise_frame(frame).write_csv(tmp))
 
 
 def write_rows(handle: Any, columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> None:
