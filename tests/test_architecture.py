@@ -19,6 +19,8 @@ LAYERS: dict[str, int] = {
     "data": 0,
     "prompts": 0,
     "display": 0,
+    # Who may talk to prbj's HTTP servers: shared by serve and view, which sit on one layer.
+    "web": 0,
     "llm": 1,
     "local": 2,
     # Pseudonyms and the private store: data and the routing below, read by runs, judges' callers and the viewer.
@@ -27,6 +29,8 @@ LAYERS: dict[str, int] = {
     "judges": 4,
     "analysis": 5,
     "report": 6,
+    # Exports are pure, like report: runs already in memory in, documents out.
+    "export": 6,
     "runs": 7,
     "bon": 8,
     "build": 8,

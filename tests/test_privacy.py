@@ -278,6 +278,16 @@ def test_pseudonymized_never_sends_caches_or_files_the_planted_entities(
         if path.suffix == ".parquet":
             text = parquet_strings(path)
             assert not any(planted in text for planted in PLANTED), path
+    # Nor in an export of the run, even one asked to include what the judges were shown.
+    for fmt, target in (("eee", tmp_path / "eee"), ("csv", tmp_path / "judgments.csv")):
+        exported = CliRunner().invoke(
+            main, ["export", str(run_dir), "--format", fmt, "--out", str(target), "--include-profiles"]
+        )
+        assert exported.exit_code == 0, exported.output
+        for path, data in (
+            every_byte_under(tmp_path / "eee") if fmt == "eee" else [(target, target.read_bytes())]
+        ):
+            assert not any(planted.encode() in data for planted in PLANTED), path
     # The run directory holds pair ids, not the text shown or written: that is in the private store.
     judgments = pl.read_parquet(run_dir / "judgments.parquet")
     assert judgments["context_block"].null_count() == judgments.height
