@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prbj.data.names import did_you_mean
-from prbj.errors import ConfigError
+from prbj.data.toml_lines import TomlFields, key_lines, kind, read_toml
 from prbj.experiments.commandline import (
     CommandLine,
     CommandPath,
@@ -40,7 +38,6 @@ from prbj.experiments.commandline import (
     option_index,
     resolve_path,
 )
-from prbj.experiments.locate import KeyLines, key_lines
 
 JUDGE: CommandPath = ("judge",)
 BON_SAMPLE: CommandPath = ("bon", "sample")
@@ -175,70 +172,8 @@ class Experiment:
         return next((j for j in self.judges if j.name == name), None)
 
 
-class _Reader:
-    """Validation with errors that name file, line and field."""
-
-    def __init__(self, path: Path, lines: KeyLines) -> None:
-        self.path = path
-        self.lines = lines
-
-    def error(self, where: str, message: str) -> ConfigError:
-        line = self.lines.line(where)
-        at = f"{self.path}:{line}" if line else str(self.path)
-        return ConfigError(f"{at}: field '{where}': {message}")
-
-    def table(self, doc: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
-        value = doc.get(key, {})
-        if not isinstance(value, dict):
-            raise self.error(where, f"expected a table, got {_kind(value)}")
-        return dict(value)
-
-    def keys(self, table: Mapping[str, Any], where: str, allowed: Sequence[str]) -> None:
-        for key in table:
-            if key not in allowed:
-                raise self.error(
-                    f"{where}.{key}" if where else key,
-                    f"unknown field;{did_you_mean(key, allowed)} expected one of {', '.join(allowed)}",
-                )
-
-    def string(self, table: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
-        value = table.get(key)
-        if value is None:
-            if required:
-                raise self.error(where, f"missing field '{key}'")
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise self.error(f"{where}.{key}", f"expected a non-empty string, got {_kind(value)}")
-        return value
-
-    def strings(self, table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-        value = table.get(key, [])
-        value = [value] if isinstance(value, str) else value
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self.error(f"{where}.{key}", f"expected a list of strings, got {_kind(value)}")
-        return tuple(value)
-
-    def integer(self, table: Mapping[str, Any], key: str, where: str, *, minimum: int) -> int | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(f"{where}.{key}", f"expected a whole number ≥ {minimum}, got {value!r}")
-        return value
-
-    def number(
-        self, table: Mapping[str, Any], key: str, where: str, *, positive: bool = False
-    ) -> float | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise self.error(f"{where}.{key}", f"expected a finite number, got {value!r}")
-        if value < 0 or (positive and value == 0):
-            raise self.error(
-                f"{where}.{key}", f"expected a {'positive' if positive else 'non-negative'} number"
-            )
-        return float(value)
+class _Reader(TomlFields):
+    """Validation with errors that name file, line and field; and the options of prbj's commands."""
 
     def options(
         self,
@@ -264,7 +199,7 @@ class _Reader:
                     f"not an option of 'prbj {command}';{did_you_mean(key, names)} see 'prbj {command} --help'",
                 )
             if isinstance(value, dict):
-                raise self.error(f"{where}.{key}", f"expected a value or a list, got {_kind(value)}")
+                raise self.error(f"{where}.{key}", f"expected a value or a list, got {kind(value)}")
             picked[option.keys[0]] = value
         return picked
 
@@ -288,24 +223,9 @@ class _Reader:
             raise self.error(settings.field, problem)
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
-
-
 def load_experiment(path: Path, cli: CommandLine) -> Experiment:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: invalid TOML: {err}") from None
+    doc, text = read_toml(path)
     reader = _Reader(path, key_lines(text))
     reader.keys(doc, "", SECTIONS)
     base = path.resolve().parent
