@@ -104,6 +104,17 @@ class UserProfile:
 NO_PROFILE = UserProfile()
 
 
+def _profile(
+    posts: tuple[ProfilePost, ...],
+    history: tuple[Preference, ...],
+    persona: str,
+    facts: tuple[tuple[str, str], ...],
+) -> UserProfile:
+    if not (posts or history or persona or facts):
+        return NO_PROFILE
+    return UserProfile(posts, history, persona, facts)
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
     id: str
@@ -133,9 +144,7 @@ class Pair:
     @property
     def user_profile(self) -> UserProfile:
         """Everything about the user a judge may be shown (read here, rewritten by `with_user_profile`)."""
-        if not (self.history or self.persona or self.facts):
-            return UserProfile(self.profile) if self.profile else NO_PROFILE
-        return UserProfile(self.profile, self.history, self.persona, self.facts)
+        return _profile(self.profile, self.history, self.persona, self.facts)
 
     def with_user_profile(self, profile: UserProfile) -> Pair:
         """This pair with `profile` in place of its own (e.g. a privacy step's pseudonymised copy)."""
@@ -190,9 +199,7 @@ class JudgeView:
 
     @property
     def user_profile(self) -> UserProfile:
-        if not (self.history or self.persona or self.facts):
-            return UserProfile(self.profile) if self.profile else NO_PROFILE
-        return UserProfile(self.profile, self.history, self.persona, self.facts)
+        return _profile(self.profile, self.history, self.persona, self.facts)
 
     @property
     def narrative(self) -> str:
