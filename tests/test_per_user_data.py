@@ -147,3 +147,10 @@ def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "users.jsonl", records)
     with pytest.raises(DataError, match=r"field 'id': duplicate id 'u1-test-1'"):
         load_dataset(str(path))
+
+
+def test_best_of_n_refuses_per_user_data_it_could_not_grade(users_file: Path, tmp_path: Path) -> None:
+    args = ["bon", "sample", "--policy", "demo", "--n", "2", "--dataset", str(users_file), "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, [*args, "--no-progress"])
+    assert result.exit_code == 2
+    assert "per-user data has no rubric aspects to grade best-of-N picks with" in result.output
