@@ -12,6 +12,7 @@ from prbj.data.cards import recorded_card
 from prbj.data.loaders import Dataset, load_dataset
 from prbj.data.schema import Pair
 from prbj.errors import PrbjError
+from prbj.export.eee_read import EEE_PREFIX, eee_pairs
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ def read_run_pairs(
     named = source or dataset_record.get("source")
     if not named:
         return RunPairs({}, "run.json names no dataset")
+    if str(named).startswith(EEE_PREFIX):  # an Every Eval Ever file: its instance lines hold the texts
+        found = eee_pairs(str(named))
+        return RunPairs(found, None if found else "the Every Eval Ever file has no instance-level texts beside it")
     wanted = dataset_record.get("fingerprint")
     # The benchmark the run read its data as (run.json's config.benchmark), read the same way again.
     benchmark = recorded_card((config or {}).get("benchmark"))
