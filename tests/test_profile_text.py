@@ -85,3 +85,12 @@ def test_a_privacy_step_rewrites_every_profile_text_through_one_place() -> None:
     # Everything else about the pair is kept, ids included.
     assert [h.id for h in masked.history] == ["h1", "h2", "h3"] and masked.chosen == pair.chosen
     assert "[CITY]" in format_profile(masked.view("profile"), 10)
+
+
+def test_an_export_scrubs_quotes_of_every_kind_of_profile_text() -> None:
+    from prbj.export.privacy import ProfileScrubber, personal_texts
+
+    pair = dataclasses.replace(parse_pair(make_record(1)), history=HISTORY, persona="Ana walks her dog at dawn")
+    assert {"Ana walks her dog at dawn", "Use a starter and a long cold proof."} <= set(personal_texts(pair))
+    scrubbed = ProfileScrubber([pair]).scrub("They once chose to use a starter and a long cold proof, so A.")
+    assert scrubbed is not None and "long cold proof" not in scrubbed
