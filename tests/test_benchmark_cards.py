@@ -21,10 +21,6 @@ from prbj.runs.run_pairs import read_run_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 INHOUSE = ROOT / "examples" / "benchmarks" / "inhouse.toml"
-PROFILE = (
-    'model = "openai/cards-model"\napi_key_env = "OPENAI_API_KEY"\nmax_concurrency = 8\n'
-    "[price]\ninput = 3\noutput = 15\n[params]\ntemperature = 0\nmax_tokens = 40\n"
-)
 
 
 def reply(request: ChatRequest) -> str:
@@ -37,15 +33,6 @@ def server() -> Iterator[ProviderServer]:
         yield running
 
 
-@pytest.fixture
-def providers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-cards")
-    folder = tmp_path / "providers"
-    folder.mkdir()
-    (folder / "cards.toml").write_text(PROFILE)
-    return folder
-
-
 def test_the_shipped_cards() -> None:
     assert shipped_cards() == ["persona-feedback", "personal-reward-bench", "prb", "prism"]
     prism = resolve_card("prism")
@@ -55,15 +42,15 @@ def test_the_shipped_cards() -> None:
 
 @pytest.mark.parametrize("name", ["prb", "personal-reward-bench", "prism", "persona-feedback"])
 def test_a_dry_run_plans_every_shipped_cards_sample(
-    name: str, server: ProviderServer, providers: Path, tmp_path: Path
+    name: str, server: ProviderServer, openai_profiles: Path, tmp_path: Path
 ) -> None:
     data = load_dataset(None, name)
-    args = ["judge", "--benchmark", name, "--dry-run", "-p", "cards", "--context", "profile", "--context", "none"]
-    shared = ["--api-base", server.url, "--providers-dir", str(providers), "--cache-dir", str(tmp_path / "c")]
+    args = ["judge", "--benchmark", name, "--dry-run", "-p", "judge", "--context", "profile", "--context", "none"]
+    shared = ["--api-base", server.url, "--providers-dir", str(openai_profiles), "--cache-dir", str(tmp_path / "c")]
     out = ["--out", str(tmp_path / "out"), "--no-progress"]
     result = CliRunner(env={"COLUMNS": "300"}).invoke(main, [*args, *shared, *out])
     assert result.exit_code == 0, result.output
-    row = next(line for line in result.output.splitlines() if line.split()[:1] == ["cards"])
+    row = next(line for line in result.output.splitlines() if line.split()[:1] == ["judge"])
     # One pairwise call per pair and context, nothing sent.
     assert int(row.split()[1]) == 2 * len(data.pairs) and server.count() == 0
     if name != "prb":
@@ -206,10 +193,10 @@ def test_the_run_names_its_benchmark_and_its_pairs_read_back_the_same_way(tmp_pa
 
 
 def test_the_oracle_context_is_refused_where_there_is_no_scoring_standard(
-    server: ProviderServer, providers: Path, tmp_path: Path
+    server: ProviderServer, openai_profiles: Path, tmp_path: Path
 ) -> None:
-    args = ["judge", "--benchmark", "prism", "-p", "cards", "--context", "oracle", "--dry-run", "--no-progress"]
-    shared = ["--api-base", server.url, "--providers-dir", str(providers), "--cache-dir", str(tmp_path / "c")]
+    args = ["judge", "--benchmark", "prism", "-p", "judge", "--context", "oracle", "--dry-run", "--no-progress"]
+    shared = ["--api-base", server.url, "--providers-dir", str(openai_profiles), "--cache-dir", str(tmp_path / "c")]
     result = CliRunner().invoke(main, [*args, *shared])
     assert result.exit_code == 2
     assert "--context oracle: prism has no scoring standard" in result.output

@@ -34,10 +34,6 @@ from prbj.llm.setup import GatewayOptions
 from prbj.local.models import ScalarOptions
 from prbj.runs.execute import RunConfig, execute
 
-PROFILE = (
-    'model = "openai/{model}"\napi_key_env = "OPENAI_API_KEY"\nmax_concurrency = 8\n'
-    "[price]\ninput = 3\noutput = 15\n[params]\ntemperature = 0\nmax_tokens = 40\n"
-)
 _HISTORY = re.compile(r"(?:HIST|PERSONA|FACT)(u\d+)")
 _JUDGED = re.compile(r"TEST(u\d+)t(\d+)")
 
@@ -90,19 +86,9 @@ def users(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "users.jsonl", user_records())
 
 
-@pytest.fixture
-def providers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
-    folder = tmp_path / "providers"
-    folder.mkdir()
-    for name in ("leak", "planner"):
-        (folder / f"{name}.toml").write_text(PROFILE.replace("{model}", f"{name}-model"))
-    return folder
-
-
-def ask(server: ProviderServer, providers: Path, tmp_path: Path, *args: str) -> list[ChatRequest]:
+def ask(server: ProviderServer, openai_profiles: Path, tmp_path: Path, *args: str) -> list[ChatRequest]:
     server.reset()
-    shared = ["--api-base", server.url, "--providers-dir", str(providers), "--cache-dir", str(tmp_path / "cache")]
+    shared = ["--api-base", server.url, "--providers-dir", str(openai_profiles), "--cache-dir", str(tmp_path / "cache")]
     result = CliRunner().invoke(main, ["judge", *args, *shared, "--out", str(tmp_path / "out"), "--no-progress"])
     assert result.exit_code == 0, result.output
     return list(server.requests)
@@ -111,9 +97,9 @@ def ask(server: ProviderServer, providers: Path, tmp_path: Path, *args: str) -> 
 @pytest.mark.parametrize("mode", ["pairwise", "pointwise"])
 @pytest.mark.parametrize("context", ["profile", "swapped-profile", "none"])
 def test_llm_judges_see_their_users_history_only(
-    server: ProviderServer, providers: Path, users: Path, tmp_path: Path, mode: str, context: str
+    server: ProviderServer, openai_profiles: Path, users: Path, tmp_path: Path, mode: str, context: str
 ) -> None:
-    requests = ask(server, providers, tmp_path, "--dataset", str(users), "-p", "leak", "--context", context,
+    requests = ask(server, openai_profiles, tmp_path, "--dataset", str(users), "-p", "judge", "--context", context,
                    "--mode", mode)  # fmt: skip
     calls_per_pair = 1 if mode == "pairwise" else 2
     assert len(requests) == len(USERS) * 2 * calls_per_pair
@@ -122,9 +108,9 @@ def test_llm_judges_see_their_users_history_only(
 
 
 def test_the_planner_sees_its_users_history_only_and_the_judge_its_aspects(
-    server: ProviderServer, providers: Path, users: Path, tmp_path: Path
+    server: ProviderServer, openai_profiles: Path, users: Path, tmp_path: Path
 ) -> None:
-    requests = ask(server, providers, tmp_path, "--dataset", str(users), "-p", "leak", "--context", "planner",
+    requests = ask(server, openai_profiles, tmp_path, "--dataset", str(users), "-p", "judge", "--context", "planner",
                    "--planner", "planner")  # fmt: skip
     planned = [r for r in requests if "infer what THIS user will expect" in r.system]
     judged = [r for r in requests if r not in planned]
