@@ -134,6 +134,25 @@ def test_the_probability_is_read_at_the_verdict_the_parser_reads() -> None:
     assert probability_of_a(reply, shown, None) is None
 
 
+def test_a_letter_counts_in_either_case_as_the_parser_reads_it() -> None:
+    """Issue 31: the parser reads "Result: a" as A, but the normaliser counted only the case the judge wrote, so
+    " B" 0.6 beside " a" 0.4 gave P(A) = 0 (then bounded by the leftover mass) instead of 0.4."""
+    reply = "Both are fine.\nResult: B"
+    shown = ["first answer", "second answer"]
+    mixed = choices(reply, " B", [(" B", math.log(0.6)), (" a", math.log(0.4))])
+    assert probability_of_a(reply, shown, mixed) == pytest.approx(0.4)
+    # Both cases of one letter add up; a lowercase verdict reads the same way.
+    both = choices(
+        reply,
+        " B",
+        [(" B", math.log(0.5)), (" b", math.log(0.1)), (" A", math.log(0.2)), ("a", math.log(0.2))],
+    )
+    assert probability_of_a(reply, shown, both) == pytest.approx(0.4 / 1.0)
+    lower = "Both are fine.\nResult: a"
+    read_lower = choices(lower, " a", [(" a", math.log(0.7)), (" B", math.log(0.3))])
+    assert probability_of_a(lower, shown, read_lower) == pytest.approx(0.7)
+
+
 def test_a_byte_token_does_not_shift_the_letters_that_follow() -> None:
     text = "Ça va.\nResult: A"
     positions = [
