@@ -124,9 +124,38 @@ def learn_then_test(
     )
 
 
+# The held-out check (apply_threshold) calls an error above the target more than chance when a true error of
+# exactly the target would show as many errors with at most this probability; its interval is two-sided at
+# 1 − HELD_OUT_LEVEL.
+HELD_OUT_LEVEL = 0.05
+
+
+def clopper_pearson(errors: int, kept: int, level: float) -> tuple[float, float]:
+    """The two-sided Clopper–Pearson interval of an error rate from `errors` out of `kept` (kept ≥ 1), at
+    confidence `level`: exact, never narrower than the binomial allows."""
+    from scipy.stats import beta
+
+    tail = (1.0 - level) / 2.0
+    low = 0.0 if errors == 0 else float(beta.ppf(tail, errors, kept - errors + 1))
+    high = 1.0 if errors == kept else float(beta.ppf(1.0 - tail, errors + 1, kept - errors))
+    return low, high
+
+
+def chance_of_as_many(errors: int, kept: int, target_error: float) -> float:
+    """P(Binomial(kept, target_error) ≥ errors): how often a true error of exactly the target shows `errors` or
+    more among `kept` verdicts (one-sided exact binomial test of "the error is at most the target")."""
+    from scipy.stats import binom
+
+    return float(binom.sf(errors - 1, kept, target_error))
+
+
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """A threshold applied to judgments: what it kept, how right those were, and whether the target held."""
+    """A threshold applied to judgments: what it kept, how right those were, and whether their error is within
+    the target. A finite sample's error exceeds the target by chance even when the true error does not, so
+    beside the error stand its Clopper–Pearson interval and the exact binomial test of "the true error is at
+    most the target": `consistent` is False only when the errors are too many for chance
+    (p ≤ HELD_OUT_LEVEL); `held` says only whether the observed error is at most the target."""
 
     n: int
     kept: int
@@ -136,9 +165,31 @@ class Applied:
     error: float | None
     target_error: float
     held: bool | None
+    errors: int = 0
+    error_ci_low: float | None = None
+    error_ci_high: float | None = None
+    p_value: float | None = None
+    consistent: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def verdict(self) -> str:
+        """The check in words: the error with its interval, against the target."""
+        if self.error is None or self.error_ci_low is None or self.error_ci_high is None:
+            return "none kept, target unchecked"
+        error = (
+            f"error {self.error:.1%} ({1 - HELD_OUT_LEVEL:.0%} CI {self.error_ci_low:.1%}–"
+            f"{self.error_ci_high:.1%}) against the target {self.target_error:.1%}"
+        )
+        if self.held:
+            return f"{error}: within it"
+        if self.consistent:
+            return (
+                f"{error}: above it by no more than chance (p = {self.p_value:.2f}), consistent with the "
+                "guarantee"
+            )
+        return f"{error}: above it beyond chance (p = {self.p_value:.3g}), the guarantee does not hold here"
 
 
 def apply_threshold(
@@ -148,15 +199,32 @@ def apply_threshold(
     right = np.asarray(correct, dtype=bool)
     keep = confidence >= threshold
     kept = int(keep.sum())
-    accuracy = float(right[keep].mean()) if kept else None
-    error = None if accuracy is None else 1.0 - accuracy
+    if kept == 0:
+        return Applied(
+            n=int(confidence.size),
+            kept=0,
+            abstained=int(confidence.size),
+            coverage=0.0,
+            accuracy=None,
+            error=None,
+            target_error=target_error,
+            held=None,
+        )
+    errors = int(kept - right[keep].sum())
+    low, high = clopper_pearson(errors, kept, 1.0 - HELD_OUT_LEVEL)
+    p_value = chance_of_as_many(errors, kept, target_error)
     return Applied(
         n=int(confidence.size),
         kept=kept,
         abstained=int(confidence.size - kept),
-        coverage=kept / confidence.size if confidence.size else 0.0,
-        accuracy=accuracy,
-        error=error,
+        coverage=kept / confidence.size,
+        accuracy=1.0 - errors / kept,
+        error=errors / kept,
         target_error=target_error,
-        held=None if error is None else error <= target_error,
+        held=errors / kept <= target_error,
+        errors=errors,
+        error_ci_low=low,
+        error_ci_high=high,
+        p_value=p_value,
+        consistent=p_value > HELD_OUT_LEVEL,
     )

@@ -149,13 +149,30 @@ def calibration_table(rows: Sequence[dict[str, Any]]) -> TextTable:
     )
 
 
+def held_out_error(check: dict[str, Any]) -> str:
+    """A held-out check's error with its Clopper–Pearson interval (analysis.selective.Applied)."""
+    return _interval(check, "error", percent=True)
+
+
+def consistent_cell(check: dict[str, Any]) -> str:
+    """Whether a held-out check's errors are within what chance allows a true error at the target: "yes"
+    (within the target), "yes (p = …)" (above it, by no more than chance), "NO (p = …)" (beyond chance)."""
+    if check.get("held") is None:
+        return fmt.DASH
+    if "consistent" not in check:  # written before the test: only the observed error against the target
+        return "yes" if check["held"] else "above target"
+    if check["held"]:
+        return "yes"
+    p_value = float(check.get("p_value") or 0.0)
+    return f"yes (p = {p_value:.2f})" if check["consistent"] else f"NO (p = {p_value:.3g})"
+
+
 def selective_table(rows: Sequence[dict[str, Any]]) -> TextTable:
     def held(row: dict[str, Any]) -> list[str]:
         check = row.get("held_out")
         if not isinstance(check, dict):
             return ["0", fmt.DASH, "unchecked (no held-out pairs)"]
-        verdict = fmt.DASH if check.get("held") is None else ("yes" if check["held"] else "NO")
-        return [str(check.get("n")), fmt.percent(check.get("error")), verdict]
+        return [str(check.get("n")), held_out_error(check), consistent_cell(check)]
 
     return TextTable(
         "selective",
@@ -168,8 +185,8 @@ def selective_table(rows: Sequence[dict[str, Any]]) -> TextTable:
             "coverage %",
             "kept accuracy %",
             "held-out pairs",
-            "held-out error %",
-            "target held",
+            "held-out error % (95% CI)",
+            "consistent with target",
         ],
         [
             [
@@ -185,7 +202,9 @@ def selective_table(rows: Sequence[dict[str, Any]]) -> TextTable:
         ],
         [False, False, True, True, True, True, True, True, False],
         "Verdicts below the threshold are 'abstained': counted apart, never a verdict. Held-out pairs: those "
-        "judged here that did not calibrate the threshold; the target is checked on them only.",
+        "judged here that did not calibrate the threshold; the target is checked on them only: their error with "
+        "its Clopper–Pearson interval, and NO only when a true error at the target would show so many errors "
+        "with probability p ≤ 5% (a finite sample exceeds the target by chance even when the guarantee holds).",
     )
 
 
