@@ -14,7 +14,13 @@ from click.testing import CliRunner
 from scipy.stats import beta, binom
 
 from prbj.analysis.confidence import with_confidence
-from prbj.analysis.selective import apply_threshold, learn_then_test, minimum_kept
+from prbj.analysis.selective import (
+    apply_threshold,
+    half_target_kept,
+    learn_then_test,
+    minimum_kept,
+    sequence_start,
+)
 from prbj.cli import main
 from prbj.runs.confidence import withhold
 from prbj.runs.selective_file import SelectiveEntry, SelectiveFile
@@ -60,6 +66,70 @@ def test_an_informative_confidence_keeps_verdicts_under_the_target() -> None:
             assert found.bound is not None and found.bound <= TARGET
     assert np.mean(np.array(coverages) > 0) > 0.95 and np.median(coverages) > 0.4
     assert np.mean(held) >= 1 - DELTA
+
+
+def test_a_small_run_whose_surest_verdicts_are_right_finds_a_threshold() -> None:
+    """Issue 31: on 150 judgments at target 10%, δ 5%, the 51 surest verdicts (above 0.82) are all right, but
+    the sequence of candidates started at 76 kept, already past the errors, and found no threshold. It now
+    starts where, judging by the confidences alone, the threshold would keep the most."""
+    confidence = np.linspace(1.0, 0.5, 150)
+    correct = np.ones(150)
+    rest = np.arange(51, 150)
+    correct[rest[rest % 10 < 3]] = 0  # 29% wrong below the 51 surest
+    found = learn_then_test(confidence, correct, target_error=TARGET, delta=DELTA)
+    assert found.threshold is not None and found.kept >= 51
+    assert found.bound is not None and found.bound <= TARGET
+
+
+def _sure_on_top(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Modest confidences, but right 99.5% of the time above 0.82 and 70% below."""
+    rng = np.random.default_rng(seed)
+    confidence = rng.uniform(0.5, 1.0, n)
+    return confidence, rng.uniform(size=n) < np.where(confidence > 0.82, 0.995, 0.7)
+
+
+def _true_error(threshold: float) -> float:
+    """The error among the verdicts of _sure_on_top at or above `threshold`, over its whole population."""
+    top = 0.18 * 0.005
+    if threshold >= 0.82:
+        return 0.005
+    return (top + (0.82 - threshold) * 0.3) / (1.0 - threshold)
+
+
+def test_small_runs_find_thresholds_far_more_often_and_the_guarantee_holds() -> None:
+    """300 runs of 150 judgments of _sure_on_top: the sequence started at n_half (76 kept, as before) finds a
+    threshold in about 1 run of 14; started where sequence_start puts it, in most runs, and a threshold whose
+    true error exceeds the target stays rarer than δ."""
+    found_before = found_now = broken = 0
+    runs = 300
+    for seed in range(runs):
+        confidence, correct = _sure_on_top(seed, 150)
+        before = learn_then_test(
+            confidence, correct, target_error=TARGET, delta=DELTA, start=half_target_kept(150, TARGET, DELTA)
+        )
+        now = learn_then_test(confidence, correct, target_error=TARGET, delta=DELTA)
+        found_before += before.threshold is not None
+        if now.threshold is not None:
+            found_now += 1
+            broken += _true_error(now.threshold) > TARGET
+    assert found_before / runs < 0.2
+    assert found_now / runs > 0.6
+    assert broken / runs <= DELTA
+
+
+def test_the_start_is_picked_from_the_confidences_alone() -> None:
+    confidence, correct = _sure_on_top(3, 150)
+    ranked = np.sort(confidence)[::-1]
+    start = sequence_start(ranked, TARGET, DELTA)
+    assert minimum_kept(TARGET, DELTA) <= start <= half_target_kept(150, TARGET, DELTA)
+    # Which verdicts were right cannot move it: the same confidences with every verdict flipped.
+    flipped = learn_then_test(confidence, ~correct, target_error=TARGET, delta=DELTA, start=start)
+    assert flipped.threshold is None
+    assert sequence_start(ranked, TARGET, DELTA) == start
+    # A large run starts where it did (an error of half the target could pass), its start being a sliver of
+    # the judgments.
+    big = np.sort(np.random.default_rng(0).uniform(0.9, 1.0, 5000))[::-1]
+    assert sequence_start(big, TARGET, DELTA) == half_target_kept(5000, TARGET, DELTA) == 76
 
 
 def test_a_held_out_error_above_the_target_by_chance_is_consistent_with_the_guarantee() -> None:

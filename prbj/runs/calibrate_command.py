@@ -23,9 +23,10 @@ from prbj.runs import rundir
 from prbj.runs.selective_file import selective_document, write_selective
 
 PROCEDURE = (
-    "Learn-then-Test, fixed-sequence testing from the highest confidence down, exact binomial p-value "
-    "P(Binomial(kept, target_error) <= errors) <= delta; bound: one-sided (1 - delta) Clopper-Pearson upper "
-    "limit of the kept error. Assumes calibration and later pairs are exchangeable."
+    "Learn-then-Test, fixed-sequence testing from the highest confidence down, starting at the kept count "
+    "picked from the confidences alone, exact binomial p-value P(Binomial(kept, target_error) <= errors) <= "
+    "delta; bound: one-sided (1 - delta) Clopper-Pearson upper limit of the kept error. Assumes calibration "
+    "and later pairs are exchangeable."
 )
 
 
