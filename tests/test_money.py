@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from loopback import ProviderServer
+from loopback import Fault, ProviderServer
 from test_gateway_cli import env, latest_run, prbj, right_answer, run
 
 from prbj.llm.budget import Budget
@@ -68,6 +68,40 @@ async def test_the_cap_is_filled_at_any_concurrency(server, tmp_path, concurrenc
     assert budget.spent >= 0.9 and budget.spent <= 1.0
     assert sent == server.count() == 48
     assert sum(r.status == "skipped_budget" for r in results) == 80 - sent
+    assert budget.reserved == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+async def test_a_refused_attempt_gives_its_reservation_back_and_costs_nothing(
+    server, tmp_path, concurrency
+) -> None:
+    """Issue 31 (a mutation the suite let through): a 429 is not billed, so the attempt it refused gives its
+    worst case back; only the answered retry is paid. Charging the worst case instead would spend $0.05 more
+    per call here."""
+    server.reply = lambda r: " ".join(["word"] * 5)  # $0.005 a call; worst case (50 tokens) $0.05
+    spec = replace(
+        resolve_provider("gpt-5.1", api_base=server.url),
+        input_price=0.0,
+        output_price=0.001,
+        params={"max_tokens": 50},
+        max_concurrency=concurrency,
+    )
+    budget = Budget(max_cost=1.0)
+    gateway = Gateway(ResponseCache(tmp_path / "cache"), budget, retry=FAST_RETRY)
+    calls = 8
+    # Every call's first attempt is refused, in whatever order the calls arrive.
+    server.inject(*[Fault("429", prompt=f"question {i}.") for i in range(calls)])
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(i: int):
+        async with semaphore:
+            return await gateway.call(spec, LLMRequest.chat("Be terse.", f"question {i}."))
+
+    results = await asyncio.gather(*[one(i) for i in range(calls)])
+    gateway.close()
+    assert [r.status for r in results] == ["ok"] * calls, [r.error for r in results]
+    assert server.count() == 2 * calls
+    assert budget.spent == pytest.approx(calls * 0.005)
     assert budget.reserved == pytest.approx(0.0)
 
 
