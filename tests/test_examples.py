@@ -8,9 +8,9 @@ CSV, their own provider profile, the workflow's data/pairs.jsonl, ...). Examples
 loopback provider (tests/loopback.py, every provider's real wire format through the real LiteLLM stack),
 reached the documented ways:
 
-- PRBJ_PROVIDERS_DIR holds, for every bundled profile, a partial profile of the same name that `extends` it and
-  sets `api_base` to the loopback server (as README "Profiles" describes) and limits the loopback server never
-  reaches (a higher tier's); keys are set in the environment;
+- PRBJ_PROVIDERS_DIR holds, for every bundled profile, a partial profile of the same name that `extends` it
+  and sets `api_base` to the loopback server (as docs/providers.md "Profiles" describes) and limits the loopback
+  server never reaches (a higher tier's); keys are set in the environment;
 - `--api-base http://127.0.0.1:8000/v1` (the reader's own vLLM/SGLang server) points at the loopback server;
   the other port 8000 (`prbj serve --port 8000` and the clients calling it) is a free port of this machine.
 
@@ -66,11 +66,14 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
     "pytest": ("the test suite itself: CI runs it (.ci/run)", None),
     "apt-get ": ("installs a system package (Chromium): CI's own step", None),
     "ruff check": ("CI's static checks: their own step", None),
+    "bash .ci/eee-env": ("CI's own step: the Python 3.12 venv of the readers tests", None),
+    'wait "$!"': ("CI's own step: waits for that venv", None),
     "mypy": ("CI's static checks: their own step", None),
     "pylint": ("CI's static checks: their own step", None),
     "vllm serve": ("starts a GPU model server (vLLM); the loopback provider stands in for it here", None),
     "python -m verl.": ("verl PPO training on GPUs", None),
     "python -m openrlhf.": ("OpenRLHF PPO training on GPUs", None),
+    "hf download": ("downloads from the Hugging Face hub; the workspace holds what it would write", None),
     "hf:QiyaoMa/": ("downloads the benchmark from the Hugging Face hub", 2),
     "hf:alireza7/": ("downloads LaMP-QA from the Hugging Face hub", 2),
     "hf:/models/": ("a reward model checkpoint on the reader's disk (GPU-sized)", 2),
@@ -83,7 +86,7 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
 }
 
 # Examples whose outcome on the 60-pair sample is not the full benchmark's, with the exit code and the words they
-# end with here: a calibration certifies a threshold only with enough judgments (README's `prbj calibrate …
+# end with here: a calibration certifies a threshold only with enough judgments (docs/confidence.md's `prbj calibrate …
 # --target-error 0.2 --delta 0.2` example certifies one on the sample, and must).
 ON_THE_SAMPLE: dict[str, tuple[int, str]] = {
     "prbj calibrate reports/<run-id> --target-error 0.10 --delta 0.05": (1, "nothing written."),
@@ -191,6 +194,13 @@ def _reader_files(root: Path, server_url: str) -> None:
     # The dataset examples/github-actions-judge-gate.yml names (ADAPT): the reader's project keeps it in data/.
     (root / "data").mkdir()
     (root / "data" / "pairs.jsonl").write_text(sample)
+    # docs/data.md's `hf download QiyaoMa/Personalized-RewardBench --local-dir prb`: the hub's layout, one
+    # Parquet file per subset under <subset>/test-*.parquet (here holding the sample's pairs).
+    import polars as pl
+
+    for subset in sorted((ROOT / "prbj" / "data" / "sample").glob("*.jsonl")):
+        (root / "prb" / subset.stem).mkdir(parents=True)
+        pl.read_ndjson(subset).write_parquet(root / "prb" / subset.stem / "test-00000-of-00001.parquet")
     bon = root / "BoN" / "data"
     bon.mkdir(parents=True)
     (bon / "evaluation_summary.json").write_text(json.dumps({
@@ -326,8 +336,12 @@ class Background:
 
 
 def start_server(ws: Workspace, words: list[str], env: Env) -> Background:
-    """`prbj serve` / `prbj view`: started as a process, returned once it prints where it listens."""
-    command = [sys.executable, "-m", "prbj", *words[1:]]
+    """`prbj serve` / `prbj view` / `inspect view` (Inspect's log viewer, from the `inspect` extra): started as
+    a process, returned once it prints where it listens."""
+    if words[0] == "inspect":
+        command = [shutil.which("inspect") or str(Path(sys.executable).with_name("inspect")), *words[1:]]
+    else:
+        command = [sys.executable, "-m", "prbj", *words[1:]]
     process = subprocess.Popen(command, cwd=ws.root, env={**_os_env(env), "PYTHONUNBUFFERED": "1"},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     lines: list[str] = []
@@ -338,7 +352,7 @@ def start_server(ws: Workspace, words: list[str], env: Env) -> Background:
         if not line:
             break
         lines.append(line.rstrip("\n"))
-        if "listening on" in line or "prbj view: http" in line:
+        if "listening on" in line or "prbj view: http" in line or "Running on http" in line:
             return Background(process, lines)
     process.kill()
     raise AssertionError(f"{' '.join(words)}: never said where it listens:\n" + "\n".join(lines))
@@ -415,6 +429,12 @@ def run_example(ws: Workspace, example: Example, background: list[Background]) -
         step_env: Env = {**env, **extra}
         if part.endswith(" &"):
             words = words[:-1]
+        if words[:2] == ["inspect", "view"]:  # Inspect's viewer runs until Ctrl-C, as `prbj view` does
+            stopped_first: list[str] = []
+            stop_servers(example, background, stopped_first)
+            assert not stopped_first, stopped_first
+            background.append(start_server(ws, words, step_env))
+            continue
         if words[:1] != ["prbj"]:
             code, output = run_shell(ws, part, step_env)
             assert code == 0, (example.where, part, output)
@@ -449,7 +469,9 @@ def run_example(ws: Workspace, example: Example, background: list[Background]) -
 def stop_servers(example: Example, background: list[Background], failures: list[str]) -> None:
     while background:
         server = background.pop()
-        if server.stop() not in (0, 130, -signal.SIGINT):
+        # Inspect's viewer is a click command: Ctrl-C ends it with click's "Aborted!" and exit code 1.
+        stopped = (0, 130, -signal.SIGINT, *((1,) if Path(str(server.process.args[0])).name == "inspect" else ()))
+        if server.stop() not in stopped:
             failures.append(f"{example.where}: stopping {server.process.args}: " + "\n".join(server.lines))
 
 

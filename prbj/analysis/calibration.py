@@ -1,5 +1,5 @@
 """How well a judge's confidence matches how often it is right, per judge × context (summary.json
-`calibration`; the README's "How sure is the judge?" states every definition).
+`calibration`; docs/confidence.md "How sure is the judge?" states every definition).
 
 A verdict that took no side (a tie, or an inconsistent pair in both orders) has confidence 0.5 and counts as
 half right, the expected correctness of a coin flip, in every figure here: in its ECE bin and the reliability
