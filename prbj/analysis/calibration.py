@@ -44,10 +44,10 @@ CURVE_POINTS = 20
 _BLOCK = 200
 # Judgments are resampled as groups of alike ones when there are at least this many judgments per group.
 GROUPED_SHARE = 8
-# The share of a judgment counted right: a wrong verdict, a right one, and one that took no side (a tie or an
-# inconsistent pair, confidence 0.5): a coin flip's expected correctness.
-_RIGHT_SHARE = np.array([0.0, 1.0, 0.5])
+# How right a verdict that took no side (a tie or an inconsistent pair, confidence 0.5) counts: a coin flip's
+# expected correctness; and the share counted right of each group of the layout (wrong, right, no side).
 NO_SIDE = 0.5
+_RIGHT_SHARE = np.array([0.0, 1.0, NO_SIDE])
 # The ECE interval (BinGaps.interval) covers the true ECE with this probability; GAP_RISK of the risk it leaves
 # is spent on the lower limits of the bins' gaps.
 INTERVAL_LEVEL = 0.95
