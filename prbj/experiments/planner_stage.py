@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from prbj.context.planner import Planner
+from prbj.context.profile_text import ProfileOrder
 from prbj.data import load_dataset
+from prbj.data.cards import resolve_card
 from prbj.data.files import write_jsonl
 from prbj.data.loaders import is_public
 from prbj.display.width import output_console, print_error
-from prbj.experiments.schema import Experiment
+from prbj.experiments.schema import BenchmarkEntry, Experiment
 from prbj.judges.setup import resolve_provider
 from prbj.llm.setup import GatewayOptions
 from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
@@ -43,23 +45,37 @@ def gateway_options(defaults: Mapping[str, Any], base: Path, **fixed: Any) -> Ga
     return GatewayOptions(**{**picked, **fixed})
 
 
+def _card_order(entry: BenchmarkEntry) -> ProfileOrder:
+    card = resolve_card(entry.benchmark) if entry.benchmark is not None else None
+    order = card.profile_order if card is not None else None
+    return "newest" if order == "newest" else "similar"
+
+
 def run_planner(
-    experiment: Experiment, out: Path, *, max_cost: float | None, dry_run: bool, progress: bool = True
+    experiment: Experiment,
+    out: Path,
+    *,
+    max_cost: float | None,
+    dry_run: bool,
+    progress: bool = True,
+    benchmark: BenchmarkEntry | None = None,
 ) -> int:
+    """The planner's aspects for every pair of `benchmark` (the experiment's main one by default)."""
     planner_entry = experiment.planner
     assert planner_entry is not None
+    entry = benchmark or experiment.main
     shared = gateway_options(
         experiment.defaults,
         experiment.base,
         max_cost=max_cost,
         dry_run=dry_run,
         personal_data=experiment.personal_data,
-    ).for_data(experiment.dataset, public=is_public(experiment.dataset))
+    ).for_data(entry.dataset, public=is_public(entry.dataset))
     privacy = PrivacyOptions(
         **{k: v for k, v in experiment.defaults.items() if k in PrivacyOptions.__dataclass_fields__}
     )
     console = output_console()
-    data = load_dataset(experiment.dataset).select(experiment.subsets, experiment.limit)
+    data = load_dataset(entry.dataset, entry.benchmark).select(experiment.subsets, experiment.limit)
     # The judge stages pseudonymize as this one does: their planner calls are the same requests, cached here.
     data, _ = guard_dataset(data, shared.routed, privacy, note=note_line)
     with shared.open() as gateway:
@@ -67,6 +83,8 @@ def run_planner(
             resolve_provider(planner_entry.provider, shared, gateway),
             gateway,
             profile_k=planner_entry.profile_k,
+            # As the judges' planner asks (prbj judge takes the order from the benchmark's card).
+            profile_order=_card_order(entry),
             repair=planner_entry.repair,
         )
         jobs = [partial(planner.aspects, pair.view("planner")) for pair in data.pairs]
