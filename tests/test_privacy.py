@@ -539,6 +539,162 @@ def test_pseudonyms_are_per_user_across_that_users_pairs() -> None:
     ]
 
 
+# --- the per-user layout: personas, earlier choices, stated facts, conversations ----------------------------------
+
+CARA_EMAIL, CARA_PHONE, CARA_URL = "cara.ng@example.org", "+1 206-555-0147", "https://cara-ng.example.net/trips"
+DAN_EMAIL, DAN_URL = "dan.ruiz@example.com", "https://danruiz.example.com/bikes"
+PLANTED_PER_USER = (CARA_EMAIL, CARA_PHONE, CARA_URL, DAN_EMAIL, DAN_URL)
+
+
+def per_user_records() -> list[dict[str, Any]]:
+    """Two users in the per-user layout with their details in every kind of profile text (persona, facts, both
+    answers and the prompt of earlier choices), and two judged rows each; the judged conversations mention the
+    user's own email (left alone unless --pseudonymize-answers)."""
+
+    def history(user: str, n: int, prompt: str, chosen: str, rejected: str, **more: Any) -> dict[str, Any]:
+        return {"user_id": user, "id": f"{user}-h{n}", "prompt": prompt, "chosen": chosen,
+                "rejected": rejected, "split": "train", **more}  # fmt: skip
+
+    def judged(user: str, n: int, email: str) -> dict[str, Any]:
+        return {
+            "user_id": user,
+            "id": f"{user}-t{n}",
+            "context": [
+                {"role": "user", "content": f"Plan a weekend away #{n}; send it to {email}."},
+                {"role": "assistant", "content": "By train or by bike?"},
+                {"role": "user", "content": "By train, somewhere quiet."},
+            ],
+            "chosen": "A quiet lakeside town two hours away, trains hourly.",
+            "rejected": "A festival city, loud all weekend.",
+            "split": "test",
+        }
+
+    return [
+        history(
+            "cara", 1, f"Email {CARA_EMAIL} a packing list", f"Sent to {CARA_EMAIL}: light layers.",
+            "A long list of gadgets.", persona=f"Slow traveller; reach me at {CARA_EMAIL} or {CARA_PHONE}.",
+            facts={"travel blog": CARA_URL},
+        ),
+        history("cara", 2, f"Summarize my blog {CARA_URL}", "Short trips by train.", f"Call {CARA_PHONE} first."),
+        judged("cara", 1, CARA_EMAIL),
+        judged("cara", 2, CARA_EMAIL),
+        history(
+            "dan", 1, "Which bike for commuting?", f"A steel tourer, as on {DAN_URL}.", "A racing bike.",
+            persona=f"Commuter who writes at {DAN_URL}; mail {DAN_EMAIL}.",
+        ),
+        judged("dan", 1, DAN_EMAIL),
+        judged("dan", 2, DAN_EMAIL),
+    ]  # fmt: skip
+
+
+def assert_none_at_rest(planted: tuple[str, ...], *folders: Path) -> None:
+    """No planted text in any file under `folders`, byte for byte, nor in any Parquet string cell."""
+    files = every_byte_under(*folders)
+    assert files
+    for path, data in files:
+        assert not any(p.encode() in data for p in planted), path
+        if path.suffix == ".parquet":
+            text = parquet_strings(path)
+            assert not any(p in text for p in planted), path
+
+
+def test_pseudonymized_per_user_data_sends_caches_and_files_none_of_its_personal_details(
+    tmp_path: Path, server: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prbj.view.catalog import Catalog
+
+    dataset = write_jsonl(tmp_path / "users.jsonl", per_user_records())
+    args = ["-p", "gpt-5.1", "--api-base", server.url, "--context", "profile", "--personal-data", "pseudonymized"]
+    code, output, run_dir = judge(tmp_path, *args, dataset=dataset)
+    assert code == 0, output
+    assert run_dir is not None
+    bodies = sent_bodies(server)
+    assert len(bodies) == 4  # two judged rows per user
+    planted_in_profiles = (CARA_PHONE, CARA_URL, DAN_URL)
+    for body in bodies:
+        assert not any(planted in body for planted in planted_in_profiles), body
+    cara = [b for b in bodies if "Slow traveller" in b]
+    assert len(cara) == 2
+    for body in cara:
+        # One placeholder per entity across persona, facts and both earlier choices, in both of her pairs.
+        assert "reach me at EMAIL_1 or PHONE_1" in body and "travel blog: URL_1" in body
+        assert "Email EMAIL_1 a packing list" in body and "Sent to EMAIL_1: light layers." in body
+        assert "Summarize my blog URL_1" in body and "Call PHONE_1 first." in body
+        # The judged conversation is the question: left as it is without --pseudonymize-answers.
+        assert f"send it to {CARA_EMAIL}" in body
+        assert body.count(CARA_EMAIL) == 1
+    for body in (b for b in bodies if "Commuter" in b):
+        assert "Commuter who writes at URL_1; mail EMAIL_1." in body and "as on URL_1." in body
+    # Run files, the cache and the planner's store: none of the profile's details.
+    assert_none_at_rest(planted_in_profiles, tmp_path / "cache", run_dir)
+    privacy = json.loads((run_dir / "run.json").read_text())["privacy"]
+    assert privacy["replaced"] == {"EMAIL_ADDRESS": 2, "PHONE_NUMBER": 1, "URL": 2}
+    # The viewer shows the pairs as the judges saw them, persona and history included.
+    monkeypatch.setenv("PRBJ_PRIVATE_DIR", str(tmp_path / "private"))
+    [key] = (catalog := Catalog.open([run_dir])).runs
+    shown = catalog.load(key).pair("cara-t1")
+    assert shown is not None
+    assert shown.persona == "Slow traveller; reach me at EMAIL_1 or PHONE_1."
+    assert shown.facts == (("travel blog", "URL_1"),)
+    assert [h.chosen for h in shown.history] == ["Sent to EMAIL_1: light layers.", "Short trips by train."]
+
+    # With --pseudonymize-answers the conversation's turns are the user's too: her email is her EMAIL_1 there.
+    server.reset()
+    code, output, run_dir = judge(tmp_path, *args, "--pseudonymize-answers", dataset=dataset)
+    assert code == 0, output
+    bodies = sent_bodies(server)
+    assert len(bodies) == 4
+    for body in bodies:
+        assert not any(planted in body for planted in PLANTED_PER_USER), body
+    for body in (b for b in bodies if "Slow traveller" in b):
+        assert "send it to EMAIL_1." in body and "reach me at EMAIL_1" in body
+    assert run_dir is not None
+    assert_none_at_rest(PLANTED_PER_USER, tmp_path / "cache", run_dir)
+
+
+def test_every_text_of_a_per_user_pair_is_rewritten_and_nothing_else() -> None:
+    """A pair with the same email in every text it holds about its user: after pseudonymizing (answers too) no
+    string of the pair holds it; ids, roles, fact names and groups are as they were."""
+    from dataclasses import astuple
+
+    from prbj.data.schema import Pair, Preference, ProfilePost, RubricAspect
+    from prbj.privacy.detect import Detector
+    from prbj.privacy.pseudonyms import Pseudonymizer
+
+    mail = CARA_EMAIL
+    pair = Pair(
+        "p1", "default", f"User: hi {mail}\n\nAssistant: hello", (ProfilePost("post", "c", f"post {mail}"),),
+        f"narrative {mail}", (RubricAspect(f"aspect {mail}", f"evidence {mail}", f"reason {mail}"),),
+        f"chosen {mail}", f"rejected {mail}", user_id="cara", groups=(("age", "35-44"),),
+        turns=(("user", f"hi {mail}"), ("assistant", "hello")),
+        history=(Preference("h1", f"prompt {mail}", f"earlier {mail}", f"other {mail}"),),
+        persona=f"persona {mail}", facts=(("contact", f"fact {mail}"),),
+    )  # fmt: skip
+    [rewritten], tables = Pseudonymizer(Detector(), answers=True).records([pair])
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        return [s for item in value for s in strings(item)] if isinstance(value, tuple) else []
+
+    assert not [text for text in strings(astuple(rewritten)) if mail in text]
+    assert rewritten.persona == "persona EMAIL_1" and rewritten.turns[0] == ("user", "hi EMAIL_1")
+    assert rewritten.question.startswith("User: hi EMAIL_1")
+    kept = ("id", "user_id", "category", "groups")
+    assert [getattr(rewritten, f) for f in kept] == [getattr(pair, f) for f in kept]
+    assert rewritten.facts[0][0] == "contact" and rewritten.history[0].id == "h1"
+    assert [(e.original, e.pseudonym) for e in tables["cara"]] == [(mail, "EMAIL_1")]
+
+
+def test_a_url_ends_before_the_sentences_punctuation() -> None:
+    # Presidio's URL pattern takes a trailing full stop or semicolon: one address would get two pseudonyms.
+    from prbj.privacy.detect import Detector
+
+    detector = Detector()
+    for text in ("(see https://x.org/a).", "go to https://x.org/a; then", "Is it https://x.org/a?"):
+        assert [text[f.start : f.end] for f in detector.find(text) if f.kind == "URL"] == ["https://x.org/a"]
+
+
 def test_build_under_pseudonymized_sends_no_planted_entity(tmp_path: Path, server: ProviderServer) -> None:
     import lamp_fixture
 

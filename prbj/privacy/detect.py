@@ -94,7 +94,27 @@ class Detector:
         results = self._analyzer.analyze(
             text, language=LANGUAGE, entities=list(self.entities), score_threshold=SCORE_THRESHOLD
         )
-        return [Found(r.entity_type, r.start, r.end, float(r.score)) for r in results]
+        return [Found(r.entity_type, r.start, _trimmed(text, r.start, r.end), float(r.score)) for r in results]
+
+
+# Punctuation that ends a sentence or clause rather than an entity: Presidio's URL pattern takes the full stop
+# after "see https://x.org/a." as part of the URL, so "…/a." and "…/a;" would be two entities (two pseudonyms
+# for one address) and the sentence would lose its full stop.
+TRAILING = ".,;:!?'\""
+CLOSING = {")": "(", "]": "[", "}": "{"}
+
+
+def _trimmed(text: str, start: int, end: int) -> int:
+    """The end of the entity at text[start:end] without trailing punctuation or an unmatched closing bracket."""
+    while end > start:
+        last = text[end - 1]
+        opening = CLOSING.get(last)
+        span = text[start:end]
+        if last in TRAILING or (opening is not None and span.count(opening) < span.count(last)):
+            end -= 1
+        else:
+            break
+    return end
 
 
 def _pipeline(spacy: Any, ner_model: str | None) -> tuple[Any, str | None]:

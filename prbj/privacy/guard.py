@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -180,23 +180,12 @@ def shown_pairs(
 
 
 def _applied(pairs: dict[str, Any], table: Pseudonyms) -> dict[str, Any]:
-    from prbj.privacy.pseudonyms import QUESTION_AND_ANSWERS, user_key
+    from prbj.privacy.pseudonyms import rewrite, user_key
 
-    shown = {}
-    for pair_id, pair in pairs.items():
-        apply = table.mapping(user_key(pair)).apply
-        changes: dict[str, Any] = {
-            "profile": tuple(replace(post, text=apply(post.text)) for post in pair.profile),
-            "narrative": apply(pair.narrative),
-            "rubric_aspects": tuple(
-                replace(a, aspect=apply(a.aspect), evidence=apply(a.evidence), reason=apply(a.reason))
-                for a in pair.rubric_aspects
-            ),
-        }
-        if table.answers:
-            changes |= {name: apply(getattr(pair, name)) for name in QUESTION_AND_ANSWERS}
-        shown[pair_id] = replace(pair, **changes)
-    return shown
+    return {
+        pair_id: rewrite(pair, table.mapping(user_key(pair)).apply, answers=table.answers)
+        for pair_id, pair in pairs.items()
+    }
 
 
 def with_private_texts(judgments: pl.DataFrame, texts: pl.DataFrame | None) -> pl.DataFrame:

@@ -3,8 +3,10 @@ everywhere that user's texts mention it ("my son Tom" → "my son PERSON_1" in e
 reads "the same person" across posts; another user's PERSON_1 is someone else.
 
 How one user's texts are rewritten:
-1. Presidio's analyzer (prbj.privacy.detect) finds entities in each of the user's texts, in a fixed order
-   (profile posts, then narrative and rubric, then question and answers when they are pseudonymized too).
+1. Presidio's analyzer (prbj.privacy.detect) finds entities in each of the user's texts, in a fixed order: the
+   profile of every kind as `UserProfile.map_texts` walks it (posts, earlier choices with their prompts and both
+   answers, persona, stated facts), then narrative and rubric, then question, answers and conversation turns
+   when they are pseudonymized too (`--pseudonymize-answers`).
 2. Each distinct entity text gets a placeholder in the order first found, numbered per kind: EMAIL_1, PHONE_1,
    PERSON_1, PERSON_2, ...; the numbering follows from the texts alone, so a rerun sends the same prompts and
    finds its answers in the cache.
@@ -17,12 +19,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Any, Protocol, TypeVar
+from functools import cache, partial
+from typing import Any, Protocol, Self, TypeVar
 
-from prbj.data.schema import ProfilePost, RubricAspect
+from prbj.data.schema import RubricAspect, UserProfile
 from prbj.privacy.detect import Detector
 
 # The placeholder's stem per Presidio entity type: short words a judge reads as "some email", "some person".
@@ -43,14 +45,16 @@ LABELS = {
 
 class Record(Protocol):
     """What holds a user's texts: a benchmark pair (prbj.data.schema.Pair) or a record to build pairs from
-    (prbj.data.lamp.LampRecord). Answers (`chosen`, `rejected`) where the record has them."""
+    (prbj.data.lamp.LampRecord). Answers (`chosen`, `rejected`) and conversation `turns` where the record has
+    them."""
 
     @property
     def id(self) -> str: ...
     @property
     def question(self) -> str: ...
     @property
-    def profile(self) -> tuple[ProfilePost, ...]: ...
+    def user_profile(self) -> UserProfile: ...
+    def with_user_profile(self, profile: UserProfile) -> Self: ...
     @property
     def narrative(self) -> str: ...
     @property
@@ -58,7 +62,8 @@ class Record(Protocol):
 
 
 R = TypeVar("R", bound=Record)
-# Texts of a record that are the question and answers: pseudonymized only when asked.
+# Texts of a record that are the question and answers: pseudonymized only when asked (and the conversation's
+# turns, which `question` renders).
 QUESTION_AND_ANSWERS = ("question", "chosen", "rejected")
 
 
@@ -120,8 +125,10 @@ class Pseudonymizer:
             for text in (text for pair in own for text in self._texts(pair)):
                 for kind, original in self._entities(text):
                     table.name(kind, original)
+            # A user's earlier choices come back in each of their pairs' histories: each text is rewritten once.
+            named = cache(partial(self.text, table))
             for pair in own:
-                rewritten[pair.id] = self._rewrite(pair, partial(self.text, table))
+                rewritten[pair.id] = rewrite(pair, named, answers=self.answers)
         return [rewritten[p.id] for p in pairs], {user: t.entries() for user, t in tables.items() if t.counts}
 
     def text(self, table: UserTable, text: str) -> str:
@@ -159,30 +166,41 @@ class Pseudonymizer:
                 end = max(end, hit.end)
         return found
 
-    def _texts(self, record: Record) -> Iterable[str]:
+    def _texts(self, record: Record) -> list[str]:
         """The texts of a record that are pseudonymized, in the order their entities are numbered."""
-        yield from (post.text for post in record.profile)
-        yield record.narrative
-        for aspect in record.rubric_aspects:
-            yield from (aspect.aspect, aspect.evidence, aspect.reason)
-        if self.answers:
-            yield from (getattr(record, name) for name in QUESTION_AND_ANSWERS if hasattr(record, name))
+        texts: list[str] = []
 
-    def _rewrite(self, record: R, text: Callable[[str], str]) -> R:
-        changes: dict[str, Any] = {
-            "profile": tuple(replace(post, text=text(post.text)) for post in record.profile),
-            "narrative": text(record.narrative),
-            "rubric_aspects": tuple(
-                RubricAspect(text(a.aspect), text(a.evidence), text(a.reason)) for a in record.rubric_aspects
-            ),
+        def collect(text: str) -> str:
+            texts.append(text)
+            return text
+
+        rewrite(record, collect, answers=self.answers)
+        return texts
+
+
+def rewrite(record: R, transform: Callable[[str], str], *, answers: bool) -> R:
+    """`record` with every personal text passed through `transform`, in the order entities are numbered: the
+    profile of every kind (through UserProfile.map_texts, the one place that knows its texts), narrative and
+    rubric, then (`answers`) question, answers and the conversation's turns. Ids, roles, fact names and groups
+    are kept."""
+    changed = record.with_user_profile(record.user_profile.map_texts(transform))
+    changes: dict[str, Any] = {
+        "narrative": transform(record.narrative),
+        "rubric_aspects": tuple(
+            RubricAspect(transform(a.aspect), transform(a.evidence), transform(a.reason))
+            for a in record.rubric_aspects
+        ),
+    }
+    if answers:
+        changes |= {
+            name: transform(getattr(record, name)) for name in QUESTION_AND_ANSWERS if hasattr(record, name)
         }
-        if self.answers:
-            changes |= {
-                name: text(getattr(record, name)) for name in QUESTION_AND_ANSWERS if hasattr(record, name)
-            }
-        # Both kinds of record are frozen dataclasses.
-        rewritten: R = replace(record, **changes)  # type: ignore[type-var]
-        return rewritten
+        turns = getattr(record, "turns", ())
+        if turns:
+            changes["turns"] = tuple((role, transform(content)) for role, content in turns)
+    # Both kinds of record are frozen dataclasses.
+    rewritten: R = replace(changed, **changes)  # type: ignore[type-var]
+    return rewritten
 
 
 def _whole_word(original: str) -> re.Pattern[str]:
