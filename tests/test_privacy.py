@@ -197,6 +197,66 @@ def test_the_sample_and_the_benchmark_default_to_any() -> None:
     assert routing_for("local", "sample", public=True).policy == "local"
 
 
+@pytest.mark.parametrize("card", ["personal-reward-bench", "prism", "persona-feedback"])
+def test_a_shipped_benchmarks_sample_defaults_to_any(
+    tmp_path: Path, server: ProviderServer, card: str
+) -> None:
+    code, output, run_dir = judge(
+        tmp_path, "-p", "gpt-5.1", "--api-base", server.url, "--benchmark", card, "--limit", "1",
+        "--context", "none",
+    )  # fmt: skip
+    assert code == 0, output
+    assert server.requests
+    assert run_dir is not None
+    assert json.loads((run_dir / "run.json").read_text())["privacy"]["personal_data"] == "any"
+
+
+def own_card(folder: Path) -> Path:
+    """A user's card: PRISM's, renamed, naming its own hub repository, with a copy of the sample beside it."""
+    import shutil
+
+    shipped = Path(__file__).resolve().parents[1] / "prbj" / "data" / "benchmarks"
+    shutil.copytree(shipped / "prism", folder / "sample")
+    text = (shipped / "prism.toml").read_text().replace('name = "prism"', 'name = "our-logs"')
+    text = text.replace("hf:HannahRoseKirk/prism-alignment", "hf:our-org/our-logs")
+    (folder / "ours.toml").write_text(text.replace('loader = "prism"', 'loader = "prism"\nsample = "sample"'))
+    return folder / "ours.toml"
+
+
+def test_the_hub_datasets_the_shipped_cards_name_are_public_and_a_users_card_is_not(tmp_path: Path) -> None:
+    from prbj.data.cards import read_card, resolve_card, shipped_cards
+    from prbj.data.loaders import is_public
+
+    for name in shipped_cards():
+        assert is_public("sample", resolve_card(name)), name
+    for repo in (
+        "QiyaoMa/Personalized-RewardBench",
+        "alireza7/LaMP-QA",
+        "HannahRoseKirk/prism-alignment",
+        "PersonalAILab/PersonaFeedback",
+        "MichaelR207/prism_personalized_0125",
+        "MichaelR207/chatbot_arena_personalized_0125",
+    ):
+        assert is_public(f"hf:{repo}"), repo
+    # A user's card is theirs to write: the hub id it names as source and the sample beside it are theirs too.
+    ours = read_card(own_card(tmp_path))
+    assert not is_public("sample", ours) and not is_public(None, ours)
+    assert not is_public("hf:our-org/our-logs", ours) and not is_public("hf:our-org/our-logs")
+    assert not is_public(str(tmp_path / "sample"))
+
+
+def test_a_users_own_card_and_its_sample_go_to_no_remote_model_until_the_policy_is_stated(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    card = own_card(tmp_path)
+    args = ("-p", "gpt-5.1", "--api-base", server.url, "--benchmark", str(card), "--limit", "1")
+    code, output, _ = judge(tmp_path, *args)
+    assert_refused(code, output, server, "'gpt-5.1'", f"the sample of {card} is not public")
+    code, output, _ = judge(tmp_path, *args, "--context", "none", "--personal-data", "any")
+    assert code == 0, output
+    assert server.requests
+
+
 def test_the_routing_rules_table() -> None:
     remote = ProviderSpec(name="r", model="openai/x", api_key_env=None)
     zero = ProviderSpec(name="z", model="openai/x", api_key_env=None, retention="zero")

@@ -15,7 +15,7 @@ from prbj.context.profile_text import DEFAULT_PROFILE_K
 from prbj.data import load_dataset
 from prbj.data.cards import Card, resolve_card
 from prbj.data.dataset import Dataset
-from prbj.data.loaders import OFFICIAL_HF_DATASET, is_public
+from prbj.data.loaders import OFFICIAL_HF_DATASET, is_public, source_label
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
 from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
@@ -48,7 +48,9 @@ def run_judge_command(
     """The body of `prbj judge`: the remaining keyword arguments are the judge options (JudgeOptions) and
     the shared model options (GatewayOptions)."""
     card = _card_defaults(options)
-    shared = GatewayOptions.pop_from(options).for_data(dataset, public=is_public(dataset))
+    shared = GatewayOptions.pop_from(options).for_data(
+        source_label(dataset, card), public=is_public(dataset, card)
+    )
     privacy = PrivacyOptions.pop_from(options)
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
