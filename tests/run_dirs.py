@@ -11,9 +11,16 @@ from typing import Any
 import polars as pl
 
 from prbj.analysis.stats import summarize
+from prbj.analysis.users import users_section
 from prbj.runs.execute import JUDGMENT_SCHEMA
 
-EXTRA_TYPES = {"cost_usd": pl.Float64, "cached": pl.Boolean, "latency_s": pl.Float64, "p_chosen": pl.Float64}
+EXTRA_TYPES = {
+    "cost_usd": pl.Float64,
+    "cached": pl.Boolean,
+    "latency_s": pl.Float64,
+    "p_chosen": pl.Float64,
+    "user_seen": pl.Boolean,
+}
 
 
 def judgment(
@@ -89,6 +96,8 @@ def write_run_dir(
         "bootstrap": {"resamples": 2000, "confidence": 0.95},
         "results": [row.as_dict() for row in summarize(frame, seed=seed)],
     }
+    if (users := users_section(frame, seed=seed)) is not None:
+        summary["users"] = users
     run_dir.mkdir(parents=True, exist_ok=True)
     run = {"run_id": run_dir.name, "command": "judge", "dataset": dataset, "config": {"seed": seed}}
     (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")

@@ -175,6 +175,21 @@ class ReportContent:
     def has_downstream(self) -> bool:
         return bool(self.curves or self.correlations)
 
+    @property
+    def per_user(self) -> bool:
+        """Whether some run's users have several pairs, so that user figures differ from pair figures."""
+        return any(row.overall.user_accuracy is not None for row in self.leaderboard)
+
+    @property
+    def interval_note(self) -> str:
+        """How the report's intervals were drawn, for its footer."""
+        if self.per_user:
+            return (
+                "Accuracy intervals are 95% percentile bootstrap intervals, over users (each user's pairs "
+                "resampled together) where users have several pairs, else over pairs"
+            )
+        return "Accuracy intervals are 95% percentile bootstrap intervals over pairs"
+
 
 def _mean(series: pl.Series) -> float | None:
     value = series.mean() if series.len() else None

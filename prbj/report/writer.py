@@ -15,6 +15,7 @@ from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import Section, report_sections
 from prbj.report.markdown import render_markdown
+from prbj.report.users import user_sections
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ def all_sections(
     labels = [run.run_id for run in content.runs]
     return (
         report_sections(content)
+        + user_sections(runs, labels)
         + beyond_sections(runs, labels, slices=slices)
         + confidence_sections(runs, labels)
     )

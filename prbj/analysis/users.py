@@ -1,0 +1,268 @@
+"""Figures per user, beside the figures per pair: personalization is about users, and on a benchmark where one
+user has many pairs, accuracy over pairs counts a user with ten pairs ten times and its bootstrap over pairs
+treats ten correlated outcomes as ten independent ones.
+
+Who a user is: the judgments' `user_id` column; each pair is its own user in a run without one (runs made
+before it existed, and PRB, where every pair has its own user), as is a judgment whose user id is null.
+
+How a judgment counts for its user, by the rules of pair accuracy (prbj.analysis.stats):
+- decided = answered (status `ok`), ties included: a tie is decided and never correct;
+- failed judgments (parse and API errors, budget and cache skips, …) and withheld verdicts (`abstained`) are not
+  decided: they leave the user's count as they leave pair accuracy's;
+- a user's accuracy = their correct / their decided judgments; **user accuracy** = the mean of those over the
+  users with at least one decided judgment (macro). A user with none has no accuracy: counted in `n_users`, not
+  in `n_users_decided`, and left out of the mean (as a failed pair is left out of pair accuracy).
+
+Intervals, when users repeat (some user has two pairs or more): a cluster bootstrap over users
+(prbj.analysis.clusters: resample users with replacement, keep all their pairs), for user accuracy and for pair
+accuracy alike, seeded like every other interval. When no user repeats, every user has one pair and the user
+figures are the pair figures: the same numbers, given once, never resampled twice.
+
+Groups: every `group:<key>` column (a user's age band, a pair's tier, …) gives accuracy per value; a
+`user_seen` column gives seen and unseen users apart. These rows are summary.json's `users` section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from prbj.analysis.clusters import cluster_intervals
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci
+
+USER_COLUMN = "user_id"
+SEEN_COLUMN = "user_seen"
+GROUP_PREFIX = "group:"
+# How summary.json's `bootstrap` section names the resampling unit when users repeat.
+RESAMPLED_USERS = "users"
+_USER = "_user"
+# A null user id becomes this plus the pair id: its own user, never mistaken for a real user's id.
+_PAIR_AS_USER = "\x00pair:"
+
+Interval = tuple[float | None, float | None]
+
+
+def user_expr(frame: pl.DataFrame) -> pl.Expr:
+    """Each judgment's user, as the column `_user`."""
+    if USER_COLUMN not in frame.columns:
+        return pl.col("pair_id").alias(_USER)
+    own = pl.concat_str(pl.lit(_PAIR_AS_USER), pl.col("pair_id"))
+    return pl.col(USER_COLUMN).cast(pl.String).fill_null(own).alias(_USER)
+
+
+def users_repeat(frame: pl.DataFrame) -> bool:
+    """Whether some user has more than one pair in these judgments (never, without a user_id column)."""
+    if USER_COLUMN not in frame.columns or frame.height == 0:
+        return False
+    pairs = frame.select(user_expr(frame), pl.col("pair_id")).unique()
+    return pairs.height > pairs[_USER].n_unique()
+
+
+def users_of_pairs(frame: pl.DataFrame) -> dict[str, str]:
+    """pair id → user, for the pairs of these judgments."""
+    rows = frame.select(pl.col("pair_id"), user_expr(frame)).unique("pair_id", keep="first")
+    return dict(zip(rows["pair_id"].to_list(), rows[_USER].to_list(), strict=True))
+
+
+def group_columns(frame: pl.DataFrame) -> list[str]:
+    return sorted(c for c in frame.columns if c.startswith(GROUP_PREFIX))
+
+
+@dataclass(frozen=True, slots=True)
+class UserCounts:
+    """Per user: decided judgments and correct ones (users with no decided judgment included, at 0)."""
+
+    correct: np.ndarray
+    decided: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame) -> UserCounts:
+        decided = pl.col("status") == "ok"
+        per_user = frame.group_by(user_expr(frame)).agg(
+            decided.sum().alias("decided"),
+            (decided & pl.col("correct").fill_null(False)).sum().alias("correct"),
+        )
+        return cls(
+            per_user["correct"].to_numpy().astype(np.int64), per_user["decided"].to_numpy().astype(np.int64)
+        )
+
+    @property
+    def users(self) -> int:
+        return int(self.decided.size)
+
+    @property
+    def users_decided(self) -> int:
+        return int((self.decided > 0).sum())
+
+    @property
+    def one_each(self) -> bool:
+        """Whether every user with a decided judgment has exactly one: then user figures are pair figures."""
+        return not self.decided.size or int(self.decided.max()) <= 1
+
+    def mean_accuracy(self) -> float | None:
+        """The mean over users of each user's accuracy, rounded once from its exact value (so that a hand
+        computation with fractions gives the very same float)."""
+        keep = self.decided > 0
+        if not keep.any():
+            return None
+        kinds, counts = np.unique(
+            np.column_stack([self.correct[keep], self.decided[keep]]), axis=0, return_counts=True
+        )
+        total = sum(
+            (Fraction(int(c), int(n)) * int(k) for (c, n), k in zip(kinds, counts, strict=True)), Fraction(0)
+        )
+        return float(total / int(counts.sum()))
+
+
+@dataclass(frozen=True, slots=True)
+class UserFigures:
+    n_users: int
+    n_users_decided: int
+    user_accuracy: float | None
+    user_ci_low: float | None
+    user_ci_high: float | None
+    # The interval of pair accuracy, resampling users.
+    ci_low: float | None
+    ci_high: float | None
+
+
+def user_figures(
+    frame: pl.DataFrame, *, seed: int, accuracy: float | None, pair_interval: Interval
+) -> UserFigures:
+    """User accuracy and both intervals over users for one group of judgments; `accuracy` and `pair_interval`
+    are the group's pair figures, which are also the user figures when each user has one decided judgment."""
+    counts = UserCounts.of(frame)
+    if counts.one_each:
+        low, high = pair_interval
+        return UserFigures(counts.users, counts.users_decided, accuracy, low, high, low, high)
+    found = cluster_intervals(
+        counts.correct, counts.decided, seed=seed, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
+    )
+    assert found is not None  # a user has two decided judgments or more
+    return UserFigures(
+        counts.users,
+        counts.users_decided,
+        counts.mean_accuracy(),
+        *found.mean_of_clusters,
+        *found.pooled,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class UserSlice:
+    """Accuracy of one judge × context on the judgments of one group value (or of seen or unseen users)."""
+
+    judge: str
+    context: str
+    group: str
+    value: str
+    n: int
+    n_ok: int
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_users: int
+    n_users_decided: int
+    user_accuracy: float | None
+    user_ci_low: float | None
+    user_ci_high: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def slice_figures(
+    part: pl.DataFrame, *, judge: str, context: str, group: str, value: str, seed: int, repeat: bool
+) -> UserSlice:
+    ok = part.filter(pl.col("status") == "ok")
+    correct = int(ok["correct"].sum())
+    accuracy = correct / ok.height if ok.height else None
+    interval: Interval = (
+        bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
+    )
+    figures = (
+        user_figures(part, seed=seed, accuracy=accuracy, pair_interval=interval)
+        if repeat
+        else _one_pair_each(part, accuracy, interval)
+    )
+    return UserSlice(
+        judge=judge,
+        context=context,
+        group=group,
+        value=value,
+        n=part.height,
+        n_ok=ok.height,
+        accuracy=accuracy,
+        ci_low=figures.ci_low,
+        ci_high=figures.ci_high,
+        n_users=figures.n_users,
+        n_users_decided=figures.n_users_decided,
+        user_accuracy=figures.user_accuracy,
+        user_ci_low=figures.user_ci_low,
+        user_ci_high=figures.user_ci_high,
+    )
+
+
+def _one_pair_each(part: pl.DataFrame, accuracy: float | None, interval: Interval) -> UserFigures:
+    users = part.select(user_expr(part)).n_unique()
+    decided = part.filter(pl.col("status") == "ok").select(user_expr(part)).n_unique()
+    return UserFigures(users, decided, accuracy, *interval, *interval)
+
+
+def _values(part: pl.DataFrame, column: str) -> list[tuple[str, pl.Expr]]:
+    if column == SEEN_COLUMN:
+        present = set(part[column].drop_nulls().to_list())
+        return [(name, pl.col(column) == flag) for flag, name in ((True, "seen"), (False, "unseen")) if flag in present]
+    values = sorted(str(v) for v in part[column].drop_nulls().unique().to_list())
+    return [(value, pl.col(column).cast(pl.String) == value) for value in values]
+
+
+def group_slices(judgments: pl.DataFrame, columns: Sequence[str], *, seed: int, repeat: bool) -> list[UserSlice]:
+    """Rows per judge × context × column × value (over every subset), in a stable order."""
+    rows: list[UserSlice] = []
+    for judge, context in judgments.select("judge", "context").unique(maintain_order=True).iter_rows():
+        mine = judgments.filter(pl.col("judge") == judge, pl.col("context") == context)
+        for column in columns:
+            name = column.removeprefix(GROUP_PREFIX)
+            for value, condition in _values(mine, column):
+                rows.append(
+                    slice_figures(
+                        mine.filter(condition),
+                        judge=judge,
+                        context=context,
+                        group=name,
+                        value=value,
+                        seed=seed,
+                        repeat=repeat,
+                    )
+                )
+    return rows
+
+
+def users_section(judgments: pl.DataFrame, *, seed: int) -> dict[str, Any] | None:
+    """summary.json's `users` section: how many users and pairs per user, and accuracy per group value
+    (`groups`) and for seen and unseen users (`seen`). None when no user repeats and the run has no group and no
+    seen column, so that such a run's summary.json is what it always was."""
+    repeat = users_repeat(judgments)
+    groups = group_columns(judgments)
+    seen = SEEN_COLUMN in judgments.columns and judgments[SEEN_COLUMN].drop_nulls().len() > 0
+    if not (repeat or groups or seen) or judgments.height == 0:
+        return None
+    per_user = judgments.select(user_expr(judgments), pl.col("pair_id")).unique().group_by(_USER).len()
+    section: dict[str, Any] = {
+        "n_users": per_user.height,
+        "max_pairs_per_user": int(per_user["len"].max() or 0),  # type: ignore[arg-type]  # a count column
+        "resampled": RESAMPLED_USERS if repeat else "pairs",
+    }
+    if groups:
+        section["groups"] = [row.as_dict() for row in group_slices(judgments, groups, seed=seed, repeat=repeat)]
+    if seen:
+        section["seen"] = [
+            row.as_dict() for row in group_slices(judgments, [SEEN_COLUMN], seed=seed, repeat=repeat)
+        ]
+    return section

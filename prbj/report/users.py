@@ -1,0 +1,70 @@
+"""The report's per-user sections: accuracy per group value (every `group:<key>` column of a per-user benchmark)
+and for seen and unseen users, pair accuracy beside user accuracy, each with its interval. Computed from the
+runs in memory with prbj.analysis.users, the function that fills summary.json's `users` section; a section
+appears only when a run has groups or a seen column."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prbj.analysis.run_data import RunData
+from prbj.analysis.users import SEEN_COLUMN, UserSlice, group_columns, group_slices, users_repeat
+from prbj.report import fmt
+from prbj.report.layout import Section
+from prbj.report.tables import TextTable
+
+_INTRO = (
+    "Pairs: accuracy over the decided pairs of the group. Users: each user's accuracy over their decided pairs "
+    "in the group, averaged over its users. Intervals are 95% bootstrap intervals, over users where users have "
+    "several pairs."
+)
+
+
+def slice_table(name: str, title: str, rows: Sequence[UserSlice], *, several: bool, run: str) -> TextTable:
+    headers = ["judge", "context", *(["run"] if several else []), "group", "value", "users", "pairs"]
+    headers += ["pairs % (95% CI)", "users % (95% CI)"]
+    return TextTable(
+        name,
+        title,
+        headers,
+        [
+            [
+                r.judge,
+                r.context,
+                *([run] if several else []),
+                r.group,
+                r.value,
+                str(r.n_users_decided),
+                str(r.n_ok),
+                fmt.with_span(r.accuracy, r.ci_low, r.ci_high),
+                fmt.with_span(r.user_accuracy, r.user_ci_low, r.user_ci_high),
+            ]
+            for r in rows
+        ],
+        [False, False, *([False] if several else []), False, False, True, True, True, True],
+        "users and pairs: those with at least one decided judgment in the group.",
+    )
+
+
+def user_sections(runs: Sequence[RunData], labels: Sequence[str]) -> list[Section]:
+    """A section per run with groups or seen/unseen users (titles carry the run's label when there are several)."""
+    sections: list[Section] = []
+    several = len(runs) > 1
+    for run, label in zip(runs, labels, strict=True):
+        frame = run.judgments
+        if frame.height == 0:
+            continue
+        seed = run.summary.get("seed")
+        seed = seed if isinstance(seed, int) else 42
+        repeat = users_repeat(frame)
+        suffix, key = (f" · {label}", f"-{len(sections)}") if several else ("", "")
+        tables = []
+        if columns := group_columns(frame):
+            rows = group_slices(frame, columns, seed=seed, repeat=repeat)
+            tables.append(slice_table("groups", "Accuracy by group", rows, several=several, run=label))
+        if SEEN_COLUMN in frame.columns and frame[SEEN_COLUMN].drop_nulls().len():
+            rows = group_slices(frame, [SEEN_COLUMN], seed=seed, repeat=repeat)
+            tables.append(slice_table("seen", "Seen and unseen users", rows, several=several, run=label))
+        if tables:
+            sections.append(Section(f"users{key}", f"Users{suffix}", intro=_INTRO, tables=tables))
+    return sections
