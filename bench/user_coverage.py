@@ -23,24 +23,20 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from prbj.analysis.clusters import (  # noqa: E402
+from prbj.analysis.clusters import (
     PairedClusters,
     cluster_intervals,
     clustered_mcnemar,
     paired_cluster_interval,
 )
-from prbj.analysis.mcnemar import mcnemar  # noqa: E402
-from prbj.analysis.paired import paired_difference_ci  # noqa: E402
-from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci  # noqa: E402
+from prbj.analysis.mcnemar import mcnemar
+from prbj.analysis.paired import paired_difference_ci
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci
 
 PAIRS_PER_USER = (5, 15)
 MU = 1.0  # expit(1.0) ≈ 0.73: a judge in the range real ones reach
@@ -142,7 +138,10 @@ def main() -> None:
             f"{sigma:>5.1f} {true_accuracy(MU, sigma):>7.3f} {found.pair_bootstrap:>28.3f} "
             f"{found.cluster_pairs:>11.3f} {found.cluster_users:>18.3f}"
         )
-    print("\nTwo judges of equal accuracy (σ = 1): rejections at α = 0.05, and 95% intervals of the difference holding 0")
+    print(
+        "\nTwo judges of equal accuracy (σ = 1): rejections at α = 0.05, and 95% intervals of the difference "
+        "holding 0"
+    )
     print(f"{'τ':>5} {'McNemar':>8} {'clustered':>10} {'CI over pairs':>14} {'CI over users':>14}")
     for tau in (0.0, 1.0, 2.0):
         errors = paired_errors(sigma=1.0, tau=tau, users=args.users, reps=args.reps, seed=args.seed)

@@ -75,6 +75,8 @@ def write_run_dir(
     seed: int = 0,
     source: str = "hand-made",
     fingerprint: str = "hand-made-0001",
+    benchmark: str | None = None,
+    started: str | None = None,
 ) -> Path:
     schema = dict(JUDGMENT_SCHEMA)
     for row in rows:
@@ -99,7 +101,11 @@ def write_run_dir(
     if (users := users_section(frame, seed=seed)) is not None:
         summary["users"] = users
     run_dir.mkdir(parents=True, exist_ok=True)
-    run = {"run_id": run_dir.name, "command": "judge", "dataset": dataset, "config": {"seed": seed}}
+    run: dict[str, Any] = {"run_id": run_dir.name, "command": "judge", "dataset": dataset, "config": {"seed": seed}}
+    if benchmark is not None:
+        run["benchmark"] = {"name": benchmark, "version": "1"}
+    if started is not None:
+        run["started"] = started
     (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
     (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     frame.write_parquet(run_dir / "judgments.parquet")
