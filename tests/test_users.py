@@ -250,3 +250,14 @@ def test_diff_gives_the_change_with_its_interval_over_users(tmp_path: Path) -> N
     text = " ".join(result.output.split())
     assert "b · none: 90.0% → 100.0% on 150 pairs answered in both: +10.0 pts" in text
     assert "over 30 users); clustered McNemar (Obuchowski, 30 users)" in text
+
+
+def test_show_names_each_judgments_user_and_gives_user_beside_pair_accuracy(tmp_path: Path) -> None:
+    run_dir = write_run_dir(tmp_path / "run", per_user_rows())
+    result = CliRunner().invoke(main, ["show", str(run_dir), "--only", "correct", "--limit", "2"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "p01 · chatbot_arena · judge-x · profile · user u1" in text
+    # Over the whole selection (every outcome), not only the judgments shown.
+    assert f"judge-x · profile: pair accuracy {100 * PAIR_ACCURACY:.1f}% over 7 decided pairs" in text
+    assert f"user accuracy {100 * USER_ACCURACY:.1f}% over 3 users" in text

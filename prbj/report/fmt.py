@@ -34,6 +34,11 @@ def percent(value: float | None, digits: int = 1) -> str:
     return DASH if value is None else f"{100 * value:.{digits}f}"
 
 
+def percent_sign(value: float | None) -> str:
+    """"61.0%" in running text; a dash alone for nothing."""
+    return DASH if value is None else f"{percent(value)}%"
+
+
 def points(value: float | None) -> str:
     """A signed difference in percentage points."""
     if value is None:

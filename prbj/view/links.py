@@ -45,6 +45,9 @@ class LiveLinks:
         params = [*(query.params(page=1) if query else []), *extra.items()]
         return self._q(f"/run/{quote(key)}/pair/{quote(pair_id, safe='')}", params)
 
+    def user(self, key: str, user_id: str) -> str:
+        return f"/run/{quote(key)}/user/{quote(user_id, safe='')}"
+
     def label(self, key: str, pair_id: str, query: Query | None = None) -> str | None:
         """Where the label form posts; the query brings the reviewer back to the same selection."""
         return self._q(
@@ -109,6 +112,9 @@ class BundleLinks:
 
     def pair(self, key: str, pair_id: str, query: Query | None = None, **extra: str) -> str:
         return f"{self.root}run/{quote(key)}/pair/{file_slug(pair_id)}.html"
+
+    def user(self, key: str, user_id: str) -> str:
+        return f"{self.root}run/{quote(key)}/user/{file_slug(user_id)}.html"
 
     def label(self, key: str, pair_id: str, query: Query | None = None) -> str | None:
         return None
