@@ -101,9 +101,10 @@ def write_run_dir(
     if (users := users_section(frame, seed=seed)) is not None:
         summary["users"] = users
     run_dir.mkdir(parents=True, exist_ok=True)
-    run: dict[str, Any] = {"run_id": run_dir.name, "command": "judge", "dataset": dataset, "config": {"seed": seed}}
+    config: dict[str, Any] = {"seed": seed}
     if benchmark is not None:
-        run["benchmark"] = {"name": benchmark, "version": "1"}
+        config["benchmark"] = {"name": benchmark, "version": "1"}
+    run: dict[str, Any] = {"run_id": run_dir.name, "command": "judge", "dataset": dataset, "config": config}
     if started is not None:
         run["started"] = started
     (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")

@@ -2,7 +2,7 @@
 mean rank (its rank within each benchmark, averaged over the benchmarks it ran on). Pure: works on runs already
 loaded.
 
-A benchmark is what run.json names (`benchmark`: its name and version), else the dataset's source, on one
+A benchmark is what run.json names (`config.benchmark`: its name and version), else the dataset's source, on one
 dataset fingerprint: two runs on different pairs of one benchmark (a subset, a --limit) are two columns, never
 ranked together. Within a column each judge × context counts once, from its latest run.
 
@@ -88,8 +88,9 @@ class AcrossTable:
 
 
 def benchmark_name(run: RunData) -> tuple[str, str | None]:
-    """The benchmark's name and version as run.json records them, else the dataset's source."""
-    recorded = run.run.get("benchmark")
+    """The benchmark's name and version as run.json's config records them, else the dataset's source."""
+    config = run.run.get("config")
+    recorded = config.get("benchmark") if isinstance(config, dict) else None
     if isinstance(recorded, dict) and isinstance(recorded.get("name"), str) and recorded["name"]:
         version = recorded.get("version")
         return recorded["name"], None if version is None else str(version)
