@@ -1,4 +1,4 @@
-"""Screenshots of each page of `prbj view`, for README's "Viewer" section (docs/viewer-*.png).
+"""Screenshots of each page of `prbj view`, for docs/viewer.md (docs/viewer-*.png).
 
     python scripts/screenshot_viewer.py [--out docs]
 

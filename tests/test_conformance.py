@@ -2,7 +2,7 @@
 through the real LiteLLM client stack: replies cut at the output cap (often by hidden reasoning), refusals and
 blocked prompts, and rate-limit and quota answers that say when (or whether) to retry; and the same replies in
 provider batch jobs (LiteLLM's OpenAI batch functions, the Anthropic and Google SDKs), whose create and poll
-calls a provider may refuse. README: "Real providers: what prbj does when …"."""
+calls a provider may refuse. docs/providers.md: "Real providers: what prbj does when …"."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ CSV, their own provider profile, the workflow's data/pairs.jsonl, ...). Examples
 loopback provider (tests/loopback.py, every provider's real wire format through the real LiteLLM stack),
 reached the documented ways:
 
-- PRBJ_PROVIDERS_DIR holds, for every bundled profile, a partial profile of the same name that `extends` it and
-  sets `api_base` to the loopback server (as README "Profiles" describes) and limits the loopback server never
-  reaches (a higher tier's); keys are set in the environment;
+- PRBJ_PROVIDERS_DIR holds, for every bundled profile, a partial profile of the same name that `extends` it
+  and sets `api_base` to the loopback server (as docs/providers.md "Profiles" describes) and limits the loopback
+  server never reaches (a higher tier's); keys are set in the environment;
 - `--api-base http://127.0.0.1:8000/v1` (the reader's own vLLM/SGLang server) points at the loopback server;
   the other port 8000 (`prbj serve --port 8000` and the clients calling it) is a free port of this machine.
 
@@ -71,6 +71,7 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
     "vllm serve": ("starts a GPU model server (vLLM); the loopback provider stands in for it here", None),
     "python -m verl.": ("verl PPO training on GPUs", None),
     "python -m openrlhf.": ("OpenRLHF PPO training on GPUs", None),
+    "hf download": ("downloads from the Hugging Face hub; the workspace holds what it would write", None),
     "hf:QiyaoMa/": ("downloads the benchmark from the Hugging Face hub", 2),
     "hf:alireza7/": ("downloads LaMP-QA from the Hugging Face hub", 2),
     "hf:/models/": ("a reward model checkpoint on the reader's disk (GPU-sized)", 2),
@@ -83,7 +84,7 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
 }
 
 # Examples whose outcome on the 60-pair sample is not the full benchmark's, with the exit code and the words they
-# end with here: a calibration certifies a threshold only with enough judgments (README's `prbj calibrate …
+# end with here: a calibration certifies a threshold only with enough judgments (docs/confidence.md's `prbj calibrate …
 # --target-error 0.2 --delta 0.2` example certifies one on the sample, and must).
 ON_THE_SAMPLE: dict[str, tuple[int, str]] = {
     "prbj calibrate reports/<run-id> --target-error 0.10 --delta 0.05": (1, "nothing written."),
@@ -191,6 +192,13 @@ def _reader_files(root: Path, server_url: str) -> None:
     # The dataset examples/github-actions-judge-gate.yml names (ADAPT): the reader's project keeps it in data/.
     (root / "data").mkdir()
     (root / "data" / "pairs.jsonl").write_text(sample)
+    # docs/data.md's `hf download QiyaoMa/Personalized-RewardBench --local-dir prb`: the hub's layout, one
+    # Parquet file per subset under <subset>/test-*.parquet (here holding the sample's pairs).
+    import polars as pl
+
+    for subset in sorted((ROOT / "prbj" / "data" / "sample").glob("*.jsonl")):
+        (root / "prb" / subset.stem).mkdir(parents=True)
+        pl.read_ndjson(subset).write_parquet(root / "prb" / subset.stem / "test-00000-of-00001.parquet")
     bon = root / "BoN" / "data"
     bon.mkdir(parents=True)
     (bon / "evaluation_summary.json").write_text(json.dumps({

@@ -1,4 +1,4 @@
-"""The figures beyond accuracy that summary.json carries when a run asked for them (documented in the README,
+"""The figures beyond accuracy that summary.json carries when a run asked for them (documented in docs/reports.md,
 section "Beyond accuracy"). Each key is present only when its figures exist, so a run that asked for none of
 them writes exactly the summary.json it always did.
 

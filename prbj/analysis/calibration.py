@@ -1,5 +1,5 @@
 """How well a judge's confidence matches how often it is right, per judge × context (summary.json
-`calibration`; the README's "How sure is the judge?" states every definition).
+`calibration`; docs/confidence.md "How sure is the judge?" states every definition).
 
 - ECE (Guo et al. 2017): 10 bins of equal width over `confidence` with edges 0, 0.1, …, 1.0, each bin
   (low, high] (a confidence of exactly 0 falls in the first); ECE = Σ_b |B_b|/n · |acc(B_b) − conf(B_b)|.

@@ -1,4 +1,4 @@
-"""The options of `prbj judge` that measure beyond accuracy; their meaning is in README "Beyond accuracy"."""
+"""The options of `prbj judge` that measure beyond accuracy; their meaning is in docs/reports.md "Beyond accuracy"."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The options of `prbj judge` that ask how sure the judges are; their meaning is in README "How sure is the
-judge?"."""
+"""The options of `prbj judge` that ask how sure the judges are; their meaning is in docs/confidence.md
+"How sure is the judge?"."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ A rule reads a proposal (the parameters prbj would send, where each came from, a
 the model) and reports a finding: what is wrong, which parameters are to blame, and the documented change that
 resolves it when none of them was typed for this run. prbj.llm.params applies the table: a finding on a value
 the user typed is refused with the rule and its fix (exit 2); otherwise the change is made, printed and
-recorded; a warning is printed and recorded and the request goes as asked. README "Provider parameter rules"
+recorded; a warning is printed and recorded and the request goes as asked. docs/providers.md "Provider parameters"
 lists the table.
 """
 

@@ -37,6 +37,7 @@ from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import json_problem, read_json, write_json, write_jsonl, write_parquet, write_text
 from prbj.data.labels import Label, parse_label_lines
 from prbj.data.loaders import Dataset
+from prbj.data.user_columns import with_user_ids
 from prbj.errors import DataError
 from prbj.report.content import ReportContent
 from prbj.report.writer import RenderedReport
@@ -290,7 +291,8 @@ def _read_judgments(path: Path) -> pl.DataFrame:
     missing = REQUIRED_JUDGMENT_COLUMNS - set(judgments.columns)
     if missing:
         raise DataError(f"{path}: missing columns {', '.join(sorted(missing))}")
-    return judgments
+    # A run from before users were recorded: each pair is its own user.
+    return with_user_ids(judgments)
 
 
 def load_downstream(run_dir: Path) -> pl.DataFrame | None:
