@@ -2,8 +2,9 @@
 user has many pairs, accuracy over pairs counts a user with ten pairs ten times and its bootstrap over pairs
 treats ten correlated outcomes as ten independent ones.
 
-Who a user is: the judgments' `user_id` column; each pair is its own user in a run without one (runs made
-before it existed, and PRB, where every pair has its own user), as is a judgment whose user id is null.
+Who a user is: the judgments' `user_id` column (prbj.data.user_columns); each pair is its own user in a run
+without one (runs made before it existed: runs.rundir reads them back so), and on PRB, where every pair is its
+own user; a judgment whose user id is null is its own user too.
 
 How a judgment counts for its user, by the rules of pair accuracy (prbj.analysis.stats):
 - decided = answered (status `ok`), ties included: a tie is decided and never correct;
@@ -34,10 +35,8 @@ import polars as pl
 
 from prbj.analysis.clusters import cluster_intervals
 from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci
+from prbj.data.user_columns import GROUP_PREFIX, USER_ID, USER_SEEN
 
-USER_COLUMN = "user_id"
-SEEN_COLUMN = "user_seen"
-GROUP_PREFIX = "group:"
 # How summary.json's `bootstrap` section names the resampling unit when users repeat.
 RESAMPLED_USERS = "users"
 _USER = "_user"
@@ -49,15 +48,15 @@ Interval = tuple[float | None, float | None]
 
 def user_expr(frame: pl.DataFrame) -> pl.Expr:
     """Each judgment's user, as the column `_user`."""
-    if USER_COLUMN not in frame.columns:
+    if USER_ID not in frame.columns:
         return pl.col("pair_id").alias(_USER)
     own = pl.concat_str(pl.lit(_PAIR_AS_USER), pl.col("pair_id"))
-    return pl.col(USER_COLUMN).cast(pl.String).fill_null(own).alias(_USER)
+    return pl.col(USER_ID).cast(pl.String).fill_null(own).alias(_USER)
 
 
 def users_repeat(frame: pl.DataFrame) -> bool:
     """Whether some user has more than one pair in these judgments (never, without a user_id column)."""
-    if USER_COLUMN not in frame.columns or frame.height == 0:
+    if USER_ID not in frame.columns or frame.height == 0:
         return False
     pairs = frame.select(user_expr(frame), pl.col("pair_id")).unique()
     return pairs.height > pairs[_USER].n_unique()
@@ -215,7 +214,7 @@ def _one_pair_each(part: pl.DataFrame, accuracy: float | None, interval: Interva
 
 
 def _values(part: pl.DataFrame, column: str) -> list[tuple[str, pl.Expr]]:
-    if column == SEEN_COLUMN:
+    if column == USER_SEEN:
         present = set(part[column].drop_nulls().to_list())
         return [(name, pl.col(column) == flag) for flag, name in ((True, "seen"), (False, "unseen")) if flag in present]
     values = sorted(str(v) for v in part[column].drop_nulls().unique().to_list())
@@ -250,7 +249,7 @@ def users_section(judgments: pl.DataFrame, *, seed: int) -> dict[str, Any] | Non
     seen column, so that such a run's summary.json is what it always was."""
     repeat = users_repeat(judgments)
     groups = group_columns(judgments)
-    seen = SEEN_COLUMN in judgments.columns and judgments[SEEN_COLUMN].drop_nulls().len() > 0
+    seen = USER_SEEN in judgments.columns and judgments[USER_SEEN].drop_nulls().len() > 0
     if not (repeat or groups or seen) or judgments.height == 0:
         return None
     per_user = judgments.select(user_expr(judgments), pl.col("pair_id")).unique().group_by(_USER).len()
@@ -263,6 +262,6 @@ def users_section(judgments: pl.DataFrame, *, seed: int) -> dict[str, Any] | Non
         section["groups"] = [row.as_dict() for row in group_slices(judgments, groups, seed=seed, repeat=repeat)]
     if seen:
         section["seen"] = [
-            row.as_dict() for row in group_slices(judgments, [SEEN_COLUMN], seed=seed, repeat=repeat)
+            row.as_dict() for row in group_slices(judgments, [USER_SEEN], seed=seed, repeat=repeat)
         ]
     return section

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prbj.analysis.run_data import RunData
-from prbj.analysis.users import SEEN_COLUMN, UserSlice, group_columns, group_slices, users_repeat
+from prbj.analysis.users import UserSlice, group_columns, group_slices, users_repeat
+from prbj.data.user_columns import USER_SEEN
 from prbj.report import fmt
 from prbj.report.layout import Section
 from prbj.report.tables import TextTable
@@ -62,8 +63,8 @@ def user_sections(runs: Sequence[RunData], labels: Sequence[str]) -> list[Sectio
         if columns := group_columns(frame):
             rows = group_slices(frame, columns, seed=seed, repeat=repeat)
             tables.append(slice_table("groups", "Accuracy by group", rows, several=several, run=label))
-        if SEEN_COLUMN in frame.columns and frame[SEEN_COLUMN].drop_nulls().len():
-            rows = group_slices(frame, [SEEN_COLUMN], seed=seed, repeat=repeat)
+        if USER_SEEN in frame.columns and frame[USER_SEEN].drop_nulls().len():
+            rows = group_slices(frame, [USER_SEEN], seed=seed, repeat=repeat)
             tables.append(slice_table("seen", "Seen and unseen users", rows, several=several, run=label))
         if tables:
             sections.append(Section(f"users{key}", f"Users{suffix}", intro=_INTRO, tables=tables))

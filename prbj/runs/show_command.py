@@ -19,10 +19,11 @@ from rich.markup import escape
 from prbj.analysis.compare import Comparison, compare_runs
 from prbj.analysis.mcnemar import McNemarResult
 from prbj.analysis.run_data import RunData
-from prbj.analysis.users import USER_COLUMN, UserCounts, users_repeat
+from prbj.analysis.users import UserCounts, users_repeat
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
 from prbj.data.status import ABSTAINED
+from prbj.data.user_columns import USER_ID
 from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.report import fmt
@@ -132,7 +133,7 @@ def _block(console: Console, label: str, text: str | None) -> None:
 
 def print_judgment(row: dict[str, Any], pair: Pair | None, console: Console, *, user: bool = False) -> None:
     """One judgment; `user`: name its user in the heading (a run whose users have several pairs)."""
-    owner = f" · user {escape(str(row[USER_COLUMN]))}" if user and row.get(USER_COLUMN) is not None else ""
+    owner = f" · user {escape(str(row[USER_ID]))}" if user and row.get(USER_ID) is not None else ""
     console.rule(
         f"{escape(row['pair_id'])} · {escape(row['subset'])} · {escape(row['judge'])} · {escape(row['context'])}"
         + owner,

@@ -9,8 +9,9 @@ from typing import Any
 
 import polars as pl
 
-from prbj.analysis.users import GROUP_PREFIX, SEEN_COLUMN, USER_COLUMN, users_of_pairs, users_repeat
+from prbj.analysis.users import users_of_pairs, users_repeat
 from prbj.data.schema import Context, JudgeView
+from prbj.data.user_columns import GROUP_PREFIX, USER_ID, USER_SEEN
 from prbj.view.catalog import LoadedRun
 from prbj.view.links import Links
 
@@ -41,7 +42,7 @@ def pair_users(run: LoadedRun) -> dict[str, str] | None:
     frame = run.data.judgments
     found = _PAIR_USERS.get(id(frame))
     if found is None or found[0] is not frame:
-        users = users_of_pairs(frame.filter(pl.col(USER_COLUMN).is_not_null())) if users_repeat(frame) else None
+        users = users_of_pairs(frame.filter(pl.col(USER_ID).is_not_null())) if users_repeat(frame) else None
         found = _PAIR_USERS[id(frame)] = (frame, users)
     return found[1]
 
@@ -86,8 +87,8 @@ def _attributes(mine: pl.DataFrame) -> list[tuple[str, str]]:
         values = sorted({str(v) for v in mine[column].drop_nulls().to_list()})
         if values:
             out.append((column.removeprefix(GROUP_PREFIX), ", ".join(values)))
-    if SEEN_COLUMN in mine.columns and mine[SEEN_COLUMN].drop_nulls().len():
-        out.append(("seen in training", "yes" if bool(mine[SEEN_COLUMN].drop_nulls()[0]) else "no"))
+    if USER_SEEN in mine.columns and mine[USER_SEEN].drop_nulls().len():
+        out.append(("seen in training", "yes" if bool(mine[USER_SEEN].drop_nulls()[0]) else "no"))
     return out
 
 
@@ -105,7 +106,7 @@ def user_page(run: LoadedRun, user_id: str, links: Links) -> dict[str, Any] | No
     """The page's content, or None when the run has no such user (or its users have one pair each)."""
     if pair_users(run) is None:
         return None
-    mine = run.data.judgments.filter(pl.col(USER_COLUMN) == user_id)
+    mine = run.data.judgments.filter(pl.col(USER_ID) == user_id)
     if mine.height == 0:
         return None
     key = run.entry.key
