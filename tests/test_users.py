@@ -21,7 +21,7 @@ from user_rows import (
     per_user_rows,
 )
 
-from prbj.analysis import users as users_module
+from prbj.analysis import user_counts as counts_module
 from prbj.analysis.baseline import baseline_from_run
 from prbj.analysis.check import CheckSettings, check_run
 from prbj.analysis.clusters import PairedClusters, cluster_intervals, clustered_mcnemar, design_effect
@@ -29,7 +29,8 @@ from prbj.analysis.compare import compare_judges, power_rows
 from prbj.analysis.mcnemar import clustered_test, mcnemar
 from prbj.analysis.power import pairs_needed_exact
 from prbj.analysis.stats import ALL_SUBSETS, bootstrap_ci, summarize
-from prbj.analysis.users import UserCounts, users_repeat, users_section
+from prbj.analysis.user_counts import UserCounts, users_repeat
+from prbj.analysis.users import users_section
 from prbj.cli import main
 from prbj.runs import rundir
 from run_dirs import judgment, write_run_dir
@@ -127,8 +128,10 @@ def test_with_one_pair_per_user_user_figures_are_the_pair_figures_without_a_seco
         (overall, _subset) = summarize(frame, seed=1)
         assert UserCounts.of(frame).mean_accuracy() == overall.accuracy
         # The intervals: given once, from the pair bootstrap, never resampled over users again.
-        monkeypatch.setattr(users_module, "cluster_intervals", _refuse)
-        figures = users_module.user_figures(frame, seed=1, accuracy=overall.accuracy, pair_interval=(0.1, 0.9))
+        monkeypatch.setattr(counts_module, "cluster_intervals", _refuse)
+        figures = counts_module.user_figures(
+            frame, seed=1, accuracy=overall.accuracy, pair_interval=(0.1, 0.9), resamples=2000, confidence=0.95
+        )
         assert (figures.user_accuracy, figures.user_ci_low, figures.user_ci_high) == (overall.accuracy, 0.1, 0.9)
         assert (figures.ci_low, figures.ci_high) == (0.1, 0.9)
         monkeypatch.undo()

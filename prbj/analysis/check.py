@@ -20,7 +20,7 @@ from prbj.analysis.baseline import Baseline, GroupKey, Outcomes, item_outcomes, 
 from prbj.analysis.mcnemar import McNemarResult, paired_test
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
-from prbj.analysis.users import users_of_pairs, users_repeat
+from prbj.analysis.user_counts import users_of_pairs, users_repeat
 from prbj.data.loaders import match_subset
 from prbj.errors import DataError
 

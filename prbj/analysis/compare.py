@@ -20,7 +20,7 @@ from prbj.analysis.clusters import PairedClusters, design_effect
 from prbj.analysis.mcnemar import clustered_test, mcnemar
 from prbj.analysis.paired import paired_ci
 from prbj.analysis.power import ALPHA, POWER, min_detectable_difference, pairs_needed_exact
-from prbj.analysis.users import users_of_pairs, users_repeat
+from prbj.analysis.user_counts import users_of_pairs, users_repeat
 
 
 @dataclass(frozen=True, slots=True)

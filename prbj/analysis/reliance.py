@@ -19,7 +19,7 @@ import polars as pl
 from prbj.analysis.clusters import PairedClusters
 from prbj.analysis.compare import entry_label, outcomes, pair_users, paired_arrays
 from prbj.analysis.paired import paired_ci
-from prbj.analysis.users import users_of_pairs, users_repeat
+from prbj.analysis.user_counts import users_of_pairs, users_repeat
 
 REAL = "profile"
 SWAPPED = "swapped-profile"

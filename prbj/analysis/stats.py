@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.user_counts import user_figures, users_repeat
 from prbj.data.status import ABSTAINED
 
 ALL_SUBSETS = "all"
@@ -175,10 +176,14 @@ def group_stats(
     picked_longer, lc_accuracy = _length_stats(frame)
     figures = None
     if users:
-        # Imported here: prbj.analysis.users builds on this module.
-        from prbj.analysis.users import user_figures
-
-        figures = user_figures(frame, seed=seed, accuracy=_rate(correct, ok.height), pair_interval=(low, high))
+        figures = user_figures(
+            frame,
+            seed=seed,
+            accuracy=_rate(correct, ok.height),
+            pair_interval=(low, high),
+            resamples=BOOTSTRAP_RESAMPLES,
+            confidence=CONFIDENCE,
+        )
         # Pair accuracy's interval resamples users too.
         low, high = figures.ci_low, figures.ci_high
     return GroupStats(
@@ -214,8 +219,6 @@ def group_stats(
 def summarize(judgments: pl.DataFrame, *, seed: int) -> list[GroupStats]:
     """One row per judge × context for all subsets together, then one per subset, in a stable order; with user
     figures in every row when some user has more than one pair."""
-    from prbj.analysis.users import users_repeat
-
     users = users_repeat(judgments)
     rows: list[GroupStats] = []
     keys = judgments.select("judge", "context").unique(maintain_order=True).iter_rows()

@@ -22,135 +22,28 @@ figures are the pair figures: the same numbers, given once, never resampled twic
 Groups: every `group:<key>` column (a user's age band, a pair's tier, …) gives accuracy per value; a
 `user_seen` column gives seen and unseen users apart. These rows are summary.json's `users` section.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from fractions import Fraction
 from typing import Any
 
-import numpy as np
 import polars as pl
 
-from prbj.analysis.clusters import cluster_intervals
 from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci
-from prbj.data.user_columns import GROUP_PREFIX, USER_ID, USER_SEEN
+from prbj.analysis.user_counts import (
+    USER_KEY,
+    Interval,
+    UserFigures,
+    group_columns,
+    user_expr,
+    user_figures,
+    users_repeat,
+)
+from prbj.data.user_columns import GROUP_PREFIX, USER_SEEN
 
-# How summary.json's `bootstrap` section names the resampling unit when users repeat.
+# How summary.json's `users` section names the resampling unit when users repeat.
 RESAMPLED_USERS = "users"
-_USER = "_user"
-# A null user id becomes this plus the pair id: its own user, never mistaken for a real user's id.
-_PAIR_AS_USER = "\x00pair:"
-
-Interval = tuple[float | None, float | None]
-
-
-def user_expr(frame: pl.DataFrame) -> pl.Expr:
-    """Each judgment's user, as the column `_user`."""
-    if USER_ID not in frame.columns:
-        return pl.col("pair_id").alias(_USER)
-    own = pl.concat_str(pl.lit(_PAIR_AS_USER), pl.col("pair_id"))
-    return pl.col(USER_ID).cast(pl.String).fill_null(own).alias(_USER)
-
-
-def users_repeat(frame: pl.DataFrame) -> bool:
-    """Whether some user has more than one pair in these judgments (never, without a user_id column)."""
-    if USER_ID not in frame.columns or frame.height == 0:
-        return False
-    pairs = frame.select(user_expr(frame), pl.col("pair_id")).unique()
-    return pairs.height > pairs[_USER].n_unique()
-
-
-def users_of_pairs(frame: pl.DataFrame) -> dict[str, str]:
-    """pair id → user, for the pairs of these judgments."""
-    rows = frame.select(pl.col("pair_id"), user_expr(frame)).unique("pair_id", keep="first")
-    return dict(zip(rows["pair_id"].to_list(), rows[_USER].to_list(), strict=True))
-
-
-def group_columns(frame: pl.DataFrame) -> list[str]:
-    return sorted(c for c in frame.columns if c.startswith(GROUP_PREFIX))
-
-
-@dataclass(frozen=True, slots=True)
-class UserCounts:
-    """Per user: decided judgments and correct ones (users with no decided judgment included, at 0)."""
-
-    correct: np.ndarray
-    decided: np.ndarray
-
-    @classmethod
-    def of(cls, frame: pl.DataFrame) -> UserCounts:
-        decided = pl.col("status") == "ok"
-        per_user = frame.group_by(user_expr(frame)).agg(
-            decided.sum().alias("decided"),
-            (decided & pl.col("correct").fill_null(False)).sum().alias("correct"),
-        )
-        return cls(
-            per_user["correct"].to_numpy().astype(np.int64), per_user["decided"].to_numpy().astype(np.int64)
-        )
-
-    @property
-    def users(self) -> int:
-        return int(self.decided.size)
-
-    @property
-    def users_decided(self) -> int:
-        return int((self.decided > 0).sum())
-
-    @property
-    def one_each(self) -> bool:
-        """Whether every user with a decided judgment has exactly one: then user figures are pair figures."""
-        return not self.decided.size or int(self.decided.max()) <= 1
-
-    def mean_accuracy(self) -> float | None:
-        """The mean over users of each user's accuracy, rounded once from its exact value (so that a hand
-        computation with fractions gives the very same float)."""
-        keep = self.decided > 0
-        if not keep.any():
-            return None
-        kinds, counts = np.unique(
-            np.column_stack([self.correct[keep], self.decided[keep]]), axis=0, return_counts=True
-        )
-        total = sum(
-            (Fraction(int(c), int(n)) * int(k) for (c, n), k in zip(kinds, counts, strict=True)), Fraction(0)
-        )
-        return float(total / int(counts.sum()))
-
-
-@dataclass(frozen=True, slots=True)
-class UserFigures:
-    n_users: int
-    n_users_decided: int
-    user_accuracy: float | None
-    user_ci_low: float | None
-    user_ci_high: float | None
-    # The interval of pair accuracy, resampling users.
-    ci_low: float | None
-    ci_high: float | None
-
-
-def user_figures(
-    frame: pl.DataFrame, *, seed: int, accuracy: float | None, pair_interval: Interval
-) -> UserFigures:
-    """User accuracy and both intervals over users for one group of judgments; `accuracy` and `pair_interval`
-    are the group's pair figures, which are also the user figures when each user has one decided judgment."""
-    counts = UserCounts.of(frame)
-    if counts.one_each:
-        low, high = pair_interval
-        return UserFigures(counts.users, counts.users_decided, accuracy, low, high, low, high)
-    found = cluster_intervals(
-        counts.correct, counts.decided, seed=seed, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
-    )
-    assert found is not None  # a user has two decided judgments or more
-    return UserFigures(
-        counts.users,
-        counts.users_decided,
-        counts.mean_accuracy(),
-        *found.mean_of_clusters,
-        *found.pooled,
-    )
-
 
 @dataclass(frozen=True, slots=True)
 class UserSlice:
@@ -185,7 +78,14 @@ def slice_figures(
         bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
     )
     figures = (
-        user_figures(part, seed=seed, accuracy=accuracy, pair_interval=interval)
+        user_figures(
+            part,
+            seed=seed,
+            accuracy=accuracy,
+            pair_interval=interval,
+            resamples=BOOTSTRAP_RESAMPLES,
+            confidence=CONFIDENCE,
+        )
         if repeat
         else _one_pair_each(part, accuracy, interval)
     )
@@ -252,7 +152,7 @@ def users_section(judgments: pl.DataFrame, *, seed: int) -> dict[str, Any] | Non
     seen = USER_SEEN in judgments.columns and judgments[USER_SEEN].drop_nulls().len() > 0
     if not (repeat or groups or seen) or judgments.height == 0:
         return None
-    per_user = judgments.select(user_expr(judgments), pl.col("pair_id")).unique().group_by(_USER).len()
+    per_user = judgments.select(user_expr(judgments), pl.col("pair_id")).unique().group_by(USER_KEY).len()
     section: dict[str, Any] = {
         "n_users": per_user.height,
         "max_pairs_per_user": int(per_user["len"].max() or 0),  # type: ignore[arg-type]  # a count column

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from prbj.analysis.run_data import RunData
-from prbj.analysis.users import UserSlice, group_columns, group_slices, users_repeat
+from prbj.analysis.user_counts import group_columns, users_repeat
+from prbj.analysis.users import UserSlice, group_slices
 from prbj.data.user_columns import USER_SEEN
 from prbj.report import fmt
 from prbj.report.layout import Section

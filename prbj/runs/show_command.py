@@ -19,7 +19,7 @@ from rich.markup import escape
 from prbj.analysis.compare import Comparison, compare_runs
 from prbj.analysis.mcnemar import McNemarResult
 from prbj.analysis.run_data import RunData
-from prbj.analysis.users import UserCounts, users_repeat
+from prbj.analysis.user_counts import UserCounts, users_repeat
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
 from prbj.data.status import ABSTAINED

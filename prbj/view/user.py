@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from prbj.analysis.users import users_of_pairs, users_repeat
+from prbj.analysis.user_counts import users_of_pairs, users_repeat
 from prbj.data.schema import Context, JudgeView
 from prbj.data.user_columns import GROUP_PREFIX, USER_ID, USER_SEEN
 from prbj.view.catalog import LoadedRun
