@@ -39,6 +39,7 @@ from prbj.data.labels import Label, parse_label_lines
 from prbj.data.loaders import Dataset
 from prbj.data.user_columns import with_user_ids
 from prbj.errors import DataError
+from prbj.export.eee_read import looks_like_eee, read_eee_run
 from prbj.report.content import ReportContent
 from prbj.report.writer import RenderedReport
 
@@ -193,7 +194,10 @@ OTHER_KINDS = {
 
 
 def run_kind(path: Path) -> str | None:
-    """"judge" for a judge run, "bon" or "build" for those commands' directories, None for anything else."""
+    """"judge" for a judge run (an Every Eval Ever aggregate file is one: prbj.export.eee_read), "bon" or
+    "build" for those commands' directories, None for anything else."""
+    if looks_like_eee(path):
+        return "judge"
     if not path.is_dir():
         return None
     run_path = path / RUN_FILE
@@ -251,6 +255,9 @@ class RunHeader:
 
 def load_run_header(run_dir: Path) -> RunHeader:
     run_dir = Path(run_dir)
+    if looks_like_eee(run_dir):
+        published = read_eee_run(run_dir)
+        return RunHeader(run_dir, published.run_id, published.run, published.summary, published.results)
     if not run_dir.is_dir():
         raise DataError(f"{run_dir}: not a run directory (no such folder)")
     kind = run_kind(run_dir)
@@ -269,6 +276,8 @@ def load_run_header(run_dir: Path) -> RunHeader:
 
 
 def load_run(run_dir: Path) -> RunData:
+    if looks_like_eee(Path(run_dir)):
+        return read_eee_run(Path(run_dir))
     header = load_run_header(run_dir)
     return RunData(
         run_dir=header.run_dir,
