@@ -264,3 +264,20 @@ def test_show_names_each_judgments_user_and_gives_user_beside_pair_accuracy(tmp_
     # Over the whole selection (every outcome), not only the judgments shown.
     assert f"judge-x · profile: pair accuracy {100 * PAIR_ACCURACY:.1f}% over 7 decided pairs" in text
     assert f"user accuracy {100 * USER_ACCURACY:.1f}% over 3 users" in text
+
+
+def test_the_every_eval_ever_export_carries_user_accuracy_with_its_interval_over_users(tmp_path: Path) -> None:
+    run_dir = write_run_dir(tmp_path / "run", per_user_rows())
+    result = CliRunner().invoke(main, ["export", str(run_dir), "--format", "eee", "--out", str(tmp_path / "eee")])
+    assert result.exit_code == 0, result.output
+    (aggregate,) = sorted((tmp_path / "eee").glob("data/*/*/*/*.json"))
+    results = json.loads(aggregate.read_text())["evaluation_results"]
+    (users,) = [
+        r for r in results if r["evaluation_result_id"] == f"prbj.user_accuracy:profile:{ALL_SUBSETS}"
+    ]
+    assert users["score_details"]["score"] == USER_ACCURACY
+    uncertainty = users["score_details"]["uncertainty"]
+    assert uncertainty["num_samples"] == 3  # users with a decided judgment
+    summary = json.loads((run_dir / "summary.json").read_text())["results"][0]
+    interval = uncertainty["confidence_interval"]
+    assert (interval["lower"], interval["upper"]) == (summary["user_ci_low"], summary["user_ci_high"])
