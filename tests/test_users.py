@@ -281,3 +281,13 @@ def test_the_every_eval_ever_export_carries_user_accuracy_with_its_interval_over
     summary = json.loads((run_dir / "summary.json").read_text())["results"][0]
     interval = uncertainty["confidence_interval"]
     assert (interval["lower"], interval["upper"]) == (summary["user_ci_low"], summary["user_ci_high"])
+
+
+def test_a_summary_whose_user_accuracy_is_not_a_number_is_one_line_naming_the_field(tmp_path: Path) -> None:
+    run_dir = write_run_dir(tmp_path / "run", per_user_rows())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["results"][0]["user_accuracy"] = "0.9"
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    result = CliRunner().invoke(main, ["report", str(run_dir)])
+    assert result.exit_code == 2
+    assert "field 'results[0].user_accuracy': expected a number or null" in " ".join(result.output.split())
