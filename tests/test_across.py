@@ -84,3 +84,15 @@ def test_runs_on_one_benchmark_write_no_cross_table(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["report", str(prb_run), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert not (tmp_path / "out" / "benchmarks.md").exists()
+
+
+def test_one_report_over_several_benchmarks_holds_the_table_as_a_section(tmp_path: Path) -> None:
+    paths = _runs(tmp_path / "runs")[:2]
+    out = tmp_path / "out"
+    args = ["report", *map(str, paths), "--mix-datasets", "--out", str(out), "--quiet"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    section = report.split("## Judges across benchmarks", 1)[1].split("\n## ", 1)[0]
+    assert "| 1 | a | none | 80.0 (" in section and "personal-reward-bench 1 %" in section
+    assert 'id="table-benchmarks"' in (out / "report.html").read_text()

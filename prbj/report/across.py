@@ -3,12 +3,15 @@ benchmarks.md and benchmarks.html lay out, so the three show the same figures.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from prbj.analysis.across import AcrossTable
+from prbj.analysis.across import AcrossTable, across_benchmarks, columns_of
+from prbj.analysis.run_data import RunData
 from prbj.report import fmt
 from prbj.report.html import html_table, page
+from prbj.report.layout import Section
 from prbj.report.markdown import markdown_table
 from prbj.report.tables import UPPER_BOUND_MARK, TextTable
 
@@ -60,3 +63,11 @@ def render_across(table: AcrossTable) -> RenderedAcross:
     markdown = f"# {TITLE}\n\n{markdown_table(text)}\n\n_{text.note}_\n"
     body = f"<h1>{escape(TITLE)}</h1>\n{html_table(text)}\n<p class=\"note\">{escape(text.note)}</p>"
     return RenderedAcross(markdown, page(TITLE, body))
+
+
+def across_sections(runs: Sequence[RunData]) -> list[Section]:
+    """The table as a report section, when the runs of one report span several benchmarks (an experiment over
+    benchmarks, `prbj report --mix-datasets`)."""
+    if len(columns_of(runs)) < 2:
+        return []
+    return [Section("benchmarks", TITLE, tables=[across_text_table(across_benchmarks(runs))])]
