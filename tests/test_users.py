@@ -291,3 +291,19 @@ def test_a_summary_whose_user_accuracy_is_not_a_number_is_one_line_naming_the_fi
     result = CliRunner().invoke(main, ["report", str(run_dir)])
     assert result.exit_code == 2
     assert "field 'results[0].user_accuracy': expected a number or null" in " ".join(result.output.split())
+
+
+def test_the_report_shows_user_accuracy_beside_pair_accuracy_and_a_users_section(tmp_path: Path) -> None:
+    run_dir = write_run_dir(tmp_path / "run", per_user_rows())
+    result = CliRunner().invoke(main, ["report", str(run_dir)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "users % (95% CI)" in " ".join(result.output.split())
+    report = (run_dir / "report.md").read_text()
+    leaderboard = report.split("## Leaderboard", 1)[1].split("\n## ", 1)[0]
+    assert f"| {100 * PAIR_ACCURACY:.1f} (" in leaderboard and f"| {100 * USER_ACCURACY:.1f} (" in leaderboard
+    assert "One pair per user here" not in report and "intervals, over users" in report
+    users = report.split("## Users", 1)[1].split("\n## ", 1)[0]
+    for value, accuracy in GROUP_USER_ACCURACY.items():
+        pairs = GROUP_PAIR_ACCURACY[value]
+        assert f"| age | {value} |" in users and f"{100 * pairs:.1f} (" in users and f"{100 * accuracy:.1f} (" in users
+    assert "| user_seen | unseen |" in users

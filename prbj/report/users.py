@@ -1,4 +1,4 @@
-"""The report's per-user sections: accuracy per group value (every `group:<key>` column of a per-user benchmark)
+"""The report's per-user section: accuracy per group value (every `group:<key>` column of a per-user benchmark)
 and for seen and unseen users, pair accuracy beside user accuracy, each with its interval. Computed from the
 runs in memory with prbj.analysis.users, the function that fills summary.json's `users` section; a section
 appears only when a run has groups or a seen column."""
@@ -22,7 +22,10 @@ _INTRO = (
 )
 
 
-def slice_table(name: str, title: str, rows: Sequence[UserSlice], *, several: bool, run: str) -> TextTable:
+def slice_table(
+    name: str, title: str, rows: Sequence[tuple[str, UserSlice]], *, several: bool
+) -> TextTable:
+    """(run label, row) pairs as a table; the run column only when the report has several runs."""
     headers = ["judge", "context", *(["run"] if several else []), "group", "value", "users", "pairs"]
     headers += ["pairs % (95% CI)", "users % (95% CI)"]
     return TextTable(
@@ -41,7 +44,7 @@ def slice_table(name: str, title: str, rows: Sequence[UserSlice], *, several: bo
                 fmt.with_span(r.accuracy, r.ci_low, r.ci_high),
                 fmt.with_span(r.user_accuracy, r.user_ci_low, r.user_ci_high),
             ]
-            for r in rows
+            for run, r in rows
         ],
         [False, False, *([False] if several else []), False, False, True, True, True, True],
         "users and pairs: those with at least one decided judgment in the group.",
@@ -49,9 +52,10 @@ def slice_table(name: str, title: str, rows: Sequence[UserSlice], *, several: bo
 
 
 def user_sections(runs: Sequence[RunData], labels: Sequence[str]) -> list[Section]:
-    """A section per run with groups or seen/unseen users (titles carry the run's label when there are several)."""
-    sections: list[Section] = []
-    several = len(runs) > 1
+    """One section, when some run has groups or seen/unseen users: a table of every run's group rows, and one
+    of seen and unseen users."""
+    groups: list[tuple[str, UserSlice]] = []
+    seen: list[tuple[str, UserSlice]] = []
     for run, label in zip(runs, labels, strict=True):
         frame = run.judgments
         if frame.height == 0:
@@ -59,14 +63,14 @@ def user_sections(runs: Sequence[RunData], labels: Sequence[str]) -> list[Sectio
         seed = run.summary.get("seed")
         seed = seed if isinstance(seed, int) else 42
         repeat = users_repeat(frame)
-        suffix, key = (f" · {label}", f"-{len(sections)}") if several else ("", "")
-        tables = []
         if columns := group_columns(frame):
-            rows = group_slices(frame, columns, seed=seed, repeat=repeat)
-            tables.append(slice_table("groups", "Accuracy by group", rows, several=several, run=label))
+            groups += [(label, row) for row in group_slices(frame, columns, seed=seed, repeat=repeat)]
         if USER_SEEN in frame.columns and frame[USER_SEEN].drop_nulls().len():
-            rows = group_slices(frame, [USER_SEEN], seed=seed, repeat=repeat)
-            tables.append(slice_table("seen", "Seen and unseen users", rows, several=several, run=label))
-        if tables:
-            sections.append(Section(f"users{key}", f"Users{suffix}", intro=_INTRO, tables=tables))
-    return sections
+            seen += [(label, row) for row in group_slices(frame, [USER_SEEN], seed=seed, repeat=repeat)]
+    several = len(runs) > 1
+    tables = []
+    if groups:
+        tables.append(slice_table("groups", "Accuracy by group", groups, several=several))
+    if seen:
+        tables.append(slice_table("seen", "Seen and unseen users", seen, several=several))
+    return [Section("users", "Users", intro=_INTRO, tables=tables)] if tables else []
