@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from html import escape
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
@@ -17,7 +18,7 @@ from view_runs import SCRIPT, html_dataset, sample_run
 from prbj.cli import main
 from prbj.data.loaders import load_dataset
 from prbj.view.catalog import Catalog
-from prbj.view.links import file_slug
+from prbj.view.links import LiveLinks, file_slug
 from prbj.view.server import Viewer, make_app
 from run_dirs import judgment, write_run_dir
 
@@ -124,3 +125,25 @@ def test_the_bundle_writes_every_user_page_with_links_that_resolve(runs: dict[st
     assert not missing, missing[:5]
     pair = (site / "run" / runs["users"].name / "pair" / "t-001.html").read_text(encoding="utf-8")
     assert f'/run/{runs["users"].name}/user/{file_slug(ODD_USER)}.html" ' in pair.replace('">', '" ')
+
+
+async def test_users_whose_ids_a_path_cannot_hold_are_reachable(tmp_path: Path) -> None:
+    users = [".", "..", "a/b"]
+    rows = [
+        judgment(f"p{2 * n + k}", "S", "j", correct=k == 0) | {"user_id": user}
+        for n, user in enumerate(users)
+        for k in range(2)
+    ]
+    run_dir = write_run_dir(tmp_path / "run-dots", rows)
+    client = TestClient(TestServer(make_app(Viewer(Catalog.open([run_dir]), "alice"))))
+    await client.start_server()
+    try:
+        for n, user in enumerate(users):
+            link = LiveLinks().user(run_dir.name, user)
+            pair = await (await client.get(f"/run/{run_dir.name}/pair/p{2 * n}")).text()
+            assert f'id="user-link" href="{escape(link)}"' in pair
+            page = await client.get(link)
+            assert page.status == 200, link
+            assert f'<span id="user-id"><bdi>{escape(user)}</bdi></span>' in await page.text()
+    finally:
+        await client.close()
