@@ -524,7 +524,7 @@ def test_swapped_profile_control_for_a_scalar_rm(models: Models, tmp_path: Path)
     ones; with --context profile beside it, summary.json reports the RM's profile reliance."""
     mine = parse_pair(make_record(1, profile=[{"id": "a", "category": "c", "text": "film darkroom budget"}]))
     donor = parse_pair(make_record(2, profile=[{"id": "b", "category": "c", "text": "sourdough starter"}]))
-    swapped = conversation(mine.view("swapped-profile", swapped_profile=donor.profile), mine.chosen)
+    swapped = conversation(mine.view("swapped-profile", swapped_profile=donor.user_profile), mine.chosen)
     assert "sourdough starter" in swapped[0]["content"] and "film darkroom" not in swapped[0]["content"]
 
     records = [

@@ -146,10 +146,17 @@ class RunInfo:
     started: str | None
     finished: str | None
     version: str | None
+    # The benchmark the data was read as (run.json's config.benchmark); prb for runs that do not say.
+    benchmark: str = "prb"
 
     @property
     def is_demo_sample(self) -> bool:
         return self.dataset_source == "sample"
+
+    @property
+    def dataset_label(self) -> str:
+        """The dataset as reports name it: with its benchmark where that is not Personalized RewardBench."""
+        return self.dataset_source if self.benchmark == "prb" else f"{self.dataset_source} ({self.benchmark})"
 
 
 @dataclass(frozen=True)
@@ -474,4 +481,11 @@ def _run_info(run: RunData, label: str) -> RunInfo:
         started=run.run.get("started"),
         finished=run.run.get("finished"),
         version=run.summary.get("prbj_version"),
+        benchmark=_benchmark_name(run.run.get("config")),
     )
+
+
+def _benchmark_name(config: Any) -> str:
+    benchmark = config.get("benchmark") if isinstance(config, dict) else None
+    name = benchmark.get("name") if isinstance(benchmark, dict) else None
+    return name if isinstance(name, str) and name else "prb"

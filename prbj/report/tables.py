@@ -44,7 +44,7 @@ def runs_table(content: ReportContent) -> TextTable:
     rows = [
         [
             run.run_id,
-            run.dataset_source,
+            run.dataset_label,
             run.fingerprint,
             fmt.DASH if run.n_pairs is None else str(run.n_pairs),
             str(run.seed),

@@ -79,8 +79,10 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     return table
 
 
-def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
-    console.print(FittingTable(leaderboard(summary)))
+def print_leaderboard(
+    summary: Sequence[GroupStats], console: Console, *, title: str = "Personalized RewardBench"
+) -> None:
+    console.print(FittingTable(leaderboard(summary, title=f"{title} accuracy")))
 
 
 _MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}
