@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -308,3 +309,54 @@ def test_the_report_shows_user_accuracy_beside_pair_accuracy_and_a_users_section
         pairs = GROUP_PAIR_ACCURACY[value]
         assert f"| age | {value} |" in users and f"{100 * pairs:.1f} (" in users and f"{100 * accuracy:.1f} (" in users
     assert "| user_seen | unseen |" in users
+
+
+def _by_hand(judgments: pl.DataFrame) -> float:
+    """The mean over users of each user's correct / decided, from the rows themselves, in exact fractions."""
+    per_user: dict[str, list[int]] = {}
+    for row in judgments.iter_rows(named=True):
+        if row["status"] == "ok":
+            counts = per_user.setdefault(row["user_id"], [0, 0])
+            counts[0] += bool(row["correct"])
+            counts[1] += 1
+    return float(sum(Fraction(c, n) for c, n in per_user.values()) / len(per_user))
+
+
+@pytest.mark.parametrize("benchmark", ["personal-reward-bench", "prism", "persona-feedback"])
+def test_a_run_on_a_per_user_sample_holds_user_accuracy_and_groups_as_computed_by_hand(
+    benchmark: str, tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(main, ["judge", "--benchmark", benchmark, "--no-progress", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    judgments = pl.read_parquet(run_dir / "judgments.parquet")
+    assert users_repeat(judgments) and summary["users"]["resampled"] == "users"
+    for row in summary["results"]:
+        mine = judgments.filter(pl.col("judge") == row["judge"], pl.col("context") == row["context"])
+        if row["subset"] != ALL_SUBSETS:
+            mine = mine.filter(pl.col("subset") == row["subset"])
+        assert row["user_accuracy"] == _by_hand(mine)
+        assert row["user_ci_low"] <= row["user_accuracy"] <= row["user_ci_high"]
+    groups = [c.removeprefix("group:") for c in judgments.columns if c.startswith("group:")]
+    assert groups, "the sample has groups"
+    rows = summary["users"]["groups"]
+    for key in groups:
+        values = set(judgments[f"group:{key}"].drop_nulls().unique().to_list())
+        assert {r["value"] for r in rows if r["group"] == key} == values
+    for row in rows:
+        part = judgments.filter(
+            pl.col("judge") == row["judge"], pl.col("context") == row["context"],
+            pl.col(f"group:{row['group']}") == row["value"],
+        )
+        assert row["user_accuracy"] == _by_hand(part)
+    if "user_seen" in judgments.columns:
+        names = {True: "seen", False: "unseen"}
+        for row in summary["users"]["seen"]:
+            flag = next(k for k, v in names.items() if v == row["value"])
+            part = judgments.filter(
+                pl.col("judge") == row["judge"], pl.col("context") == row["context"], pl.col("user_seen") == flag
+            )
+            assert row["user_accuracy"] == _by_hand(part)
+        present = {names[v] for v in judgments["user_seen"].drop_nulls().unique().to_list()}
+        assert {row["value"] for row in summary["users"]["seen"]} == present

@@ -4,15 +4,16 @@ them; linked from pair pages, escaped, served live and written into the static b
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
-from html import escape
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from click.testing import CliRunner
+from markupsafe import escape
 from view_runs import SCRIPT, html_dataset, sample_run
 
 from prbj.cli import main
@@ -22,6 +23,7 @@ from prbj.view.links import LiveLinks, file_slug
 from prbj.view.server import Viewer, make_app
 from run_dirs import judgment, write_run_dir
 
+ROOT = Path(__file__).resolve().parents[1]
 # A user id holding markup: shown as text everywhere, and a safe file name in the bundle.
 ODD_USER = "<b>u&1</b>"
 OWNER = {"t-001": ODD_USER, "t-002": ODD_USER, "t-003": ODD_USER, "t-004": "u2", "t-005": "u2", "t-006": "u2"}
@@ -147,3 +149,24 @@ async def test_users_whose_ids_a_path_cannot_hold_are_reachable(tmp_path: Path) 
             assert f'<span id="user-id"><bdi>{escape(user)}</bdi></span>' in await page.text()
     finally:
         await client.close()
+
+
+def test_a_per_user_benchmark_s_user_page_shows_their_earlier_choices_only(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["judge", "--benchmark", "personal-reward-bench", "--no-progress", "--out", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 0, result.output
+    (run_dir,) = list((tmp_path / "r").iterdir())
+    sample = ROOT / "prbj" / "data" / "benchmarks" / "personal-reward-bench" / "preferences.jsonl"
+    rows = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines() if line.strip()]
+    user = rows[0]["user_id"]
+    site = tmp_path / "site"
+    assert CliRunner().invoke(main, ["view", str(run_dir), "--bundle", str(site)]).exit_code == 0
+    page = (site / "run" / run_dir.name / "user" / f"{file_slug(user)}.html").read_text(encoding="utf-8")
+    history = page.split('<div id="user-profile">', 1)[1].split("</div>\n", 1)[0]
+    for row in rows:
+        prompt = escape(row["context"][-1]["content"])
+        # Their train and val rows are the history; their test rows and every other user's rows are not.
+        own_history = row["user_id"] == user and row.get("split", "test") != "test"
+        assert (prompt in history) == own_history, (row["user_id"], row.get("split"), prompt)
+    assert "Earlier choices" in history and "Preferred:" in history

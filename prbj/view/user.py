@@ -133,7 +133,7 @@ def user_page(run: LoadedRun, user_id: str, links: Links) -> dict[str, Any] | No
         "run": run.entry,
         "user_id": user_id,
         "attributes": _attributes(mine),
-        "profile": view.profile if view is not None else (),
+        "profile": view.user_profile if view is not None else None,
         "profile_pair": view.pair_id if view is not None else None,
         "pairs_note": run.pairs.note,
         "entries": [f"{judge} · {context}" for judge, context in entries],
