@@ -31,6 +31,13 @@ def _runs(root: Path) -> list[Path]:
     return [
         write_run_dir(root / "prb-run", prb, benchmark="prb", fingerprint="prb-fp-1"),
         write_run_dir(root / "synth-run", per_user, benchmark="personal-reward-bench", fingerprint="prbench-fp"),
+        # A PRB run that records no benchmark (made before benchmarks were recorded) joins PRB's column.
+        write_run_dir(
+            root / "prb-unnamed",
+            outcomes("d", "S", [True] * 5 + [False] * 5),
+            fingerprint="prb-fp-1",
+            started="2000-01-01T00:00:00",
+        ),
         # An older run of a on the per-user benchmark: the later one counts.
         write_run_dir(
             root / "synth-old",
@@ -47,8 +54,8 @@ def test_mean_rank_and_user_accuracy_per_benchmark_by_hand(tmp_path: Path) -> No
     assert [c.label for c in table.columns] == ["prb 1", "personal-reward-bench 1"]
     rows = {(r.judge, r.context): r for r in table.rows}
     prb, per_user = (c.key for c in table.columns)
-    # PRB: a first; b and c tie for places 2 and 3, so each gets 2.5; the oracle row is never ranked.
-    assert [rows[(j, "none")].cells[prb].rank for j in "abc"] == [1.0, 2.5, 2.5]
+    # PRB: a first; b and c tie for places 2 and 3, so each gets 2.5; d last; the oracle row is never ranked.
+    assert [rows[(j, "none")].cells[prb].rank for j in "abcd"] == [1.0, 2.5, 2.5, 4.0]
     assert rows[("a", "oracle")].cells[prb].rank is None and rows[("a", "oracle")].mean_rank is None
     # Per-user benchmark: b (5/6) above a (the hand-computed 7/18, from a's latest run).
     assert rows[("a", "none")].cells[per_user].accuracy == USER_ACCURACY
@@ -57,7 +64,13 @@ def test_mean_rank_and_user_accuracy_per_benchmark_by_hand(tmp_path: Path) -> No
     assert (rows[("a", "none")].mean_rank, rows[("b", "none")].mean_rank) == (1.5, 1.75)
     assert rows[("c", "none")].mean_rank == 2.5 and rows[("c", "none")].ranked_on == 1
     # Ranked on both first, by mean rank; then c; the oracle row last.
-    assert [(r.judge, r.context) for r in table.rows] == [("a", "none"), ("b", "none"), ("c", "none"), ("a", "oracle")]
+    assert [(r.judge, r.context) for r in table.rows] == [
+        ("a", "none"),
+        ("b", "none"),
+        ("c", "none"),
+        ("d", "none"),
+        ("a", "oracle"),
+    ]
     # PRB cells are pair accuracy with the pair interval: no user figures there.
     assert rows[("a", "none")].cells[prb].accuracy == 0.8 and not rows[("a", "none")].cells[prb].per_user
 

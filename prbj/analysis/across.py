@@ -2,8 +2,8 @@
 mean rank (its rank within each benchmark, averaged over the benchmarks it ran on). Pure: works on runs already
 loaded.
 
-A benchmark is what run.json names (`config.benchmark`: its name and version), else the dataset's source, on one
-dataset fingerprint: two runs on different pairs of one benchmark (a subset, a --limit) are two columns, never
+A benchmark is what run.json names (`config.benchmark`: its name and version; `prb` for a run that does not say),
+on one dataset fingerprint: two runs on different pairs of one benchmark (a subset, a --limit) are two columns, never
 ranked together. Within a column each judge × context counts once, from its latest run.
 
 The figure is user accuracy (the mean over users of each user's accuracy, prbj.analysis.users); where every user
@@ -23,6 +23,7 @@ from prbj.analysis.selection import dataset_key
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 ORACLE_CONTEXT = "oracle"
+DEFAULT_BENCHMARK = "prb"
 
 
 @dataclass(frozen=True)
@@ -88,32 +89,34 @@ class AcrossTable:
 
 
 def benchmark_name(run: RunData) -> tuple[str, str | None]:
-    """The benchmark's name and version as run.json's config records them, else the dataset's source."""
+    """The benchmark's name and version as run.json's config records them; Personalized RewardBench for a run
+    that does not say (runs from before benchmarks were recorded judged nothing else)."""
     config = run.run.get("config")
     recorded = config.get("benchmark") if isinstance(config, dict) else None
     if isinstance(recorded, dict) and isinstance(recorded.get("name"), str) and recorded["name"]:
         version = recorded.get("version")
         return recorded["name"], None if version is None else str(version)
-    if isinstance(recorded, str) and recorded:
-        return recorded, None
-    return str(run.dataset.get("source") or "?"), None
+    return DEFAULT_BENCHMARK, None
 
 
-def _column_key(run: RunData) -> tuple[str, str | None, str]:
-    name, version = benchmark_name(run)
-    return name, version, dataset_key(run)
+def _column_key(run: RunData) -> tuple[str, str]:
+    return benchmark_name(run)[0], dataset_key(run)
 
 
 def columns_of(runs: Sequence[RunData]) -> list[BenchmarkColumn]:
-    """One column per benchmark × dataset fingerprint, in the order the runs came; labelled by name (and
-    version), with the fingerprint where two columns would otherwise share a label."""
-    seen = list(dict.fromkeys(_column_key(run) for run in runs))
-    labels = [name if version is None else f"{name} {version}" for name, version, _ in seen]
+    """One column per benchmark × dataset fingerprint, in the order the runs came; labelled by name and the
+    version a run records (a run that records none joins the column of its data), with the fingerprint where
+    two columns would otherwise share a label."""
+    versions: dict[tuple[str, str], str | None] = {}
+    for run in runs:
+        key = _column_key(run)
+        if versions.get(key) is None:
+            versions[key] = benchmark_name(run)[1]
+    labels = [name if version is None else f"{name} {version}" for (name, _), version in versions.items()]
     columns = []
-    for (name, version, fingerprint), label in zip(seen, labels, strict=True):
-        if labels.count(label) > 1:
-            label = f"{label} ({fingerprint[:8]})"
-        columns.append(BenchmarkColumn(f"{label}", name, version, fingerprint, label))
+    for ((name, fingerprint), version), label in zip(versions.items(), labels, strict=True):
+        shown = f"{label} ({fingerprint[:8]})" if labels.count(label) > 1 else label
+        columns.append(BenchmarkColumn(f"{name}@{fingerprint}", name, version, fingerprint, shown))
     return columns
 
 
@@ -144,7 +147,7 @@ def _ranks(values: dict[tuple[str, str], float]) -> dict[tuple[str, str], float]
 
 def across_benchmarks(runs: Sequence[RunData]) -> AcrossTable:
     columns = columns_of(runs)
-    by_key = {(c.name, c.version, c.fingerprint): c for c in columns}
+    by_key = {(c.name, c.fingerprint): c for c in columns}
     cells: dict[tuple[str, str], dict[str, Cell]] = {}
     # Later runs overwrite earlier ones: each judge × context counts once per column, from its latest run.
     for run in sorted(runs, key=_started):

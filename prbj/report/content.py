@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.across import benchmark_name
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
@@ -481,11 +482,5 @@ def _run_info(run: RunData, label: str) -> RunInfo:
         started=run.run.get("started"),
         finished=run.run.get("finished"),
         version=run.summary.get("prbj_version"),
-        benchmark=_benchmark_name(run.run.get("config")),
+        benchmark=benchmark_name(run)[0],
     )
-
-
-def _benchmark_name(config: Any) -> str:
-    benchmark = config.get("benchmark") if isinstance(config, dict) else None
-    name = benchmark.get("name") if isinstance(benchmark, dict) else None
-    return name if isinstance(name, str) and name else "prb"
