@@ -9,6 +9,7 @@ import os
 import stat
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -471,38 +472,80 @@ def test_a_tampered_pseudonym_table_is_refused_naming_the_file(tmp_path: Path) -
 # --- what privacy costs, and the shipped data ---------------------------------------------------------------------
 
 
-def test_the_report_pairs_a_run_with_any_and_one_pseudonymized(tmp_path: Path) -> None:
-    from prbj.analysis.mcnemar import paired_test
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
-    planted = Path(__file__).resolve().parents[1] / "examples" / "planted_pii.jsonl"
+
+def privacy_runs(tmp_path: Path, dataset: Path, *args: str) -> tuple[list[Path], list[dict[str, str]]]:
+    """The same judges run with --personal-data any and pseudonymized, and the report's privacy-cost rows by
+    header."""
     runs = []
     for policy in ("any", "pseudonymized"):
-        code, output, run_dir = judge(
-            tmp_path, "-p", "bm25-profile", "-p", "length", "--personal-data", policy, dataset=planted
-        )
-        assert code == 0, output
+        code, output, run_dir = judge(tmp_path, *args, "--personal-data", policy, dataset=dataset)
+        assert code == 0 and run_dir is not None, output
         runs.append(run_dir)
     result = CliRunner().invoke(
         main, ["report", *map(str, runs), "--out", str(tmp_path / "lb")], terminal_width=200
     )
     assert result.exit_code == 0, result.output
     assert "What privacy costs" in result.output
-    markdown = (tmp_path / "lb" / "report.md").read_text()
-    section = markdown.split("## What privacy costs", 1)[1]
-    frames = [pl.read_parquet(r / "judgments.parquet") for r in runs]
-    for judge_name in ("bm25-profile", "length"):
-        before, after = (
-            dict(f.filter(pl.col("judge") == judge_name).select("pair_id", "correct").iter_rows())
-            for f in frames
-        )
-        n, test = paired_test(before, after)
-        [row] = [line for line in section.splitlines() if line.startswith(f"| {judge_name} |")]
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        assert cells[2] == "pseudonymized" and cells[3] == str(n) == "20"
-        assert cells[7] == f"{test.lost} / {test.gained}"
+    section = (tmp_path / "lb" / "report.md").read_text().split("## What privacy costs", 1)[1]
+    header, _, *rows = [line for line in section.splitlines() if line.startswith("|")]
+
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    return runs, [dict(zip(cells(header), cells(row), strict=True)) for row in rows]
+
+
+def outcomes(run_dir: Path, judge_name: str) -> dict[str, bool]:
+    frame = pl.read_parquet(run_dir / "judgments.parquet").filter(pl.col("judge") == judge_name)
+    return dict(frame.select("pair_id", "correct").iter_rows())
+
+
+def test_the_report_pairs_a_run_with_any_and_one_pseudonymized(tmp_path: Path) -> None:
+    from prbj.analysis.mcnemar import paired_test
+
+    runs, rows = privacy_runs(tmp_path, EXAMPLES / "planted_pii.jsonl", "-p", "bm25-profile", "-p", "length")
+    assert [r["judge"] for r in rows] == ["bm25-profile", "length"]
+    for row in rows:
+        n, test = paired_test(*(outcomes(run, row["judge"]) for run in runs))
+        assert row["policy"] == "pseudonymized" and row["pairs"] == str(n) == "20"
+        assert row["lost / gained"] == f"{test.lost} / {test.gained}"
+        assert "users" not in row  # one pair per user: pairs are users
     # The length judge never reads the profile: pseudonyms cannot change its verdicts.
-    [length_row] = [line for line in section.splitlines() if line.startswith("| length |")]
-    assert "| 0 / 0 |" in length_row
+    [length] = [r for r in rows if r["judge"] == "length"]
+    assert length["lost / gained"] == "0 / 0" and length["95% CI (pp)"] == "0.0…0.0"
+
+
+def test_where_users_repeat_the_privacy_cost_is_tested_and_resampled_over_users(tmp_path: Path) -> None:
+    """On the per-user planted sample (8 users, 2 judged pairs each) the test is Obuchowski's clustered McNemar
+    over users, computed here by hand from the judgments: X² = (K−1)/K · (Σ D_k)² / Σ D_k², D_k = the user's
+    pairs lost minus pairs gained."""
+    import math
+
+    runs, rows = privacy_runs(
+        tmp_path, EXAMPLES / "planted_pii_users.jsonl", "--benchmark", "personal-reward-bench",
+        "-p", "bm25-profile", "-p", "embed-profile", "-p", "length",
+    )  # fmt: skip
+    judged = pl.read_parquet(runs[0] / "judgments.parquet")
+    user_of = dict(judged.select("pair_id", "user_id").unique().iter_rows())
+    assert len(set(user_of.values())) == 8 and len(user_of) == 16
+    flipped = 0
+    for row in rows:
+        clear, guarded = (outcomes(run, row["judge"]) for run in runs)
+        lost = {p for p in clear if clear[p] and not guarded[p]}
+        gained = {p for p in clear if guarded[p] and not clear[p]}
+        assert row["users"] == "8" and row["lost / gained"] == f"{len(lost)} / {len(gained)}"
+        d = Counter(user_of[p] for p in lost)
+        d.subtract(user_of[p] for p in gained)
+        spread = sum(v * v for v in d.values())
+        statistic = 7 / 8 * sum(d.values()) ** 2 / spread if spread else 0.0
+        assert row["p"] == f"{math.erfc(math.sqrt(statistic / 2)):.3f}"
+        flipped += len(lost) + len(gained)
+    assert flipped  # pseudonyms moved some verdict here, so the test above is not only the trivial p = 1
+    # The guarded run is the same benchmark as the clear one (its card and version, not PRB's).
+    benchmarks = [json.loads((run / "run.json").read_text())["config"]["benchmark"] for run in runs]
+    assert benchmarks[0] == benchmarks[1] and benchmarks[0]["name"] == "personal-reward-bench"
 
 
 def test_the_planted_sample_is_what_its_script_writes() -> None:

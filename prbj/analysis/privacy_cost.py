@@ -1,23 +1,25 @@
 """What privacy costs in accuracy: the same judge, in the same context, on the same pairs, run once with
-`--personal-data any` and once under a stricter policy (pseudonymized, usually), compared pair by pair with
-McNemar's test.
+`--personal-data any` and once under a stricter policy (pseudonymized, usually), compared pair by pair as
+`prbj show --compare` compares two runs (prbj.analysis.compare.compare_runs).
 
 Only pairs both runs answered (status ok) count: a judgment that failed in one run says nothing about whether
-pseudonyms changed the verdict. On Personalized RewardBench each user has one pair, so pairs are users; a
-user-level test for data where users repeat is left to the per-user analysis.
+pseudonyms changed the verdict. Where each user has one pair (Personalized RewardBench) pairs are users: the
+interval resamples pairs and the test is McNemar's. Where users repeat (the per-user layout), one user's pairs
+are not independent (the same profile, pseudonymized once, is read by all of them): the interval resamples users
+with all their pairs and the test is Obuchowski's clustered McNemar test (prbj.analysis.clusters).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import polars as pl
-
-from prbj.analysis.mcnemar import McNemarResult, paired_test
+from prbj.analysis.compare import Comparison, compare_runs, entry_label
 from prbj.analysis.run_data import RunData
 
 ANY = "any"
+# The interval's seed when the clear run records none (as prbj show --compare does).
+DEFAULT_SEED = 42
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,17 +30,39 @@ class PrivacyCost:
     # The two runs, by id: the one that sent text as it is and the one under `policy`.
     clear_run: str
     guarded_run: str
-    n: int
-    accuracy_clear: float | None
-    accuracy_guarded: float | None
-    test: McNemarResult
+    # The guarded run's entry against the clear one's: first = under the policy, second = clear text.
+    comparison: Comparison
+
+    @property
+    def n(self) -> int:
+        return self.comparison.n
+
+    @property
+    def accuracy_clear(self) -> float | None:
+        return self.comparison.accuracy_second
+
+    @property
+    def accuracy_guarded(self) -> float | None:
+        return self.comparison.accuracy_first
 
     @property
     def difference(self) -> float | None:
         """Accuracy under the policy − accuracy with clear text (negative: privacy cost accuracy)."""
-        if self.accuracy_clear is None or self.accuracy_guarded is None:
-            return None
-        return self.accuracy_guarded - self.accuracy_clear
+        return self.comparison.difference
+
+    @property
+    def lost(self) -> int:
+        """Pairs right with clear text and wrong under the policy."""
+        return self.comparison.second_only
+
+    @property
+    def gained(self) -> int:
+        return self.comparison.first_only
+
+    @property
+    def users(self) -> int | None:
+        """How many users the interval and test resampled, where users repeat; None where pairs are users."""
+        return self.comparison.users
 
 
 def policy_of(run: RunData) -> str:
@@ -54,40 +78,20 @@ def privacy_costs(runs: Sequence[RunData]) -> list[PrivacyCost]:
     for clear in runs:
         if policy_of(clear) != ANY:
             continue
+        seed = clear.summary.get("seed")
         for guarded in runs:
             policy = policy_of(guarded)
             if policy == ANY or guarded.dataset.get("fingerprint") != clear.dataset.get("fingerprint"):
                 continue
-            clear_outcomes, guarded_outcomes = _outcomes(clear.judgments), _outcomes(guarded.judgments)
-            for judge, context in sorted(clear_outcomes.keys() & guarded_outcomes.keys()):
-                before, after = clear_outcomes[judge, context], guarded_outcomes[judge, context]
-                shared = before.keys() & after.keys()
-                n, test = paired_test(before, after)
-                costs.append(
-                    PrivacyCost(
-                        judge=judge,
-                        context=context,
-                        policy=policy,
-                        clear_run=clear.run_id,
-                        guarded_run=guarded.run_id,
-                        n=n,
-                        accuracy_clear=_share(before[k] for k in shared) if n else None,
-                        accuracy_guarded=_share(after[k] for k in shared) if n else None,
-                        test=test,
-                    )
-                )
+            entries = {
+                entry_label(judge, context): (judge, context)
+                for judge, context in guarded.judgments.select("judge", "context").unique().iter_rows()
+            }
+            comparisons = compare_runs(
+                clear.judgments, guarded.judgments, seed=seed if isinstance(seed, int) else DEFAULT_SEED
+            )
+            costs.extend(
+                PrivacyCost(*entries[c.first], policy, clear.run_id, guarded.run_id, c)
+                for c in sorted(comparisons, key=lambda c: entries[c.first])
+            )
     return costs
-
-
-def _outcomes(frame: pl.DataFrame) -> dict[tuple[str, str], dict[str, bool]]:
-    """Per (judge, context), pair id → correct, over the judgments that ended ok."""
-    table: dict[tuple[str, str], dict[str, bool]] = {}
-    ok = frame.filter(pl.col("status") == "ok").select("judge", "context", "pair_id", "correct")
-    for judge, context, pair_id, correct in ok.iter_rows():
-        table.setdefault((judge, context), {})[pair_id] = bool(correct)
-    return table
-
-
-def _share(flags: Iterable[bool]) -> float:
-    values = list(flags)
-    return sum(values) / len(values)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,8 +104,10 @@ def guard_dataset(
     if not routing.pseudonymizes:
         return dataset, Guard(routing, options)
     pairs, table = pseudonymize(dataset.pairs, dataset.fingerprint(), options, note=note)
-    # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's.
-    return Dataset(dataset.source, tuple(pairs), dataset.fingerprint()), Guard(routing, options, table)
+    # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's, and
+    # it is the same benchmark (card, version, history read).
+    guarded = replace(dataset, pairs=tuple(pairs), content_hash=dataset.fingerprint())
+    return guarded, Guard(routing, options, table)
 
 
 def guard_lamp(

@@ -162,6 +162,10 @@ class Pseudonymizer:
                 # A match inside a longer one ("example.com" in an email) is part of it, not an entity of its own.
                 if hit.end <= end:
                     continue
+                # Part of a longer word is no entity: "items.re" in "items.reverse()" looks like a domain to
+                # the URL pattern, and would never be replaced (replacement is by whole words) yet take a number.
+                if not _stands_alone(text, hit.start, hit.end):
+                    continue
                 found.append((hit.kind, text[hit.start : hit.end]))
                 end = max(end, hit.end)
         return found
@@ -201,6 +205,14 @@ def rewrite(record: R, transform: Callable[[str], str], *, answers: bool) -> R:
     # Both kinds of record are frozen dataclasses.
     rewritten: R = replace(changed, **changes)  # type: ignore[type-var]
     return rewritten
+
+
+_WORD = re.compile(r"\w")
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] is whole, as _whole_word matches: no word character right before or after it."""
+    return not ((start > 0 and _WORD.match(text[start - 1])) or (end < len(text) and _WORD.match(text[end])))
 
 
 def _whole_word(original: str) -> re.Pattern[str]:
