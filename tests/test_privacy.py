@@ -789,13 +789,21 @@ def test_every_text_of_a_per_user_pair_is_rewritten_and_nothing_else() -> None:
     assert [(e.original, e.pseudonym) for e in tables["cara"]] == [(mail, "EMAIL_1")]
 
 
-def test_a_url_ends_before_the_sentences_punctuation() -> None:
+def test_a_url_ends_before_the_sentences_punctuation_and_no_entity_is_part_of_a_word() -> None:
     # Presidio's URL pattern takes a trailing full stop or semicolon: one address would get two pseudonyms.
     from prbj.privacy.detect import Detector
 
     detector = Detector()
     for text in ("(see https://x.org/a).", "go to https://x.org/a; then", "Is it https://x.org/a?"):
         assert [text[f.start : f.end] for f in detector.find(text) if f.kind == "URL"] == ["https://x.org/a"]
+    # Part of a longer word is no entity (replacement is by whole words: it would take a number, never a place).
+    from prbj.data.schema import Pair
+    from prbj.privacy.pseudonyms import Pseudonymizer
+
+    code = Pair("p", "c", "q", (), "Reverse with items.reverse() or ask a@b.org.", (), "x", "y", user_id="u")
+    [rewritten], tables = Pseudonymizer(detector).records([code])
+    assert rewritten.narrative == "Reverse with items.reverse() or ask EMAIL_1."
+    assert [e.original for e in tables["u"]] == ["a@b.org"]
 
 
 def test_build_under_pseudonymized_sends_no_planted_entity(tmp_path: Path, server: ProviderServer) -> None:
