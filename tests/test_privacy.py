@@ -412,16 +412,7 @@ def test_questions_and_answers_are_pseudonymized_when_asked(tmp_path: Path, serv
     record = make_record(1, question=f"Can you email {ANA_EMAIL} a film list?")
     record["profile"] = [{"id": "p1", "category": "photo", "text": f"I am {ANA_EMAIL}."}]
     dataset = write_jsonl(tmp_path / "mine.jsonl", [record])
-    base = (
-        "-p",
-        "gpt-5.1",
-        "--api-base",
-        server.url,
-        "--personal-data",
-        "pseudonymized",
-        "--context",
-        "profile",
-    )
+    base = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized", "--context", "profile")
     assert judge(tmp_path, *base, dataset=dataset)[0] == 0
     [left_alone] = sent_bodies(server)
     assert f"Can you email {ANA_EMAIL}" in left_alone and f"I am {ANA_EMAIL}" not in left_alone
@@ -575,16 +566,8 @@ def test_the_viewer_shows_pseudonyms_reveals_locally_and_a_bundle_carries_no_tex
     from prbj.view.catalog import Catalog
 
     dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
-    code, output, run_dir = judge(
-        tmp_path,
-        "-p",
-        "gpt-5.1",
-        "--api-base",
-        server.url,
-        "--personal-data",
-        "pseudonymized",
-        dataset=dataset,
-    )
+    args = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized")
+    code, output, run_dir = judge(tmp_path, *args, dataset=dataset)
     assert code == 0 and run_dir is not None, output
     monkeypatch.setenv("PRBJ_PRIVATE_DIR", str(tmp_path / "private"))
 
