@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.across import benchmark_name
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
@@ -181,6 +182,21 @@ class ReportContent:
     @property
     def has_downstream(self) -> bool:
         return bool(self.curves or self.correlations)
+
+    @property
+    def per_user(self) -> bool:
+        """Whether some run's users have several pairs, so that user figures differ from pair figures."""
+        return any(row.overall.user_accuracy is not None for row in self.leaderboard)
+
+    @property
+    def interval_note(self) -> str:
+        """How the report's intervals were drawn, for its footer."""
+        if self.per_user:
+            return (
+                "Accuracy intervals are 95% percentile bootstrap intervals, over users (each user's pairs "
+                "resampled together) where users have several pairs, else over pairs"
+            )
+        return "Accuracy intervals are 95% percentile bootstrap intervals over pairs"
 
 
 def _mean(series: pl.Series) -> float | None:
@@ -466,11 +482,5 @@ def _run_info(run: RunData, label: str) -> RunInfo:
         started=run.run.get("started"),
         finished=run.run.get("finished"),
         version=run.summary.get("prbj_version"),
-        benchmark=_benchmark_name(run.run.get("config")),
+        benchmark=benchmark_name(run)[0],
     )
-
-
-def _benchmark_name(config: Any) -> str:
-    benchmark = config.get("benchmark") if isinstance(config, dict) else None
-    name = benchmark.get("name") if isinstance(benchmark, dict) else None
-    return name if isinstance(name, str) and name else "prb"
