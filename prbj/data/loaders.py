@@ -28,6 +28,8 @@ class Dataset:
     # sha256 of the bytes the pairs were read from (every file, in load order), or of the parent dataset's
     # fingerprint and the ids kept by a selection; None for pairs made in memory.
     content_hash: str | None = None
+    # The fingerprint of the whole dataset a selection was taken from (None when this is the whole of it).
+    selected_from: str | None = None
 
     @property
     def subsets(self) -> list[str]:
@@ -52,7 +54,7 @@ class Dataset:
         digest = hashlib.sha256(self.fingerprint().encode())
         for pair in kept:
             digest.update(b"\n" + pair.id.encode())
-        return Dataset(self.source, kept, digest.hexdigest())
+        return Dataset(self.source, kept, digest.hexdigest(), self.selected_from or self.fingerprint())
 
     def select(self, subsets: Sequence[str] = (), limit: int | None = None) -> Dataset:
         """Keep the named subsets (all when none are named), then the first `limit` pairs of each subset."""

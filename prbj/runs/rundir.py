@@ -96,12 +96,17 @@ def new_run_dir(out_dir: Path, started: datetime, config_hash: str, *, prefix: s
 
 
 def dataset_record(dataset: Dataset) -> dict[str, Any]:
-    return {
+    """What a run records of its data; a selection (--subset, --limit) also names the dataset it was taken
+    from, so that `prbj diff` can compare it with a run on the whole of it, pair by pair."""
+    record: dict[str, Any] = {
         "source": dataset.source,
         "fingerprint": dataset.fingerprint(),
         "n_pairs": len(dataset.pairs),
         "subsets": dataset.subsets,
     }
+    if dataset.selected_from is not None:
+        record["source_fingerprint"] = dataset.selected_from
+    return record
 
 
 def summary_document(
