@@ -131,6 +131,16 @@ def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], con
         console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{unsent}: {escape(item.first_message)}")
 
 
+def print_missing_keys(missing: Sequence[str], console: Console) -> None:
+    """Under a dry run's plan: the API keys a real run needs and the environment lacks (`VARIABLE (providers)`,
+    prbj.llm.providers.missing_keys), so the plan does not pass for a run that would fail."""
+    if missing:
+        console.print(
+            f"[yellow]API keys not set (a real run needs them): {escape(', '.join(missing))}[/yellow]",
+            highlight=False,
+        )
+
+
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> FittingTable:
     """The usage table, stacked when it would not fit whole (80 columns, a CI log): no column is dropped."""
     return FittingTable(_usage_table(usage, dry_run=dry_run))
