@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import re
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import IO, Any, TypeVar
 
+import click
 from rich.console import Console
 from rich.markup import escape
 
@@ -57,3 +60,53 @@ def friendly_errors(command: F) -> F:
 
     # functools.wraps keeps the command's signature for click; mypy cannot see that wrapper is an F.
     return wrapper  # type: ignore[return-value]
+
+
+class OneLineError(click.ClickException):
+    """A mistake click found on the command line (a bad option value, a typo in an option or a command), shown as
+    prbj shows every error: one `error: …` line on stderr, with the help to read, instead of click's four-line
+    usage block."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        print_error(stderr_console(), self.message)
+
+
+def one_line(error: click.ClickException) -> OneLineError:
+    """click's message in prbj's words: lower case, no full stops, a did-you-mean after a semicolon, and the
+    command whose --help says more."""
+    message = error.format_message().strip()
+    message = re.sub(r"\.\s*\(?(Did you mean|Possible options)(.*?)\)?$", r"; \1\2", message)
+    message = message.rstrip(".").replace("Did you mean", "did you mean")
+    message = message[:1].lower() + message[1:]
+    context = getattr(error, "ctx", None)
+    if context is not None:
+        message += f" (see {context.command_path} --help)"
+    return OneLineError(message, error.exit_code)
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    try:
+        yield
+    except (OneLineError, click.exceptions.NoArgsIsHelpError):  # already one line; a bare group shows its help
+        raise
+    except click.ClickException as error:
+        raise one_line(error) from None
+
+
+class PrbjGroup(click.Group):
+    """The `prbj` group: every command-line mistake click finds below it, in any subcommand, is one error line."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        with one_line_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with one_line_errors():
+            return super().invoke(ctx)
