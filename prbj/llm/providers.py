@@ -240,6 +240,13 @@ def is_provider_name(spec: str, user_dir: Path | None = None) -> bool:
     return spec.startswith((LITELLM_PREFIX, LOCAL_PREFIX)) or spec in _profile_files(user_dir)
 
 
+def check_provider_name(spec: str, user_dir: Path | None = None) -> None:
+    """A one-line ConfigError when `spec` names no provider (a profile, litellm:<id> or hf-local:<path>);
+    nothing is loaded, priced or key-checked."""
+    if not is_provider_name(spec, user_dir):
+        raise ConfigError(unknown_provider_message(spec, profile_names(user_dir), user_dir))
+
+
 def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | None = None) -> ProviderSpec:
     if spec.startswith(LITELLM_PREFIX):
         provider = _adhoc(spec[len(LITELLM_PREFIX) :], self_hosted=api_base is not None)
