@@ -27,11 +27,18 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         key=lambda r: (r.context == "oracle", -(r.accuracy or 0.0)),
     )
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
+    # After --selective: how many verdicts each judge withheld, beside an accuracy over the kept ones only.
+    withheld = any(r.abstained for r in overall)
     table = Table(
         title=title,
         caption=(
             "accuracy % over successful judgments only (ties count as not correct); failures are not in it, "
             "they are counted apart under 'failed'; LC = length-controlled"
+            + (
+                "; abstained = verdicts withheld below the --selective threshold (acc is over those kept)"
+                if withheld
+                else ""
+            )
         ),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -47,6 +54,8 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("ties", justify="right", no_wrap=True)
     table.add_column("LC", justify="right", no_wrap=True)
     table.add_column("failed", justify="right", no_wrap=True)
+    if withheld:
+        table.add_column("abstained", justify="right", no_wrap=True)
     for row in overall:
         upper = " (upper bound)" if row.context == "oracle" else ""
         cells = [
@@ -62,6 +71,8 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
             fmt.percent(row.length_controlled_accuracy),
             fmt.failed_of(row.failed, row.n),
         ]
+        if withheld:
+            cells.append(fmt.failed_of(row.abstained or 0, row.n))
         table.add_row(*cells)
     return table
 

@@ -14,6 +14,8 @@ from typing import Any, Literal
 import polars as pl
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
+from rich.text import Text
 
 from prbj.analysis.run_data import RunData
 from prbj.data.names import did_you_mean
@@ -23,6 +25,9 @@ from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.runs import rundir
 from prbj.runs.run_pairs import read_run_pairs
+
+# How far a question, an answer or a reply sits under its label.
+BLOCK_INDENT = 2
 
 Outcome = Literal["correct", "incorrect", "failed", "abstained"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "incorrect", "failed", "abstained")
@@ -118,11 +123,10 @@ def _verdict_line(row: dict[str, Any]) -> str:
 
 
 def _block(console: Console, label: str, text: str | None) -> None:
+    """A label, then the text indented under it: a line wrapped at the console's width keeps the indent."""
     console.print(f"[bold]{label}[/bold]", highlight=False)
     body = (text or "").strip() or "(empty)"
-    console.print(
-        escape("\n".join(f"  {line}" for line in body.splitlines())), highlight=False
-    )
+    console.print(Padding(Text(body), (0, 0, 0, BLOCK_INDENT), expand=False))
 
 
 def print_judgment(row: dict[str, Any], pair: Pair | None, console: Console) -> None:
