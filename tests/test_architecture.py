@@ -25,6 +25,8 @@ LAYERS: dict[str, int] = {
     "judges": 4,
     "analysis": 5,
     "report": 6,
+    # Exports are pure, like report: runs already in memory in, documents out.
+    "export": 6,
     "runs": 7,
     "bon": 8,
     "build": 8,

@@ -222,6 +222,7 @@ def pair(i: int, subset: str, owner: int | None = None) -> Pair:
         rubric_aspects=(RubricAspect("SECRET", "e", "r"),),
         chosen="c",
         rejected="r",
+        user_id=f"u{owner}",
     )
 
 

@@ -66,6 +66,8 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
     "pytest": ("the test suite itself: CI runs it (.ci/run)", None),
     "apt-get ": ("installs a system package (Chromium): CI's own step", None),
     "ruff check": ("CI's static checks: their own step", None),
+    "bash .ci/eee-env": ("CI's own step: the Python 3.12 venv of the readers tests", None),
+    'wait "$!"': ("CI's own step: waits for that venv", None),
     "mypy": ("CI's static checks: their own step", None),
     "pylint": ("CI's static checks: their own step", None),
     "vllm serve": ("starts a GPU model server (vLLM); the loopback provider stands in for it here", None),
@@ -334,8 +336,12 @@ class Background:
 
 
 def start_server(ws: Workspace, words: list[str], env: Env) -> Background:
-    """`prbj serve` / `prbj view`: started as a process, returned once it prints where it listens."""
-    command = [sys.executable, "-m", "prbj", *words[1:]]
+    """`prbj serve` / `prbj view` / `inspect view` (Inspect's log viewer, from the `inspect` extra): started as
+    a process, returned once it prints where it listens."""
+    if words[0] == "inspect":
+        command = [shutil.which("inspect") or str(Path(sys.executable).with_name("inspect")), *words[1:]]
+    else:
+        command = [sys.executable, "-m", "prbj", *words[1:]]
     process = subprocess.Popen(command, cwd=ws.root, env={**_os_env(env), "PYTHONUNBUFFERED": "1"},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     lines: list[str] = []
@@ -346,7 +352,7 @@ def start_server(ws: Workspace, words: list[str], env: Env) -> Background:
         if not line:
             break
         lines.append(line.rstrip("\n"))
-        if "listening on" in line or "prbj view: http" in line:
+        if "listening on" in line or "prbj view: http" in line or "Running on http" in line:
             return Background(process, lines)
     process.kill()
     raise AssertionError(f"{' '.join(words)}: never said where it listens:\n" + "\n".join(lines))
@@ -423,6 +429,12 @@ def run_example(ws: Workspace, example: Example, background: list[Background]) -
         step_env: Env = {**env, **extra}
         if part.endswith(" &"):
             words = words[:-1]
+        if words[:2] == ["inspect", "view"]:  # Inspect's viewer runs until Ctrl-C, as `prbj view` does
+            stopped_first: list[str] = []
+            stop_servers(example, background, stopped_first)
+            assert not stopped_first, stopped_first
+            background.append(start_server(ws, words, step_env))
+            continue
         if words[:1] != ["prbj"]:
             code, output = run_shell(ws, part, step_env)
             assert code == 0, (example.where, part, output)
@@ -457,7 +469,9 @@ def run_example(ws: Workspace, example: Example, background: list[Background]) -
 def stop_servers(example: Example, background: list[Background], failures: list[str]) -> None:
     while background:
         server = background.pop()
-        if server.stop() not in (0, 130, -signal.SIGINT):
+        # Inspect's viewer is a click command: Ctrl-C ends it with click's "Aborted!" and exit code 1.
+        stopped = (0, 130, -signal.SIGINT, *((1,) if Path(str(server.process.args[0])).name == "inspect" else ()))
+        if server.stop() not in stopped:
             failures.append(f"{example.where}: stopping {server.process.args}: " + "\n".join(server.lines))
 
 

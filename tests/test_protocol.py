@@ -58,7 +58,7 @@ def official_repo(root: Path) -> Path:
 
 
 def pairs(subsets: list[str]) -> list[Pair]:
-    return [Pair(f"{s}-{i}", s, "q", (), "", (), "c", "r") for i, s in enumerate(subsets)]
+    return [Pair(f"{s}-{i}", s, "q", (), "", (), "c", "r", f"{s}-{i}") for i, s in enumerate(subsets)]
 
 
 def test_the_ab_stream_is_reseeded_per_subset_and_drawn_in_dataset_order() -> None:

@@ -20,6 +20,7 @@ import polars as pl
 
 from prbj.analysis.derived import with_derived
 from prbj.data.status import most_severe
+from prbj.data.user_columns import is_user_column
 from prbj.errors import ConfigError
 
 MIXED_CONTEXT = "mixed"
@@ -122,8 +123,8 @@ def jury_judgments(frame: pl.DataFrame, spec: JurySpec) -> tuple[pl.DataFrame, l
                     "error": f"{failed} of {len(member_rows)} members failed" if failed else None,
                     **{
                         k: first[k]
-                        for k in ("profile_posts", "profile_tokens", "rubric_aspects")
-                        if k in first
+                        for k in first
+                        if k in ("profile_posts", "profile_tokens", "rubric_aspects") or is_user_column(k)
                     },
                 }
             )

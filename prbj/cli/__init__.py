@@ -16,6 +16,7 @@ from prbj.cli.bon import bon
 from prbj.cli.build import build
 from prbj.cli.calibrate import calibrate
 from prbj.cli.downstream import correlate, downstream
+from prbj.cli.export import export
 from prbj.cli.inspect import diff, show
 from prbj.cli.judge import judge
 from prbj.cli.power import power
@@ -60,6 +61,7 @@ for command in (
     build,
     run,
     view,
+    export,
 ):
     main.add_command(command)
 

@@ -4,6 +4,10 @@ A `Pair` carries everything, including the scoring standard (`narrative`, `rubri
 a `Pair`: they get a `JudgeView` made by `Pair.view(context)`, which holds the scoring standard only when the
 context is the explicitly named oracle setting. Reading it in any other setting raises `LeakageError`, so a judge
 cannot look at the answer key by accident.
+
+Every pair belongs to a user (`user_id`): on benchmarks without users (Personalized RewardBench) each pair is its
+own user, its `user_id` the pair's id. Who the user is never reaches a judge: a `JudgeView` has no user id, groups
+or seen flag.
 """
 
 from __future__ import annotations
@@ -50,6 +54,14 @@ class Pair:
     rubric_aspects: tuple[RubricAspect, ...]
     chosen: str
     rejected: str
+    # Who asked: every loader sets it (the pair's own id where a benchmark has no users), so that statistics over
+    # users never meet an empty id.
+    user_id: str
+    # The user's groups (age band, region, tier, ...) as (name, value) pairs sorted by name; () when none.
+    groups: tuple[tuple[str, str], ...] = ()
+    # Whether the user appears in the benchmark's training data (seen) or not; None where the benchmark does not
+    # say.
+    seen: bool | None = None
 
     def view(self, context: Context, *, swapped_profile: tuple[ProfilePost, ...] | None = None) -> JudgeView:
         """What a judge may see in `context`; the scoring standard only in the oracle setting. In the

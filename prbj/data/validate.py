@@ -125,8 +125,9 @@ def _rubric(record: Mapping[str, Any]) -> tuple[RubricAspect, ...]:
 def parse_pair(record: Any) -> Pair:
     """One record to a Pair; raises RecordError naming the field."""
     record = _mapping(record, "record")
+    pair_id = _identifier(record, "id")
     pair = Pair(
-        id=_identifier(record, "id"),
+        id=pair_id,
         category=_string(record, "category", nonempty=True),
         question=_string(record, "question", nonempty=True),
         profile=_profile(record),
@@ -134,6 +135,8 @@ def parse_pair(record: Any) -> Pair:
         rubric_aspects=_rubric(record),
         chosen=_string(record, "chosen", nonempty=True),
         rejected=_string(record, "rejected", nonempty=True),
+        # The benchmark has one pair per user: each pair is its own user.
+        user_id=pair_id,
     )
     if pair.chosen.strip() == pair.rejected.strip():
         raise RecordError("rejected", "is identical to 'chosen'; a pair needs two different answers")

@@ -9,6 +9,7 @@ comes from disk, so it is read as untrusted input: anything malformed is a one-l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -148,3 +149,19 @@ class Manifest:
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def experiment_run_dirs(paths: list[Path], is_run: Callable[[Path], bool]) -> list[Path]:
+    """Each path as given, except an experiment folder (one with a manifest.json), which stands for every run
+    its stages made that `is_run` accepts (the judge runs), in stage order."""
+    out: list[Path] = []
+    for path in paths:
+        manifest = Manifest.read(path) if path.is_dir() and not is_run(path) else None
+        if manifest is None:
+            out.append(path)
+            continue
+        found = [folder for name in manifest.stages for folder in manifest.folders(name) if is_run(folder)]
+        if not found:
+            raise DataError(f"{path}: an experiment folder with no judge run yet (run it with prbj run)")
+        out += found
+    return out

@@ -24,6 +24,7 @@ from prbj.context.swap import swapped_profiles
 from prbj.data.loaders import Dataset
 from prbj.data.schema import SWAPPED_PROFILE
 from prbj.data.status import FAILED_STATUSES, was_not_sent
+from prbj.data.user_columns import user_columns
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
 from prbj.report.writer import render_report
@@ -78,6 +79,10 @@ JUDGMENT_SCHEMA: dict[str, Any] = {
 }
 
 
+# Personalized RewardBench, the benchmark a run reads unless told otherwise (--benchmark).
+DEFAULT_BENCHMARK = {"name": "prb", "version": "1"}
+
+
 @dataclass
 class RunConfig:
     dataset: str
@@ -92,6 +97,8 @@ class RunConfig:
     official_repo: str | None = None
     beyond: BeyondOptions = field(default_factory=BeyondOptions)
     confidence: ConfidenceOptions = field(default_factory=ConfidenceOptions)
+    # Which benchmark the data is (run.json's config.benchmark): its card's name and version.
+    benchmark: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_BENCHMARK))
 
 
 @dataclass(frozen=True)
@@ -225,7 +232,10 @@ async def judge_stages(
 
 
 def _with_features(frame: pl.DataFrame, dataset: Dataset) -> pl.DataFrame:
-    return frame.join(pair_features(dataset.pairs), on="pair_id", how="left")
+    """The per-pair columns (profile size, rubric-aspect count, the user and their groups) joined on once per
+    frame, never per judgment."""
+    per_pair = pair_features(dataset.pairs).join(user_columns(dataset.pairs), on="pair_id", how="left")
+    return frame.join(per_pair, on="pair_id", how="left")
 
 
 async def _judge_in_rounds(
@@ -320,6 +330,7 @@ def _config_record(config: RunConfig) -> dict[str, Any]:
         "concurrency": config.concurrency,
         "protocol": config.protocol,
         "official_repo": config.official_repo,
+        "benchmark": dict(config.benchmark),
     }
 
 

@@ -121,7 +121,9 @@ def _target(out: Path | None, runs: Sequence[RunData], *, several_groups: bool) 
     if out is not None:
         return out / per_dataset
     if len(runs) == 1:
-        return None
+        # An Every Eval Ever file read as a run: its report goes beside it, not into it.
+        first = runs[0].run_dir
+        return first.with_name(f"{first.stem}-report") if first.is_file() else None
     return runs[0].run_dir.parent / LEADERBOARD_FOLDER / per_dataset
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from prbj.data.loaders import Dataset, load_dataset
 from prbj.data.schema import Pair
 from prbj.errors import PrbjError
+from prbj.export.eee_read import EEE_PREFIX, eee_pairs
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ def read_run_pairs(
     named = source or dataset_record.get("source")
     if not named:
         return RunPairs({}, "run.json names no dataset")
+    if str(named).startswith(EEE_PREFIX):  # an Every Eval Ever file: its instance lines hold the texts
+        found = eee_pairs(str(named))
+        return RunPairs(found, None if found else "the Every Eval Ever file has no instance-level texts beside it")
     wanted = dataset_record.get("fingerprint")
     error: str | None = None
     for candidate in _candidates(str(named), run_dir):

@@ -37,7 +37,9 @@ from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import json_problem, read_json, write_json, write_jsonl, write_parquet, write_text
 from prbj.data.labels import Label, parse_label_lines
 from prbj.data.loaders import Dataset
+from prbj.data.user_columns import with_user_ids
 from prbj.errors import DataError
+from prbj.export.eee_read import looks_like_eee, read_eee_run
 from prbj.report.content import ReportContent
 from prbj.report.writer import RenderedReport
 
@@ -187,8 +189,10 @@ EXPERIMENT_MANIFEST_FILE = "manifest.json"
 
 
 def run_kind(path: Path) -> str | None:
-    """"judge" for a judge run, "bon", "build" or "experiment" for those commands' directories, None for
-    anything else."""
+    """"judge" for a judge run (an Every Eval Ever aggregate file is one: prbj.export.eee_read), "bon",
+    "build" or "experiment" for those commands' directories, None for anything else."""
+    if looks_like_eee(path):
+        return "judge"
     if not path.is_dir():
         return None
     run_path = path / RUN_FILE
@@ -279,6 +283,9 @@ class RunHeader:
 
 def load_run_header(run_dir: Path) -> RunHeader:
     run_dir = Path(run_dir)
+    if looks_like_eee(run_dir):
+        published = read_eee_run(run_dir)
+        return RunHeader(run_dir, published.run_id, published.run, published.summary, published.results)
     if not run_dir.is_dir():
         raise DataError(f"{run_dir}: not a run directory (no such folder)")
     kind = run_kind(run_dir)
@@ -297,6 +304,8 @@ def load_run_header(run_dir: Path) -> RunHeader:
 
 
 def load_run(run_dir: Path) -> RunData:
+    if looks_like_eee(Path(run_dir)):
+        return read_eee_run(Path(run_dir))
     header = load_run_header(run_dir)
     return RunData(
         run_dir=header.run_dir,
@@ -319,7 +328,8 @@ def _read_judgments(path: Path) -> pl.DataFrame:
     missing = REQUIRED_JUDGMENT_COLUMNS - set(judgments.columns)
     if missing:
         raise DataError(f"{path}: missing columns {', '.join(sorted(missing))}")
-    return judgments
+    # A run from before users were recorded: each pair is its own user.
+    return with_user_ids(judgments)
 
 
 def load_downstream(run_dir: Path) -> pl.DataFrame | None:

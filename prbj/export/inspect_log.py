@@ -1,0 +1,311 @@
+"""Inspect eval logs, built through inspect-ai's own classes (its maintainers call the file format unstable and
+point to the Python API), so `inspect view`, Inspect's dataframe readers and EEE's Inspect converter read them.
+
+One log per judge × context (Inspect's unit: one task, one model): one sample per judgment, whose input is the
+question and the two answers in the order the judge saw them, whose output is the judge's reply, and whose
+score is C (right), I (wrong or tie) or N (no verdict: the judgment failed or abstained; its status and cause
+are in the score's metadata). The run's configuration is the eval spec; usage is summed per model.
+
+inspect-ai is an optional dependency (`pip install 'prbj[inspect]'`) and slow to import: it is imported here,
+inside the function, and only by `prbj export --format inspect`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from prbj import __version__
+from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
+from prbj.errors import ConfigError
+from prbj.export.models import JudgeModel, path_part
+from prbj.export.table import ExportRun
+
+SCORER = "prbj_verdict"
+# LiteLLM provider family → Inspect's provider name (Inspect spells models `provider/model`).
+_INSPECT_PROVIDERS = {
+    "gemini": "google",
+    "vertex_ai": "google",
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "mistral": "mistral",
+    "groq": "groq",
+    "together_ai": "together",
+    "fireworks_ai": "fireworks",
+    "openrouter": "openrouter",
+    "ollama": "ollama",
+    "hosted_vllm": "vllm",
+    "xai": "grok",
+    "deepseek": "deepseek",
+}
+
+
+@dataclass(frozen=True)
+class InspectLog:
+    file_name: str
+    log: Any  # inspect_ai.log.EvalLog
+
+
+def inspect_model_name(model: JudgeModel) -> str:
+    """The judge as Inspect names models: `google/gemini-3-flash-preview`, `hf/<repo>` for a model prbj ran
+    in-process, `none/<judge>` for an offline baseline (Inspect's name for no model)."""
+    raw = str(model.setup.get("model") or "")
+    if model.provider is not None and "/" in raw:
+        family, rest = raw.split("/", 1)
+        provider = _INSPECT_PROVIDERS.get(family)
+        if (
+            provider == "openai" and "/" in rest
+        ):  # an OpenAI-compatible server (vLLM, SGLang) serving an HF model
+            return f"openai-api/{rest}"
+        return f"{provider}/{rest}" if provider else f"openai-api/{family}/{rest}"
+    if model.deployment == "self_deployed" and model.availability == "open_weights":
+        return f"hf/{model.model_name}" if model.developer == "local" else f"hf/{model.model_id}"
+    return f"none/{model.judge}"
+
+
+def _require_inspect() -> None:
+    try:
+        import inspect_ai  # noqa: F401  (only asking whether it is installed)
+    except ImportError:
+        raise ConfigError(
+            "--format inspect writes logs through inspect-ai's own API: pip install 'prbj[inspect]'"
+        ) from None
+
+
+def _letters(row: dict[str, Any]) -> tuple[str, str | None]:
+    """(target, answer): where the chosen answer was shown, and the letter the judge picked."""
+    target = "B" if row.get("order") == "B" else "A"
+    other = "A" if target == "B" else "B"
+    verdict = row.get("verdict")
+    answer = {"chosen": target, "rejected": other, "tie": "tie"}.get(str(verdict)) if verdict else None
+    return target, answer
+
+
+def _input_text(row: dict[str, Any], include_profiles: bool) -> tuple[str, list[str] | None]:
+    chosen, rejected = row.get("chosen_answer"), row.get("rejected_answer")
+    if chosen is None or rejected is None:
+        return row.get("question") or f"pair {row['pair_id']} (its texts could not be read)", None
+    shown = [rejected, chosen] if row.get("order") == "B" else [chosen, rejected]
+    alone = "" if row.get("order") else " (scored alone)"
+    parts = []
+    if include_profiles and row.get("context_block"):
+        parts.append(str(row["context_block"]).strip())
+    parts += [
+        f"Question:\n{row.get('question') or ''}",
+        f"Answer A{alone}:\n{shown[0]}",
+        f"Answer B{alone}:\n{shown[1]}",
+    ]
+    return "\n\n".join(parts), shown
+
+
+def _sample_ids(rows: list[dict[str, Any]]) -> list[str]:
+    """Pair ids, made unique where a pair was judged several times (--samples K): `<pair>#<sample index>`."""
+    counts = Counter(str(r["pair_id"]) for r in rows)
+    return [
+        str(r["pair_id"])
+        if counts[str(r["pair_id"])] == 1
+        else f"{r['pair_id']}#{r.get('sample_index') or 0}"
+        for r in rows
+    ]
+
+
+def inspect_logs(export: ExportRun) -> list[InspectLog]:
+    _require_inspect()
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalPlan,
+        EvalPlanStep,
+        EvalResults,
+        EvalSample,
+        EvalScore,
+        EvalSpec,
+        EvalStats,
+    )
+    from inspect_ai.model import (
+        ChatCompletionChoice,
+        ChatMessageAssistant,
+        ChatMessageUser,
+        GenerateConfig,
+        ModelOutput,
+        ModelUsage,
+    )
+    from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, Score
+    from inspect_ai.viewer import ViewerConfig
+
+    run = export.run
+    bench = export.benchmark
+    started = str(run.run.get("started") or "")
+    finished = str(run.run.get("finished") or started)
+    logs = []
+    for judge, model in export.judges.items():
+        name = inspect_model_name(model)
+        short = name.split("/", 1)[1]
+        params = model.params
+        generate = GenerateConfig(
+            temperature=params.get("temperature"),
+            top_p=params.get("top_p"),
+            max_tokens=params.get("max_tokens"),
+            reasoning_effort=params.get("reasoning_effort"),
+        )
+        for context in sorted({r["context"] for r in export.rows if r["judge"] == judge}):
+            rows = [r for r in export.rows if r["judge"] == judge and r["context"] == context]
+            samples = []
+            total = ModelUsage()
+            for sample_id, row in zip(_sample_ids(rows), rows, strict=True):
+                text, shown = _input_text(row, export.include_profiles)
+                target, answer = _letters(row)
+                reply = row.get("reply") or ""
+                tokens_in, tokens_out = row.get("prompt_tokens") or 0, row.get("completion_tokens") or 0
+                usage = ModelUsage(
+                    input_tokens=tokens_in, output_tokens=tokens_out, total_tokens=tokens_in + tokens_out,
+                    total_cost=row.get("cost_usd"),
+                )  # fmt: skip
+                total = total + usage
+                ok = row["status"] == "ok"
+                value = (CORRECT if row.get("correct") else INCORRECT) if ok else NOANSWER
+                metadata = {
+                    key: row.get(key)
+                    for key in (
+                        "pair_id",
+                        "subset",
+                        "context",
+                        "order",
+                        "status",
+                        "cause",
+                        "cost_usd",
+                        "sample_hash",
+                    )
+                }
+                if export.include_profiles and row.get("context_block"):
+                    metadata["context_block"] = row["context_block"]
+                samples.append(
+                    EvalSample(
+                        id=sample_id,
+                        epoch=1,
+                        input=text,
+                        choices=shown,
+                        target=target,
+                        messages=[
+                            ChatMessageUser(content=text),
+                            ChatMessageAssistant(content=reply, model=short),
+                        ],
+                        output=ModelOutput(
+                            model=short,
+                            choices=[
+                                ChatCompletionChoice(message=ChatMessageAssistant(content=reply, model=short))
+                            ],
+                            completion=reply,
+                            usage=usage,
+                            time=row.get("latency_s"),
+                        ),
+                        scores={
+                            SCORER: Score(
+                                value=value,
+                                answer=answer,
+                                explanation=None
+                                if ok
+                                else f"{row['status']}: {row.get('cause') or row.get('error') or ''}",
+                                metadata={
+                                    "verdict": row.get("verdict"),
+                                    "p_chosen": row.get("p_chosen"),
+                                    "status": row["status"],
+                                    "tie": row.get("tie"),
+                                },
+                            )
+                        },
+                        metadata=metadata,
+                        model_usage={name: usage},
+                    )
+                )
+            overall = next(
+                (
+                    r
+                    for r in run.results
+                    if r.judge == judge and r.context == context and r.subset == ALL_SUBSETS
+                ),
+                None,
+            )
+            metrics = {}
+            if overall is not None and overall.accuracy is not None:
+                metrics["accuracy"] = EvalMetric(
+                    name="accuracy",
+                    value=overall.accuracy,
+                    metadata={
+                        "ci_low": overall.ci_low, "ci_high": overall.ci_high, "confidence": CONFIDENCE,
+                        "bootstrap_resamples": BOOTSTRAP_RESAMPLES, "failed": overall.failed,
+                    },
+                )  # fmt: skip
+            subsets = {
+                r.subset: r.accuracy
+                for r in run.results
+                if r.judge == judge and r.context == context and r.subset != ALL_SUBSETS
+            }
+            scored = sum(1 for r in rows if r["status"] == "ok")
+            spec = EvalSpec(
+                eval_id=f"{run.run_id}-{judge}-{context}",
+                run_id=run.run_id,
+                created=started,
+                task=f"prbj/{bench.slug}",
+                task_display_name=f"{bench.name} · {judge} · context {context}",
+                task_args={"context": context},
+                dataset=EvalDataset(
+                    name=bench.slug,
+                    # A hub repo id for the official data; for anything else a name that is plainly no hub
+                    # repo, so readers (EEE's converter) file it as a private source, not a Hugging Face one.
+                    location=bench.hf_repo or f"prbj:{bench.slug}",
+                    samples=len(samples),
+                    sample_ids=[s.id for s in samples],
+                ),
+                model=name,
+                model_generate_config=generate,
+                config=EvalConfig(),
+                packages={"prbj": __version__},
+                metadata={
+                    "prbj_run_id": run.run_id,
+                    "benchmark": bench.name,
+                    "benchmark_version": bench.version,
+                    "benchmark_public": bench.public,
+                    "judge": model.setup,
+                    "run_config": {
+                        k: v
+                        for k, v in (run.run.get("config") or {}).items()
+                        if k not in ("dataset", "official_repo")
+                    },
+                    "subset_accuracy": subsets,
+                },
+                viewer=ViewerConfig(trust_content=False),
+            )
+            log = EvalLog(
+                version=2,
+                status="success",
+                eval=spec,
+                plan=EvalPlan(
+                    name="prbj",
+                    steps=[
+                        EvalPlanStep(
+                            solver=f"prbj_{model.setup.get('mode') or model.kind}", params=model.setup
+                        )
+                    ],
+                    config=generate,
+                ),
+                results=EvalResults(
+                    total_samples=len(samples),
+                    completed_samples=len(samples),
+                    scores=[
+                        EvalScore(
+                            name=SCORER,
+                            scorer=SCORER,
+                            scored_samples=scored,
+                            unscored_samples=len(samples) - scored,
+                            metrics=metrics,
+                        )
+                    ],
+                ),
+                stats=EvalStats(started_at=started, completed_at=finished, model_usage={name: total}),
+                samples=samples,
+            )
+            logs.append(InspectLog(f"{run.run_id}_{path_part(judge)}_{context}.eval", log))
+    return logs

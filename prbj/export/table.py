@@ -1,0 +1,147 @@
+"""The flat per-judgment table every export is made from: one row per judgment, a stable column set
+(docs/export.md lists it; TABLE_COLUMNS is the contract), the pair's texts joined in, the user's texts left out.
+
+Replies and error messages are the judge's own words, and an LLM judge may quote the profile it was shown:
+without `include_profiles` such quotes are cut (prbj.export.privacy), and when the run's pairs cannot be read
+(so quotes cannot be found) replies and errors are left out altogether rather than exported unchecked."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import polars as pl
+
+from prbj.analysis.run_data import RunData
+from prbj.data.schema import Pair
+from prbj.export.models import JudgeModel, judge_model
+from prbj.export.privacy import ProfileScrubber
+from prbj.export.source import Benchmark, benchmark_of
+
+TABLE_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "benchmark",
+    "benchmark_version",
+    "pair_id",
+    "subset",
+    "judge",
+    "model",
+    "provider",
+    "context",
+    "order",
+    "status",
+    "cause",
+    "error",
+    "verdict",
+    "correct",
+    "tie",
+    "p_chosen",
+    "score_chosen",
+    "score_rejected",
+    "question",
+    "chosen_answer",
+    "rejected_answer",
+    "reply",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cached",
+    "latency_s",
+    "sample_index",
+    "sample_hash",
+)
+# Only with include_profiles: what the judge was shown about the user (profile posts, planner aspects, or the
+# narrative in the oracle setting).
+PROFILE_COLUMNS: tuple[str, ...] = ("context_block",)
+
+TABLE_SCHEMA: dict[str, Any] = {
+    **{name: pl.String for name in TABLE_COLUMNS},
+    "correct": pl.Boolean,
+    "tie": pl.Boolean,
+    "cached": pl.Boolean,
+    "p_chosen": pl.Float64,
+    "score_chosen": pl.Float64,
+    "score_rejected": pl.Float64,
+    "cost_usd": pl.Float64,
+    "latency_s": pl.Float64,
+    "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64,
+    "sample_index": pl.Int64,
+    **{name: pl.String for name in PROFILE_COLUMNS},
+}
+
+# judgments.parquet column → table column, where the names differ.
+_RENAMED = {"chosen_position": "order"}
+_FROM_JUDGMENTS = (
+    "pair_id", "subset", "judge", "context", "chosen_position", "status", "cause", "error", "verdict", "correct",
+    "tie", "p_chosen", "score_chosen", "score_rejected", "reply", "prompt_tokens", "completion_tokens",
+    "cost_usd", "cached", "latency_s", "sample_index", "context_block",
+)  # fmt: skip
+
+
+def _finite(value: Any) -> Any:
+    """NaN and infinities are no JSON value and no figure: exported as missing."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+@dataclass(frozen=True)
+class ExportRun:
+    """A run on its way out: the run, its pairs (empty when they cannot be read, with the reason) and whether
+    profile text may travel."""
+
+    run: RunData
+    pairs: dict[str, Pair]
+    pairs_note: str | None = None
+    include_profiles: bool = False
+
+    @cached_property
+    def benchmark(self) -> Benchmark:
+        return benchmark_of(self.run.dataset)
+
+    @cached_property
+    def judges(self) -> dict[str, JudgeModel]:
+        names = sorted(set(self.run.judgments["judge"].to_list()))
+        return {name: judge_model(self.run, name) for name in names}
+
+    @property
+    def replies_dropped(self) -> bool:
+        """Replies and errors are left out: they could quote a profile no one can check them against."""
+        return not self.include_profiles and not self.pairs
+
+    @cached_property
+    def rows(self) -> list[dict[str, Any]]:
+        frame = self.run.judgments
+        present = [c for c in _FROM_JUDGMENTS if c in frame.columns]
+        scrubber = ProfileScrubber(self.pairs.values())
+        out = []
+        for judged in frame.select(present).iter_rows(named=True):
+            row: dict[str, Any] = {_RENAMED.get(k, k): _finite(v) for k, v in judged.items()}
+            pair = self.pairs.get(str(row["pair_id"]))
+            model = self.judges[row["judge"]]
+            if self.replies_dropped:
+                row["reply"] = row["error"] = None
+            elif not self.include_profiles:
+                row["reply"], row["error"] = (
+                    scrubber.scrub(row.get("reply")),
+                    scrubber.scrub(row.get("error")),
+                )
+            row.update(
+                run_id=self.run.run_id,
+                benchmark=self.benchmark.slug,
+                benchmark_version=self.benchmark.version,
+                model=model.model_id,
+                provider=model.provider,
+                question=pair.question if pair else None,
+                chosen_answer=pair.chosen if pair else None,
+                rejected_answer=pair.rejected if pair else None,
+                sample_hash=self.benchmark.sample_hash(str(row["pair_id"])),
+            )
+            columns = (*TABLE_COLUMNS, *(PROFILE_COLUMNS if self.include_profiles else ()))
+            out.append({name: row.get(name) for name in columns})
+        return out
+
+    def table(self) -> pl.DataFrame:
+        columns = (*TABLE_COLUMNS, *(PROFILE_COLUMNS if self.include_profiles else ()))
+        return pl.DataFrame(self.rows, schema={c: TABLE_SCHEMA[c] for c in columns}, strict=False)

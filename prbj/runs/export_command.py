@@ -1,0 +1,85 @@
+"""`prbj export` behind the CLI: load each run through rundir, read back its pairs (for the question and the
+answers; their profiles only to keep them out), hand both to prbj.export, and write what comes back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from prbj.data.files import write_json, write_parquet, write_text
+from prbj.errors import DataError
+from prbj.export.csv_safe import write_safe_csv
+from prbj.export.eee import eee_files
+from prbj.export.table import ExportRun
+from prbj.runs import rundir
+from prbj.runs.run_pairs import read_run_pairs
+
+FORMATS = ("eee", "inspect", "csv", "parquet")
+
+
+def load_export(run_dir: Path, *, include_profiles: bool, dataset: str | None = None) -> ExportRun:
+    run = rundir.load_run(run_dir)
+    found = read_run_pairs(run.dataset, run.run.get("config"), source=dataset, run_dir=run.run_dir)
+    return ExportRun(run, found.pairs, found.note, include_profiles)
+
+
+def _notes(export: ExportRun, note: Callable[[str], None]) -> None:
+    if export.pairs_note is not None:
+        note(f"{export.run.run_id}: {export.pairs_note}; questions and answers are left out (use --dataset)")
+    if export.replies_dropped:
+        note(
+            f"{export.run.run_id}: replies and error messages are left out: without the run's pairs, quotes of "
+            "a profile in them cannot be found (--dataset, or --include-profiles to export them as they are)"
+        )
+
+
+def export_runs(
+    run_dirs: Sequence[Path],
+    *,
+    fmt: str,
+    out: Path,
+    include_profiles: bool = False,
+    dataset: str | None = None,
+    organization: str = "unknown",
+    relationship: str = "third_party",
+    note: Callable[[str], None] = lambda _: None,
+) -> list[Path]:
+    """Write the runs in `fmt` under `out` and return the files written. csv/parquet: one table of every run's
+    judgments (a file, or a folder that gets judgments.<fmt>); eee: a datastore tree (out/data/...); inspect:
+    one .eval log per judge × context in the folder `out`."""
+    if fmt not in FORMATS:
+        raise DataError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    exports = [load_export(Path(d), include_profiles=include_profiles, dataset=dataset) for d in run_dirs]
+    for export in exports:
+        _notes(export, note)
+    if fmt in ("csv", "parquet"):
+        target = out / f"judgments.{fmt}" if out.is_dir() or not out.suffix else out
+        target.parent.mkdir(parents=True, exist_ok=True)
+        table = pl.concat([e.table() for e in exports], how="vertical_relaxed")
+        return [write_safe_csv(target, table) if fmt == "csv" else write_parquet(target, table)]
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    if fmt == "eee":
+        retrieved = str(int(time.time()))
+        for export in exports:
+            for files in eee_files(
+                export, retrieved=retrieved, organization=organization, relationship=relationship
+            ):
+                folder = (out / files.aggregate_path).parent
+                folder.mkdir(parents=True, exist_ok=True)
+                written.append(write_text(out / files.samples_path, files.samples_text))
+                written.append(write_json(out / files.aggregate_path, files.aggregate))
+        return written
+    from inspect_ai.log import write_eval_log
+
+    from prbj.export.inspect_log import inspect_logs  # imports inspect-ai: only this format pays for it
+
+    for export in exports:
+        for made in inspect_logs(export):
+            path = out / made.file_name
+            write_eval_log(made.log, str(path), format="eval")
+            written.append(path)
+    return written
