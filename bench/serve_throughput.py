@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import aiohttp
 
 from prbj.judges.registry import resolve_judges
+from prbj.judges.setup import JudgeOptions
+from prbj.llm.setup import GatewayOptions
 from prbj.serve.server import serve
 
 PROFILE = [
@@ -23,10 +27,19 @@ PROFILE = [
 
 
 async def main(judge_name: str, n: int) -> None:
-    (judge,) = resolve_judges([judge_name])
+    with tempfile.TemporaryDirectory() as cache:
+        shared = GatewayOptions(cache_dir=Path(cache))
+        with shared.open() as gateway:
+            (judge,) = resolve_judges([judge_name], JudgeOptions(), shared, gateway)
+            await measure(judge, judge_name, n)
+
+
+async def measure(judge: object, judge_name: str, n: int) -> None:
     ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     stop = asyncio.Event()
-    server = asyncio.create_task(serve(judge, host="127.0.0.1", port=0, on_ready=ready.set_result, stop=stop))
+    server = asyncio.create_task(
+        serve(judge, host="127.0.0.1", port=0, on_ready=ready.set_result, stop=stop)  # type: ignore[arg-type]
+    )
     url = await ready
     items = [
         {

@@ -74,7 +74,6 @@ def serving(paths: Sequence[Path], *, reviewer: str = "alice") -> Iterator[tuple
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         port.append(runner.addresses[0][1])
-        viewer.hosts = {f"127.0.0.1:{port[0]}"}
         ready.set()
 
     thread = threading.Thread(

@@ -19,6 +19,8 @@ LAYERS: dict[str, int] = {
     "data": 0,
     "prompts": 0,
     "display": 0,
+    # Who may talk to prbj's HTTP servers: shared by serve and view, which sit on one layer.
+    "web": 0,
     "llm": 1,
     "local": 2,
     "context": 3,

@@ -101,7 +101,7 @@ def test_sheets_are_blind_shared_and_reproducible(build_dir: Path) -> None:
             pair = pairs[entry["pair_id"]]
             expected_a = pair["chosen"] if entry["answer_a"] == "chosen" else pair["rejected"]
             assert row["answer_a"] == expected_a and row["question"] == pair["question"]
-            assert row["aspects"] == "- keeps costs low\n- hands-on"
+            assert row["aspects"] == "• keeps costs low\n• hands-on"
             orders.append(entry["answer_a"])
     # Every annotator rates the same pairs, each with its own random order of answers.
     assert [k["pair_id"] for k in key[:4]] == [k["pair_id"] for k in key[4:]]

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 from export_runs import MARKER, UNREADABLE, judged_run
 
 from prbj.cli import main
+from prbj.data.csv_cells import neutralise_frame, write_frame
 from prbj.experiments.manifest import Manifest, StageRecord
-from prbj.export.csv_safe import neutralised, write_safe_csv
 from prbj.export.table import TABLE_COLUMNS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,14 +116,14 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(tmp_path: Path) 
         "text": ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd", "plain", "a=b"],
         "number": [-1.5, 2.0, -3.0, 0.0, 1.0, 1.0, 1.0, 1.0],
     })  # fmt: skip
-    write_safe_csv(tmp_path / "t.csv", frame)
+    write_frame(tmp_path / "t.csv", frame)
     with (tmp_path / "t.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [r["text"] for r in rows] == [
         "'=HYPERLINK(\"http://x\")", "'+1+1", "'-2+3", "'@SUM(A1)", "'\tcmd", "'\rcmd", "plain", "a=b",
     ]  # fmt: skip
     assert rows[0]["number"] == "-1.5"  # a negative number stays a number
-    assert neutralised(frame)["number"].to_list() == frame["number"].to_list()
+    assert neutralise_frame(frame)["number"].to_list() == frame["number"].to_list()
 
 
 # --- privacy ---------------------------------------------------------------------------------------------------

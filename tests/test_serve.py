@@ -217,7 +217,9 @@ async def test_malformed_requests_are_400_naming_the_field(
     url = await in_process(RandomJudge())
     async with aiohttp.ClientSession() as session:
         status, answer = await _post(session, f"{url}{path}", body)
-        async with session.post(f"{url}/score", data=b"{not json") as response:
+        async with session.post(
+            f"{url}/score", data=b"{not json", headers={"Content-Type": "application/json"}
+        ) as response:
             assert response.status == 400 and "invalid JSON" in (await response.json())["error"]
     assert status == 400
     assert message in answer["error"]

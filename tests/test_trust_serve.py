@@ -35,7 +35,8 @@ async def url() -> AsyncIterator[str]:
 
 
 async def _post(url: str, data: bytes) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as session, session.post(url, data=data) as response:
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession() as session, session.post(url, data=data, headers=headers) as response:
         return response.status, await response.json()
 
 
@@ -78,7 +79,10 @@ async def test_idle_and_stalled_connections_are_closed(url: str) -> None:
     writer.close()
     # A request whose body never arrives gets 408 instead of holding a handler.
     reader, writer = await asyncio.open_connection(host, int(port))
-    writer.write(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    writer.write(
+        b"POST /score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{"
+    )
     await writer.drain()
     status_line = await asyncio.wait_for(reader.readline(), 5)
     assert status_line.startswith(b"HTTP/1.1 408")

@@ -28,7 +28,7 @@ from prbj.cli import main
 from prbj.data.annotation import RATING_COLUMNS
 from prbj.runs import rundir
 from prbj.view.catalog import Catalog
-from prbj.view.server import VIEWER, Viewer, make_app
+from prbj.view.server import Viewer, make_app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,10 +119,18 @@ async def test_every_filter_equals_polars_on_judgments_parquet(client, runs, que
 
 async def test_llm_filters_inconsistent_failed_and_text(client, runs) -> None:
     frame = pl.read_parquet(runs["llm"] / "judgments.parquet")
+    assert (
+        frame.filter(pl.col("status") != "ok").height == 1
+    )  # an api_error, which no outcome filter but failed takes
     key = _key(runs["llm"])
     cases = {
         "inconsistent=1": frame.filter(pl.col("verdict") == "inconsistent"),
         "outcome=failed": frame.filter(pl.col("status") != "ok"),
+        # A failed judgment has no outcome: never counted wrong (the run holds one, correct = false).
+        "outcome=wrong": frame.filter((pl.col("status") == "ok") & ~pl.col("correct")),
+        "outcome=wrong&judge=judge-y": frame.filter(
+            (pl.col("status") == "ok") & ~pl.col("correct") & (pl.col("judge") == "judge-y")
+        ),
         "outcome=abstained": frame.head(0),
         "status=api_error": frame.filter(pl.col("status") == "api_error"),
         # The text search reads the dataset: only pair t-001's answer holds an <img> tag.
@@ -261,7 +269,7 @@ async def test_requests_for_paths_outside_the_run_are_refused(client, runs, tmp_
     outside = tmp_path / "secret.txt"
     outside.write_text("SECRET", encoding="utf-8")
     run = runs["sample"]
-    link = run / "plots" / "escape.txt"
+    link = run / "plots" / "escape.svg"
     link.symlink_to(outside)
     try:
         ok = await client.get(f"/run/{run.name}/files/summary.json")
@@ -271,7 +279,7 @@ async def test_requests_for_paths_outside_the_run_are_refused(client, runs, tmp_
             f"/run/{run.name}/files/../../secret.txt",
             f"/run/{run.name}/files/%2e%2e/%2e%2e/secret.txt",
             f"/run/{run.name}/files/..%2f..%2fsecret.txt",
-            f"/run/{run.name}/files/plots/escape.txt",
+            f"/run/{run.name}/files/plots/escape.svg",
             f"/run/{run.name}/files/{outside}",
             "/static/..%2f..%2fcli%2f__init__.py",
         ):
@@ -298,8 +306,6 @@ def _raw_get(host: str, port: int, path: str, headers: str = "") -> tuple[int, s
 async def test_a_page_asked_for_under_another_host_name_is_refused(runs) -> None:
     client = await _client([runs["sample"]])
     try:
-        viewer = client.server.app[VIEWER]
-        viewer.hosts = {f"127.0.0.1:{client.server.port}"}
         assert (await client.get("/")).status == 200
         status, _ = await asyncio.to_thread(_raw_get_host, client.server.port)
         assert status == 421
@@ -443,7 +449,7 @@ def test_the_command_serves_on_loopback_and_stops_on_ctrl_c(runs) -> None:
             url.group(0) + f"run/{runs['sample'].name}/judgments", timeout=60
         ) as page:
             html = page.read().decode()
-        assert "reviewer: ann" in html and '<span id="count">240</span>' in html
+        assert "reviewer: <bdi>ann</bdi>" in html and '<span id="count">240</span>' in html
     finally:
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=30)

@@ -188,6 +188,32 @@ def test_a_label_saved_in_the_page_is_in_labels_jsonl_after_a_reload(page, site,
     assert label.reviewer == "alice" and label.note == "B speaks to <film> users" and label.slot == "B"
 
 
+def test_beyond_loopback_the_token_url_opens_a_session_whose_links_and_labels_work(browser, runs) -> None:
+    """Served beyond loopback every page needs the token: the printed URL's ?token= becomes a cookie, after
+    which links, the filter form and the label form work as they do on loopback."""
+    run = runs["llm"]
+    with serving([run]) as (url, viewer):
+        viewer.token_to_read = True
+        context = browser.new_context()
+        page = context.new_page()
+        try:
+            refused = page.goto(f"{url}/run/{run.name}/pair/t-004")
+            assert refused is not None and refused.status == 403 and "token" in page.inner_text("main")
+            page.goto(f"{url}/?token={viewer.token}")
+            assert "token=" not in page.url
+            page.click(f"table.runs >> text={run.name}")
+            page.click("#all-judgments")
+            assert _count(page) == 12
+            page.click("a.open >> nth=6")
+            assert page.locator("h1").inner_text().startswith("Pair t-004")
+            page.check('input[name="preference"][value="A"]')
+            page.click("#save-label")
+            assert page.locator("#saved").is_visible()
+        finally:
+            context.close()
+    assert any(label.pair_id == "t-004" for label in rundir.read_labels(run))
+
+
 def test_the_scoring_standard_stays_behind_its_toggle(page, site, runs) -> None:
     url = f"{site}/run/{runs['llm'].name}/pair/t-002"
     page.goto(url)
@@ -214,6 +240,9 @@ def test_the_static_bundle_opens_from_disk(page, runs, tmp_path) -> None:
     assert page.locator("#leaderboard").count() == 1
     page.click("#all-judgments")
     assert _count(page) == 12
+    # The page's own script runs from disk under the bundle's <meta> Content-Security-Policy.
+    page.keyboard.press("j")
+    assert page.locator("table.judgments tr.current").count() == 1
     page.click("text=judge-y · none >> xpath=.. >> text=failed")
     assert _count(page) == 1
     page.click("a.open")

@@ -78,3 +78,22 @@ def test_marks_follow_the_parser_on_the_reply_as_written() -> None:
     bare = mark_reply("Both are fine.\nB", answers)
     assert bare[-1].text == "B" and bare[-1].marks == ("verdict",)
     assert all(not piece.marks for piece in mark_reply("No verdict here.", answers))
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Result: A\nOn reflection the second answer fits this user better.\nResult: B",
+        "Verdict: B\nResult: A",
+        "Result: B. Wait, no.\nResult: A",
+    ],
+)
+def test_of_two_verdicts_the_mark_is_on_the_last_as_the_parser_reads(reply: str) -> None:
+    from prbj.judges.verdict import parse_verdict
+
+    answers = ["A used rangefinder.", "A new mirrorless camera."]
+    read = parse_verdict(reply, answers)
+    (marked,) = [piece for piece in mark_reply(reply, answers) if "verdict" in piece.marks]
+    last_line = reply.splitlines()[-1]
+    assert read == last_line[-1] and marked.text == last_line
+    assert reply.rindex(marked.text) == len(reply) - len(last_line)

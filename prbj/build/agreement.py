@@ -4,7 +4,6 @@ between each annotator and the check model."""
 
 from __future__ import annotations
 
-import csv
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from prbj.build.annotate import ANNOTATION_DIR, KEY_COLUMNS, KEY_FILE, read_buil
 from prbj.build.checks import CHECK_JUDGE, DIMENSIONS
 from prbj.build.kappa import cohen_kappa
 from prbj.build.output import write_json
+from prbj.data.annotation import read_csv
 from prbj.errors import DataError
 
 SCORES = (1, 2, 3, 4, 5)
@@ -43,15 +43,14 @@ def _read_key(out_dir: Path) -> dict[tuple[str, str], tuple[str, str]]:
     if not path.is_file():
         raise DataError(f"{path}: no key file; write the sheets with `prbj build annotate {out_dir}` first")
     key: dict[tuple[str, str], tuple[str, str]] = {}
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in KEY_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataError(f"{path}: row 1: field '{missing[0]}': missing column")
-        for row_number, row in enumerate(reader, start=2):
-            if row["answer_a"] not in ANSWERS:
-                raise DataError(f"{path}: row {row_number}: field 'answer_a': expected chosen or rejected")
-            key[(row["sheet"], row["item"])] = (row["pair_id"], row["answer_a"])
+    header, rows = read_csv(path)
+    missing = [c for c in KEY_COLUMNS if c not in header]
+    if missing:
+        raise DataError(f"{path}: row 1: field '{missing[0]}': missing column")
+    for row_number, row in enumerate(rows, start=2):
+        if row["answer_a"] not in ANSWERS:
+            raise DataError(f"{path}: row {row_number}: field 'answer_a': expected chosen or rejected")
+        key[(row["sheet"], row["item"])] = (row["pair_id"], row["answer_a"])
     return key
 
 
@@ -84,17 +83,7 @@ def _preference(path: Path, row_number: int, raw: str | None, answer_a: str) -> 
 def read_sheet(path: Path, key: dict[tuple[str, str], tuple[str, str]]) -> tuple[str, dict[str, Rating]]:
     """One filled sheet → (its sheet id, ratings by pair id). Errors name the file, the spreadsheet row (the
     header is row 1) and the field."""
-    try:
-        handle = path.open(encoding="utf-8-sig", newline="")
-    except OSError as err:
-        raise DataError(f"{path}: cannot read it ({err.strerror})") from None
-    with handle:
-        try:
-            reader = csv.DictReader(handle)
-            rows = list(reader)
-            header = list(reader.fieldnames or [])
-        except (csv.Error, UnicodeDecodeError) as err:
-            raise DataError(f"{path}: not a readable CSV sheet ({err})") from None
+    header, rows = read_csv(path)
     needed = ["sheet", "item", *(f"{s}_{d}" for s in ("a", "b") for d in DIMENSIONS), "preference"]
     if not rows:
         raise DataError(f"{path}: row 2: no rows (expected a filled annotation sheet)")

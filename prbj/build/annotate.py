@@ -19,6 +19,8 @@ ANNOTATION_DIR = "annotation"
 KEY_FILE = "key.csv"
 INSTRUCTIONS_FILE = "instructions.md"
 KEY_COLUMNS = ("sheet", "item", "pair_id", "answer_a")
+# A list in a cell: "- " would start the cell like a formula, which the sheet then writes with an apostrophe.
+BULLET = "• "
 
 INSTRUCTIONS = """# Annotation instructions
 
@@ -72,7 +74,7 @@ def chosen_in_a(seed: int, sheet: str, pair_id: str) -> bool:
 
 
 def _profile_text(pair: Pair, k: int) -> str:
-    return "\n".join(f"- {' '.join(p.text.split())}" for p in rank_profile(pair.question, pair.profile, k))
+    return "\n".join(f"{BULLET}{' '.join(p.text.split())}" for p in rank_profile(pair.question, pair.profile, k))
 
 
 def write_sheets(
@@ -100,7 +102,7 @@ def write_sheets(
                     "item": item,
                     "question": pair.question,
                     "profile": _profile_text(pair, profile_k),
-                    "aspects": "\n".join(f"- {a}" for a in aspects),
+                    "aspects": "\n".join(f"{BULLET}{a}" for a in aspects),
                     "answer_a": first,
                     "answer_b": second,
                 }

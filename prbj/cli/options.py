@@ -43,6 +43,28 @@ def fanned_out(what: str) -> str:
     )
 
 
+def host_option(beyond_loopback: str) -> Callable[[F], F]:
+    """--host of the HTTP servers (default 127.0.0.1); `beyond_loopback` says what another address asks for."""
+    return click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help=f"Address to listen on. Beyond loopback (0.0.0.0: every address) {beyond_loopback}.",
+    )
+
+
+def allow_host_option(examples: str) -> Callable[[F], F]:
+    """--allow-host NAME (repeatable) of the HTTP servers; `examples` says which other names a user may need."""
+    return click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        metavar="NAME",
+        help=f"Another host name requests may be addressed to ({examples}); repeatable. This machine's own "
+        "names and addresses are always accepted.",
+    )
+
+
 def concurrency_option(help: str, *, default: int = 16) -> Callable[[F], F]:
     """--concurrency; the help says what runs at once."""
     return click.option(

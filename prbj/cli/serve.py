@@ -7,9 +7,11 @@ from typing import Any
 import click
 
 from prbj.cli.options import (
+    allow_host_option,
     concurrency_option,
     context_option,
     gateway_options,
+    host_option,
     mode_option,
     planner_option,
     profile_k_option,
@@ -18,6 +20,7 @@ from prbj.cli.options import (
     seed_option,
 )
 from prbj.cli.support import friendly_errors
+from prbj.web.access import SERVE_TOKEN_ENV
 
 
 @click.command()
@@ -28,7 +31,16 @@ from prbj.cli.support import friendly_errors
     metavar="NAME",
     help="Judge that scores answers, as in 'prbj judge' (offline: random, length, bm25-profile, embed-profile).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@host_option("a --token is required")
+@click.option(
+    "--token",
+    envvar=SERVE_TOKEN_ENV,
+    default=None,
+    metavar="TOKEN",
+    help="Bearer token every request but GET /health must carry (Authorization: Bearer TOKEN, or ?token=); "
+    "required beyond loopback [env: PRBJ_SERVE_TOKEN].",
+)
+@allow_host_option("a DNS alias, a cluster service name")
 @click.option(
     "--port",
     type=click.IntRange(min=0, max=65535),
@@ -62,6 +74,8 @@ def serve(**options: Any) -> None:
     POST /get_reward   OpenRLHF remote RM {query, prompts, labels}  ->  {"rewards": [...]}
     GET  /health       ->  {"status": "ok", "judge": ..., "context": ...}
     Add ?scale=0.1 to a URL for reward = score / 10, as the official PPO setup.
+    POST bodies must be Content-Type: application/json; requests must name this machine as Host
+    (or a name given with --allow-host); cross-site browser requests are refused.
 
     Stops on Ctrl-C or SIGTERM. Recipes for each trainer: docs/serving.md.
 
@@ -72,7 +86,7 @@ def serve(**options: Any) -> None:
     \b
     Examples:
       prbj serve -p bm25-profile
-      prbj serve -p embed-profile --host 0.0.0.0 --port 8000 --concurrency 32
+      prbj serve -p embed-profile --host 0.0.0.0 --port 8000 --token "$PRBJ_SERVE_TOKEN" --concurrency 32
       GEMINI_API_KEY=... prbj serve -p gemini-3-flash --context profile --max-cost 20
       prbj serve -p openai-compatible --api-base http://127.0.0.1:8001/v1 --cache-dir cache/
     """

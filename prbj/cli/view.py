@@ -7,12 +7,14 @@ from pathlib import Path
 
 import click
 
+from prbj.cli.options import allow_host_option, host_option
 from prbj.cli.support import friendly_errors
 
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@host_option("every page needs the token the printed URL carries")
+@allow_host_option("a reverse proxy's, a DNS alias")
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port (0: any free one)."
 )
@@ -40,6 +42,7 @@ from prbj.cli.support import friendly_errors
 def view(
     run_dirs: tuple[Path, ...],
     host: str,
+    allow_hosts: tuple[str, ...],
     port: int,
     open_browser: bool,
     reviewer: str | None,
@@ -51,6 +54,8 @@ def view(
 
     RUN_DIRS are run directories, folders of them, or `prbj build` folders with annotation sheets
     [default: every run under reports/]. Serves on 127.0.0.1; labels go to each run's labels.jsonl.
+    Requests must be addressed to this machine (or a name given with --allow-host); served beyond
+    loopback, every page needs the token in the URL it prints. Security: docs/viewer.md.
 
     \b
     Examples:
@@ -64,6 +69,7 @@ def view(
         run_view_command(
             run_dirs,
             host=host,
+            allow_hosts=allow_hosts,
             port=port,
             open_browser=open_browser,
             reviewer=reviewer,

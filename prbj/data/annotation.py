@@ -7,11 +7,11 @@ A and B); which answer is the chosen one lives in a separate key file that the s
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from prbj.data.csv_cells import read_rows, write_rows
 from prbj.data.files import write_atomic
 from prbj.errors import DataError
 
@@ -27,29 +27,25 @@ SHEET_ENCODING = "utf-8-sig"
 
 
 def write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> Path:
-    """A whole CSV written beside its target and renamed into place."""
+    """A whole CSV written beside its target and renamed into place, no cell readable as a formula
+    (csv_cells.neutralise; read_csv gives the texts back)."""
 
     def write(tmp: Path) -> None:
         with tmp.open("w", encoding=SHEET_ENCODING, newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(columns))
-            writer.writeheader()
-            writer.writerows(rows)
+            write_rows(handle, columns, rows)
 
     return write_atomic(path, write)
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """A CSV that write_csv wrote (and a person may have filled in since): header and rows as text."""
+    return read_rows(path, SHEET_ENCODING)
 
 
 def read_sheet_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     """A sheet's header and rows as text, whatever was filled in; a sheet without the shown columns is an
     error naming the file."""
-    try:
-        with path.open(encoding=SHEET_ENCODING, newline="") as handle:
-            reader = csv.DictReader(handle)
-            rows = [{k: v or "" for k, v in row.items() if isinstance(k, str)} for row in reader]
-            header = list(reader.fieldnames or [])
-    except OSError as err:
-        raise DataError(f"{path}: cannot read it ({err.strerror})") from None
-    except (csv.Error, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: not a readable CSV sheet ({err})") from None
+    header, rows = read_csv(path)
     missing = [c for c in SHOWN_COLUMNS if c not in header]
     if missing:
         raise DataError(f"{path}: row 1: field '{missing[0]}': missing column")

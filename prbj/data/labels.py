@@ -22,7 +22,8 @@ from prbj.errors import DataError
 Preference = Literal["chosen", "rejected", "cant_tell"]
 PREFERENCES: tuple[Preference, ...] = get_args(Preference)
 ANSWERS = ("chosen", "rejected")
-# Notes and names are free text, but bounded: a label is a line a person wrote.
+# Notes and names are free text, but bounded: a label is a line a person wrote. A pair id is the dataset's, as
+# long as `prbj judge` took it (any length): a label may name every pair a run holds.
 MAX_NOTE_CHARS = 10_000
 MAX_NAME_CHARS = 200
 
@@ -60,15 +61,28 @@ class Label:
         return "A" if self.preference == self.shown_as_a else "B"
 
 
-def _text(record: Mapping[str, Any], field: str, where: str, *, limit: int, required: bool = True) -> str:
+def _text(
+    record: Mapping[str, Any], field: str, where: str, *, limit: int | None, required: bool = True
+) -> str:
     value = record.get(field)
     if value is None and not required:
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
         raise DataError(f"{where}: field '{field}': expected a non-empty string")
-    if len(value) > limit:
+    if limit is not None and len(value) > limit:
         raise DataError(f"{where}: field '{field}': longer than {limit} characters")
     return value
+
+
+def check_reviewer(name: str, where: str) -> str:
+    """A reviewer's name as a label records it, or the DataError the label reader would raise for it."""
+    return _text({"reviewer": name}, "reviewer", where, limit=MAX_NAME_CHARS)
+
+
+def checked(label: Label, where: str) -> Label:
+    """The label if the reader would take it back (parse_label's rules, the one definition), else its DataError:
+    the writer checks with this, so that it never writes a line that makes the file unreadable."""
+    return parse_label(label.record(), where)
 
 
 def parse_label(record: Any, where: str) -> Label:
@@ -85,7 +99,7 @@ def parse_label(record: Any, where: str) -> Label:
     if run_id is not None and not isinstance(run_id, str):
         raise DataError(f"{where}: field 'run_id': expected a string or null")
     return Label(
-        pair_id=_text(record, "pair_id", where, limit=MAX_NAME_CHARS),
+        pair_id=_text(record, "pair_id", where, limit=None),
         preference=preference,
         reviewer=_text(record, "reviewer", where, limit=MAX_NAME_CHARS),
         time=_text(record, "time", where, limit=MAX_NAME_CHARS),

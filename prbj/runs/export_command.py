@@ -9,9 +9,9 @@ from pathlib import Path
 
 import polars as pl
 
+from prbj.data.csv_cells import write_frame
 from prbj.data.files import write_json, write_parquet, write_text
 from prbj.errors import DataError
-from prbj.export.csv_safe import write_safe_csv
 from prbj.export.eee import eee_files
 from prbj.export.table import ExportRun
 from prbj.runs import rundir
@@ -59,7 +59,7 @@ def export_runs(
         target = out / f"judgments.{fmt}" if out.is_dir() or not out.suffix else out
         target.parent.mkdir(parents=True, exist_ok=True)
         table = pl.concat([e.table() for e in exports], how="vertical_relaxed")
-        return [write_safe_csv(target, table) if fmt == "csv" else write_parquet(target, table)]
+        return [write_frame(target, table) if fmt == "csv" else write_parquet(target, table)]
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     if fmt == "eee":

@@ -35,7 +35,7 @@ from prbj.analysis.downstream import STORE_FILE, outcomes_frame, read_outcomes
 from prbj.analysis.run_data import RunData, result_rows
 from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import json_problem, read_json, write_json, write_jsonl, write_parquet, write_text
-from prbj.data.labels import Label, parse_label_lines
+from prbj.data.labels import Label, checked, parse_label_lines
 from prbj.data.loaders import Dataset
 from prbj.data.user_columns import with_user_ids
 from prbj.errors import DataError
@@ -384,9 +384,10 @@ def read_labels(run_dir: Path) -> list[Label]:
 def append_label(run_dir: Path, label: Label) -> Path:
     """Add one label as one line, the only write prbj makes to a finished run. The line goes out in a single
     O_APPEND write under an exclusive lock, so two writers never interleave; a line an earlier writer left
-    unfinished (it died mid-write; readers never counted it) is cut off first."""
+    unfinished (it died mid-write; readers never counted it) is cut off first. A label the reader would refuse
+    is a DataError, and nothing is written."""
     path = Path(run_dir) / LABELS_FILE
-    data = label.line().encode("utf-8")
+    data = checked(label, f"{path}: the label to write").line().encode("utf-8")
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -411,10 +412,38 @@ def write_label_agreement(run_dir: Path, report: dict[str, Any]) -> Path:
     return write_json(Path(run_dir) / LABEL_AGREEMENT_FILE, report)
 
 
+# What a run directory is made of: the only files the viewer hands out (a folder given to it may be any folder).
+RUN_FILES = frozenset(
+    {
+        RUN_FILE,
+        SUMMARY_FILE,
+        JUDGMENTS_FILE,
+        PLANNER_FILE,
+        MARKDOWN_FILE,
+        HTML_FILE,
+        LABELS_FILE,
+        LABEL_AGREEMENT_FILE,
+        SELECTIVE_FILE,
+        DOWNSTREAM_FILE,
+    }
+)
+PLOT_SUFFIX = ".svg"
+
+
+def is_run_file_name(relative: str) -> bool:
+    """Whether a relative path names one of the files a run directory is made of (RUN_FILES, plots/*.svg)."""
+    if relative in RUN_FILES:
+        return True
+    folder, _, name = relative.partition("/")
+    return folder == PLOTS_DIR and "/" not in name and name.endswith(PLOT_SUFFIX) and len(name) > len(PLOT_SUFFIX)
+
+
 def run_file(run_dir: Path, relative: str) -> Path | None:
-    """A file inside the run directory named by a relative path from a URL, or None when the name leaves the
-    directory: `..`, an absolute path, or a symlink (at any level) that points outside. Only regular files."""
-    if not relative or "\x00" in relative or relative.startswith(("/", "\\")):
+    """A file of the judge run directory `run_dir` named by a relative path from a URL, or None: when the folder
+    is not a judge run, when the name is not one of the files a run is made of (is_run_file_name), or when it
+    leaves the directory (`..`, an absolute path, a symlink at any level that points outside). Regular files
+    only."""
+    if not relative or "\x00" in relative or not is_run_file_name(relative) or not is_run_dir(Path(run_dir)):
         return None
     root = Path(run_dir).resolve()
     try:

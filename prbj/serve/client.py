@@ -7,8 +7,9 @@ trainer's environment needs nothing but prbj itself).
 - TRL: `reward_funcs=[trl_reward_function()]`; the dataset's `query` and `profile` columns are sent along.
 - OpenRLHF needs no client: `--remote_rm_url http://HOST:PORT/get_reward` (see docs/serving.md).
 
-The server address is `PRBJ_REWARD_URL` (default http://127.0.0.1:8000). A failed request is retried a few
-times, then raised: a silent default reward would train the policy on noise.
+The server address is `PRBJ_REWARD_URL` (default http://127.0.0.1:8000), and its token, when it was started with
+one, `PRBJ_SERVE_TOKEN` (sent as `Authorization: Bearer`). A failed request is retried a few times, then raised:
+a silent default reward would train the policy on noise.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from prbj.web.access import SERVE_TOKEN_ENV
+
 DEFAULT_URL = "http://127.0.0.1:8000"
 URL_ENV = "PRBJ_REWARD_URL"
+TOKEN_ENV = SERVE_TOKEN_ENV
 DIVISOR_ENV = "PRBJ_REWARD_DIVISOR"
 OFFICIAL_DIVISOR = 10.0
 
@@ -33,9 +37,16 @@ class RewardServerError(RuntimeError):
 
 class RewardClient:
     def __init__(
-        self, url: str | None = None, *, timeout: float = 120.0, retries: int = 3, backoff: float = 1.0
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 1.0,
     ) -> None:
         self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        self.token = token or os.environ.get(TOKEN_ENV) or None
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -51,11 +62,12 @@ class RewardClient:
 
     def _post(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         last_error = ""
         for attempt in range(self.retries + 1):
-            request = urllib.request.Request(
-                self.url + path, data=data, headers={"Content-Type": "application/json"}, method="POST"
-            )
+            request = urllib.request.Request(self.url + path, data=data, headers=headers, method="POST")
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     return json.loads(response.read())
@@ -84,7 +96,9 @@ _CLIENT: RewardClient | None = None
 
 def _client() -> RewardClient:
     global _CLIENT
-    if _CLIENT is None or _CLIENT.url != (os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/"):
+    url = (os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+    token = os.environ.get(TOKEN_ENV) or None
+    if _CLIENT is None or (_CLIENT.url, _CLIENT.token) != (url, token):
         _CLIENT = RewardClient()
     return _CLIENT
 
@@ -128,14 +142,15 @@ def compute_score_batch(
 def trl_reward_function(
     url: str | None = None,
     *,
+    token: str | None = None,
     divisor: float = 1.0,
     query_column: str = "query",
     profile_column: str = "profile",
 ) -> Callable[..., list[float]]:
     """A TRL reward function (GRPOTrainer / RLOOTrainer `reward_funcs`): TRL passes the prompts, the completions
     and every other dataset column as keyword lists; `query_column` and `profile_column` name the question and
-    the user's profile."""
-    client = RewardClient(url)
+    the user's profile. `token` defaults to PRBJ_SERVE_TOKEN."""
+    client = RewardClient(url, token=token)
 
     def prbj_reward(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
         queries = columns.get(query_column) or [""] * len(completions)

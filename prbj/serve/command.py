@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 from prbj.data.schema import Context
@@ -13,14 +15,24 @@ from prbj.judges.setup import JudgeOptions
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import usage_table
 from prbj.serve import server
+from prbj.web.access import is_loopback
 
 
 def run_serve_command(
-    *, provider: str, host: str, port: int, concurrency: int, context: Context | None, **options: Any
+    *,
+    provider: str,
+    host: str,
+    port: int,
+    concurrency: int,
+    context: Context | None,
+    token: str | None = None,
+    allow_hosts: Sequence[str] = (),
+    **options: Any,
 ) -> None:
     """The body of `prbj serve`, until Ctrl-C or SIGTERM stops the server. The remaining keyword arguments
     are the judge options (JudgeOptions; --mode is pointwise, the only mode a reward server can use) and the
     shared model options (GatewayOptions)."""
+    server.check_bind(host, token)  # before a judge is built: a refused start costs nothing
     shared = GatewayOptions.pop_from(options)
     if shared.dry_run:
         raise DataError(
@@ -32,6 +44,13 @@ def run_serve_command(
         served = server.served_context(judge)
 
         def ready(url: str) -> None:
+            if not is_loopback(host):
+                print(
+                    f"prbj serve: warning: serving on {host} (port {url.rsplit(':', 1)[-1]}): any machine that "
+                    "can reach it and holds the token can score with this judge and spend its budget",
+                    file=sys.stderr,
+                    flush=True,
+                )
             print(
                 f"prbj serve: judge {judge.name} (context {served}) listening on {url} "
                 "(POST /score, POST /score/batch, POST /get_reward, GET /health); Ctrl-C stops",
@@ -46,6 +65,8 @@ def run_serve_command(
                 concurrency=concurrency,
                 on_ready=ready,
                 protocol=judging.protocol,
+                token=token,
+                allow_hosts=allow_hosts,
             )
         )
     usage = [s.as_dict() for s in gateway.stats()]

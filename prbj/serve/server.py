@@ -12,7 +12,14 @@ Endpoints (JSON in, JSON out):
 - `GET /health` → `{"status": "ok", "judge": ..., "context": ..., "scored": n}`.
 
 Every scoring endpoint takes an optional `?scale=FACTOR` that multiplies the returned scores (e.g. 0.1 for the
-official setup's reward = score / 10 when the trainer cannot scale it itself).
+official setup's reward = score / 10 when the trainer cannot scale it itself); a scale that makes a score
+overflow is a 400, and no answer ever holds NaN or Infinity (JSON has neither).
+
+Who may call it (prbj.web.access): a request must be addressed to this machine (its names and addresses, the
+loopback names on a loopback or wildcard bind, names given with --allow-host), a browser's cross-site Origin is
+refused (403), a POST body must be declared `application/json` (415: the content types a web page can send
+without asking are not), and with a token (`--token`, PRBJ_SERVE_TOKEN; required beyond loopback) every
+endpoint but /health needs `Authorization: Bearer TOKEN` or `?token=TOKEN` (401).
 
 `profile` may be a list of `{id?, category?, text}` objects, a list of strings, or one string; a string in the
 official prompt format ("Post 1 (Category: c):\\ntext\\nPost 2 ...") is split back into its posts. The judge
@@ -26,16 +33,17 @@ JSON nested too deeply. Idle connections close after IDLE_TIMEOUT; a body slower
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import math
 import re
 import signal
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from prbj.data.files import json_problem
 from prbj.data.schema import Context, JudgeView, ProfilePost
@@ -43,6 +51,7 @@ from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge
 from prbj.judges.generative import SCORE_SCALE, PointwiseLLMJudge
 from prbj.judges.official import Protocol, to_served_scale
+from prbj.web.access import SERVE_TOKEN_ENV, HostPolicy, bearer, is_loopback, same_token
 
 MAX_BODY_BYTES = 64 * 2**20
 # A connection with no request in progress is closed after this long, and a request body must arrive within
@@ -50,6 +59,9 @@ MAX_BODY_BYTES = 64 * 2**20
 IDLE_TIMEOUT = 60.0
 READ_TIMEOUT = 60.0
 DEFAULT_SUBSET = "served"
+JSON_TYPE = "application/json"
+# No answer may hold NaN or Infinity: JSON has neither, and a trainer's parser would choke or take them.
+_dumps = functools.partial(json.dumps, allow_nan=False)
 # The official verl data preparation joins the top-k posts as "Post i (Category: c):\n<text>" lines.
 _OFFICIAL_POST = re.compile(r"^Post \d+ \(Category: (?P<category>[^\n]*?)\):\n", re.MULTILINE)
 
@@ -177,8 +189,12 @@ class RewardService:
         concurrency: int = 16,
         read_timeout: float = READ_TIMEOUT,
         protocol: Protocol = "prbj",
+        access: HostPolicy | None = None,
+        token: str | None = None,
     ) -> None:
         self.context = served_context(judge)
+        self.access = access or HostPolicy.for_bind("127.0.0.1")
+        self.token = token or None
         # The official generative server answers on [0, 1]; prbj's LLM judges score 1-10 (served as is by default).
         self._official_scale = protocol == "official" and isinstance(judge, PointwiseLLMJudge)
         self.read_timeout = read_timeout
@@ -213,8 +229,34 @@ class RewardService:
         self.scored += len(requests)
         return scores
 
+    @web.middleware
+    async def _guard(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Host, Origin, token and content type, checked before a body is read (module docstring)."""
+        sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
+        local = str(sockname[0]) if isinstance(sockname, tuple) else None
+        if not self.access.allows(request.headers.get(hdrs.HOST), local):
+            return _error(421, "header 'Host': not a name of this server (start it with --allow-host NAME)")
+        origin = request.headers.get(hdrs.ORIGIN)
+        if origin is not None and not self.access.allows_origin(origin, local):
+            return _error(
+                403, f"header 'Origin': {origin[:100]!r} is another site; cross-site requests are refused"
+            )
+        if self.token is not None and request.path != "/health":
+            sent = bearer(request.headers.get(hdrs.AUTHORIZATION)) or request.query.get("token")
+            if not same_token(sent, self.token):
+                response = _error(
+                    401, "header 'Authorization': expected 'Bearer TOKEN' (the server's --token)"
+                )
+                response.headers[hdrs.WWW_AUTHENTICATE] = "Bearer"
+                return response
+        if request.method == "POST" and request.content_type != JSON_TYPE:
+            return _error(415, f"header 'Content-Type': expected {JSON_TYPE}, got {request.content_type!r}")
+        return await handler(request)
+
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._guard])
         app.router.add_get("/health", self._health)
         app.router.add_post("/score", self._score_one)
         app.router.add_post("/score/batch", self._score_batch)
@@ -222,7 +264,7 @@ class RewardService:
         return app
 
     async def _health(self, _: web.Request) -> web.Response:
-        return web.json_response(
+        return _json(
             {"status": "ok", "judge": self.judge.name, "context": self.context, "scored": self.scored}
         )
 
@@ -261,13 +303,19 @@ class RewardService:
         except RequestError as err:
             return _error(400, str(err))
         try:
-            scores = [scale * s for s in await self.score(requests)]
+            raw_scores = await self.score(requests)
         except Exception as err:  # a judge failure must reach the trainer as an error, never as a score
             detail = err.exceptions[0] if isinstance(err, ExceptionGroup) else err
             return _error(500, f"judge {self.judge.name} failed: {type(detail).__name__}: {detail}")
+        scores = [scale * s for s in raw_scores]
+        if not all(math.isfinite(s) for s in scores):
+            worst = max(raw_scores, key=abs)
+            return _error(
+                400, f"query parameter 'scale': {scale:g} × a score of {worst:g} is not a finite number"
+            )
         if shape == "openrlhf":
-            return web.json_response({"rewards": scores, "scores": scores})
-        return web.json_response({"scores": scores} if batch else {"score": scores[0]})
+            return _json({"rewards": scores, "scores": scores})
+        return _json({"scores": scores} if batch else {"score": scores[0]})
 
 
 def _scale(value: str | None) -> float:
@@ -328,8 +376,12 @@ def _batch_requests(body: Any, context: Context) -> list[ScoreRequest]:
     return [parse_request(item, context, f"items[{index}].") for index, item in enumerate(items)]
 
 
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.json_response(data, status=status, dumps=_dumps)
+
+
 def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
+    return _json({"error": message}, status=status)
 
 
 async def serve(
@@ -343,11 +395,21 @@ async def serve(
     idle_timeout: float = IDLE_TIMEOUT,
     read_timeout: float = READ_TIMEOUT,
     protocol: Protocol = "prbj",
+    token: str | None = None,
+    allow_hosts: Sequence[str] = (),
 ) -> None:
     """Serve until `stop` is set (or SIGINT/SIGTERM arrives); `on_ready` gets the base URL once bound, with the
     real port when `port` is 0. Idle connections close after `idle_timeout`; a body slower than `read_timeout`
-    gets 408."""
-    service = RewardService(judge, concurrency=concurrency, read_timeout=read_timeout, protocol=protocol)
+    gets 408. Beyond loopback a `token` is required (ConfigError without one)."""
+    check_bind(host, token)
+    service = RewardService(
+        judge,
+        concurrency=concurrency,
+        read_timeout=read_timeout,
+        protocol=protocol,
+        access=HostPolicy.for_bind(host, allow_hosts),
+        token=token,
+    )
     runner = web.AppRunner(
         service.app(), access_log=None, handle_signals=False, keepalive_timeout=idle_timeout
     )
@@ -375,6 +437,15 @@ async def serve(
         for signum in handled:
             loop.remove_signal_handler(signum)
         await runner.cleanup()
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """A server other machines can reach spends the judge's budget for whoever calls it: not without a token."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"--host {host} serves other machines: give a token with --token or {SERVE_TOKEN_ENV} "
+            "(trainers send it as 'Authorization: Bearer TOKEN'; docs/serving.md)"
+        )
 
 
 def _url_host(host: str) -> str:

@@ -30,6 +30,9 @@ class BundleWriter:
 
     def write(self, relative: str, template: str, context: dict[str, Any], depth: int) -> None:
         path = self.out / relative
+        # Names come from run keys and file_slug, which make safe names; a page never lands outside the bundle.
+        if not path.resolve().is_relative_to(self.out.resolve()) or ".." in Path(relative).parts:
+            raise DataError(f"{self.out}: refusing to write {relative!r} outside the bundle")
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, render(template, context, self.links(depth)))
         self.pages += 1

@@ -1,26 +1,28 @@
-"""`prbj view` behind the CLI: open the run directories, then serve them on 127.0.0.1 or write the static
-bundle."""
+"""`prbj view` behind the CLI: open the run directories, then serve them (on 127.0.0.1 unless told otherwise) or
+write the static bundle."""
 
 from __future__ import annotations
 
 import asyncio
 import getpass
+import socket
 import webbrowser
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from aiohttp import web
 from rich.console import Console
 
+from prbj.data.labels import check_reviewer
 from prbj.display.width import print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.runs.rundir import find_run_dirs
 from prbj.view.bundle import write_bundle
 from prbj.view.catalog import Catalog, is_build
 from prbj.view.server import Viewer, make_app
+from prbj.web.access import HostPolicy, is_loopback, is_wildcard
 
 DEFAULT_FOLDER = Path("reports")
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def default_reviewer() -> str:
@@ -49,7 +51,24 @@ def open_catalog(paths: Sequence[Path], dataset: str | None, console: Console) -
     return catalog
 
 
-async def serve(viewer: Viewer, host: str, port: int, *, open_browser: bool, console: Console) -> None:
+def _url_host(host: str) -> str:
+    # A wildcard bind is reached by the machine's name; 0.0.0.0 itself is no address a browser should use.
+    name = socket.gethostname() if is_wildcard(host) else host
+    return f"[{name}]" if ":" in name else name
+
+
+async def serve(
+    viewer: Viewer,
+    host: str,
+    port: int,
+    *,
+    open_browser: bool,
+    console: Console,
+    allow_hosts: Sequence[str] = (),
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until cancelled (Ctrl-C). Requests must name this machine (HostPolicy); beyond loopback every page
+    needs the token, which the printed URL carries."""
     runner = web.AppRunner(make_app(viewer), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -59,15 +78,22 @@ async def serve(viewer: Viewer, host: str, port: int, *, open_browser: bool, con
         await runner.cleanup()
         raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror}") from None
     bound = runner.addresses[0][1]
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}/"
-    if host in LOOPBACK:
-        viewer.hosts = {f"{name}:{bound}" for name in ("127.0.0.1", "localhost", "[::1]")}
-    else:
+    viewer.access = HostPolicy.for_bind(host, allow_hosts)
+    viewer.token_to_read = not is_loopback(host)
+    url = f"http://{_url_host(host)}:{bound}/"
+    if viewer.token_to_read:
+        url += f"?token={viewer.token}"
+        where = "every address of this machine" if is_wildcard(host) else host
         console.print(
-            f"[yellow]warning: serving on {host}: anyone who can reach it can read these runs[/yellow]"
+            f"[yellow]warning: serving on {where} (port {bound}): whoever can reach it and holds the token in "
+            "the address below can read every run under the folders given (questions, answers, profiles, the "
+            "judges' replies, costs) and write labels into them; requests naming another host are refused "
+            "(--allow-host NAME adds one)[/yellow]",
+            soft_wrap=True,
         )
     console.print(f"prbj view: {url}  (Ctrl-C stops)", highlight=False, soft_wrap=True)
+    if on_ready is not None:
+        on_ready(url)
     if open_browser:
         webbrowser.open(url)
     try:
@@ -88,16 +114,21 @@ def run_view_command(
     reviewer: str | None,
     bundle: Path | None,
     dataset: str | None,
+    allow_hosts: Sequence[str] = (),
 ) -> int:
     console = Console(highlight=False)
+    # Checked as the label reader checks it, before anything is served: a name it refuses could label nothing.
+    name = check_reviewer(reviewer if reviewer is not None else default_reviewer(), "--reviewer")
     catalog = open_catalog(paths, dataset, Console(stderr=True, highlight=False))
     if bundle is not None:
         pages = write_bundle(catalog, bundle)
         print_whole(console, f"wrote {pages} pages to {bundle} (open {bundle / 'index.html'})")
         return 0
-    viewer = Viewer(catalog, reviewer or default_reviewer())
+    viewer = Viewer(catalog, name)
     try:
-        asyncio.run(serve(viewer, host, port, open_browser=open_browser, console=console))
+        asyncio.run(
+            serve(viewer, host, port, open_browser=open_browser, console=console, allow_hosts=allow_hosts)
+        )
     except KeyboardInterrupt:
         console.print("prbj view stopped")
     return 0

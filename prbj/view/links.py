@@ -14,6 +14,9 @@ from urllib.parse import quote, urlencode
 from prbj.view.query import OUTCOMES, Query
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,80}")
+# Path segments a browser resolves away ("/pair/.." is the run's folder), percent-encoded or not: such a pair id
+# travels in the query instead.
+DOT_SEGMENTS = (".", "..")
 
 
 def file_slug(name: str) -> str:
@@ -41,15 +44,23 @@ class LiveLinks:
     def judgments(self, key: str, query: Query, **changes: object) -> str | None:
         return self._q(f"/run/{quote(key)}/judgments", query.params(**changes))
 
+    def _pair_path(self, key: str, pair_id: str) -> tuple[str, list[tuple[str, str]]]:
+        if pair_id in DOT_SEGMENTS:
+            return f"/run/{quote(key)}/pair", [("id", pair_id)]
+        return f"/run/{quote(key)}/pair/{quote(pair_id, safe='')}", []
+
+    def pair_address(self, key: str, pair_id: str, params: Sequence[tuple[str, str]] = ()) -> str:
+        path, named = self._pair_path(key, pair_id)
+        return self._q(path, [*named, *params])
+
     def pair(self, key: str, pair_id: str, query: Query | None = None, **extra: str) -> str:
-        params = [*(query.params(page=1) if query else []), *extra.items()]
-        return self._q(f"/run/{quote(key)}/pair/{quote(pair_id, safe='')}", params)
+        return self.pair_address(key, pair_id, [*(query.params(page=1) if query else []), *extra.items()])
 
     def label(self, key: str, pair_id: str, query: Query | None = None) -> str | None:
-        """Where the label form posts; the query brings the reviewer back to the same selection."""
-        return self._q(
-            f"/run/{quote(key)}/pair/{quote(pair_id, safe='')}/label", query.params() if query else []
-        )
+        """Where the label form posts (the pair's own address for an id passed in the query); the query brings
+        the reviewer back to the same selection."""
+        path, named = self._pair_path(key, pair_id)
+        return self._q(path if named else f"{path}/label", [*named, *(query.params() if query else [])])
 
     def export(self, key: str, kind: str, query: Query) -> str | None:
         return self._q(f"/run/{quote(key)}/export.{kind}", query.params(page=1))

@@ -4,15 +4,27 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from prbj.view.links import Links
 
 STATIC_FILES = ("viewer.css", "viewer.js")
+# What a page may load and run: its own script and stylesheet (SVG charts are inline markup). The live server
+# sends it as a header (with frame-ancestors, which only a header can set); every page, the static bundle's
+# too, carries it in a <meta> tag.
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "form-action 'self'"
+)
+# Hangul fillers and the Mongolian vowel separator show as nothing, like the format characters (Cf: zero-width
+# spaces and joiners, bidi marks, embeddings, overrides and isolates, the BOM, soft hyphens).
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u180e")
 
 
 def _number(value: Any) -> str:
@@ -25,6 +37,37 @@ def _number(value: Any) -> str:
     return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) == "Cf" or char in _BLANK_LETTERS
+
+
+def _code(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
+def visible_text(value: Any) -> str:
+    """Plain text with every invisible or direction-changing character written out as [U+XXXX] (a page title
+    cannot hold markup)."""
+    text = str(value)
+    return "".join(f"[{_code(c)}]" if _invisible(c) else c for c in text)
+
+
+def shown_id(value: Any) -> Markup:
+    """An identifier from a dataset or run (pair id, run id) as a page shows it: isolated from the text around
+    it (<bdi>: a right-to-left id cannot reorder its line), invisible characters made visible, all escaped."""
+    text = str(value)
+    if not any(_invisible(char) for char in text):
+        return Markup("<bdi>{}</bdi>").format(text)
+    parts = []
+    for char in text:
+        if _invisible(char):
+            name = unicodedata.name(char, "format character").lower()
+            parts.append(Markup('<span class="invisible" title="{}">{}</span>').format(name, _code(char)))
+        else:
+            parts.append(escape(char))
+    return Markup("<bdi>") + Markup("").join(parts) + Markup("</bdi>")
+
+
 @cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -35,6 +78,9 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["num"] = _number
+    env.filters["id"] = shown_id
+    env.filters["visible"] = visible_text
+    env.globals["page_csp"] = Markup(PAGE_CSP)  # a constant of ours: its quotes need no escaping
     return env
 
 

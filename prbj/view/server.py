@@ -1,15 +1,16 @@
-"""The live viewer: an aiohttp application on 127.0.0.1 serving the pages of a Catalog.
+"""The live viewer: an aiohttp application serving the pages of a Catalog (on 127.0.0.1 unless told otherwise).
 
-Safe by default: every write (a label, a sheet's ratings) must carry the per-process token that only this
-server's pages hold; requests whose Host is not the address served are refused (a page elsewhere cannot reach
-the viewer through a name that resolves to 127.0.0.1); the only files served are the package's own assets and
-files inside a run directory (runs.rundir.run_file refuses `..`, absolute paths and symlinks that leave it); every
-text is escaped by the templates. A run that cannot be read gets a page that says why."""
+Safe by default: a request must be addressed to this machine (one of its names or addresses, a loopback name on
+a loopback bind, or a name given with --allow-host), so that a page elsewhere cannot reach the viewer through a
+name made to resolve here (DNS rebinding); every write (a label, a sheet's ratings) must carry the per-process
+token that only this server's pages hold; on a bind beyond loopback every read needs the token too (the printed
+URL carries it once, then a cookie does). The only files served are the package's own assets and the files a
+run directory is made of (runs.rundir.run_file); every text is escaped by the templates. A run that cannot be
+read gets a page that says why."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import mimetypes
 import secrets
@@ -19,9 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from prbj.data.labels import MAX_NOTE_CHARS, Label
 from prbj.errors import DataError
@@ -30,7 +30,8 @@ from prbj.view import overview, pair, sheets, table
 from prbj.view.catalog import BuildEntry, Catalog, LoadedRun
 from prbj.view.links import LiveLinks
 from prbj.view.query import Query
-from prbj.view.render import compile_templates, render, static_file
+from prbj.view.render import PAGE_CSP, compile_templates, render, static_file
+from prbj.web.access import HostPolicy, bearer, same_token
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LINKS = LiveLinks()
@@ -44,8 +45,10 @@ class Viewer:
     catalog: Catalog
     reviewer: str
     token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    # host:port values a request may name; empty accepts any (set by serve() once the port is known).
-    hosts: set[str] = field(default_factory=set)
+    # The names a request may be addressed to (serve() sets them for the address it binds).
+    access: HostPolicy = field(default_factory=lambda: HostPolicy.for_bind("127.0.0.1"))
+    # On a bind beyond loopback reading needs the token too, not only writing.
+    token_to_read: bool = False
     _reports: dict[tuple[str, ...], overview.ReportView] = field(default_factory=dict)
     _report_lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -85,11 +88,8 @@ _NO_STORE = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
-# Pages run only their own script and styles; SVG charts are inline markup.
-_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
+# The pages' own policy, and no framing (which only a header can forbid).
+_CSP = f"{PAGE_CSP}; frame-ancestors 'none'"
 
 
 def _viewer(request: web.Request) -> Viewer:
@@ -100,16 +100,66 @@ def _viewer(request: web.Request) -> Viewer:
 VIEWER = web.AppKey("viewer", Viewer)
 
 
+def _local(request: web.Request) -> tuple[str | None, int | None]:
+    """The address and port the connection reached (which of this machine's addresses, on a wildcard bind)."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
+    if isinstance(sockname, tuple) and len(sockname) >= 2:
+        return str(sockname[0]), int(sockname[1])
+    return None, None
+
+
+def cookie_name(port: int | None) -> str:
+    # Cookies ignore ports: two viewers on one machine each keep their own.
+    return f"prbj_view_{port or 0}"
+
+
+def _read_access(request: web.Request, viewer: Viewer, port: int | None) -> web.StreamResponse | None:
+    """None when the request carries the viewer's token (cookie, header, or the printed URL's ?token=, which
+    becomes the cookie and leaves the address bar); else the response that refuses it."""
+    name = cookie_name(port)
+    if same_token(request.query.get("token"), viewer.token):
+        if request.method not in ("GET", "HEAD"):
+            return None
+        response = web.Response(
+            status=303, headers={hdrs.LOCATION: str(request.rel_url.without_query_params("token"))}
+        )
+        response.set_cookie(name, viewer.token, httponly=True, samesite="Strict", path="/")
+        return response
+    sent = (
+        request.cookies.get(name)
+        or request.headers.get("X-Prbj-Token")
+        or bearer(request.headers.get(hdrs.AUTHORIZATION))
+    )
+    if same_token(sent, viewer.token):
+        return None
+    return viewer.problem(
+        "Token needed",
+        "This viewer serves other machines, so every page needs its token: open the address prbj view "
+        "printed (it ends in ?token=...).",
+        status=403,
+    )
+
+
 @web.middleware
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Host check, token check on writes, security headers; a failure inside a page is a page, not a trace."""
+    """Host check, token checks (writes; reads too beyond loopback), security headers; a failure inside a page
+    is a page, not a trace."""
     viewer = _viewer(request)
-    if viewer.hosts and request.host not in viewer.hosts:
-        return web.Response(status=421, text="unknown host: open the address prbj view printed\n")
+    address, port = _local(request)
+    if not viewer.access.allows(request.headers.get(hdrs.HOST), address):
+        return web.Response(
+            status=421,
+            text="unknown host: open the address prbj view printed (or name this host with --allow-host)\n",
+        )
+    if viewer.token_to_read:
+        refused = _read_access(request, viewer, port)
+        if refused is not None:
+            refused.headers.setdefault("Content-Security-Policy", _CSP)
+            return refused
     if request.method not in ("GET", "HEAD"):
         form = await request.post()
         sent = str(form.get("token") or request.headers.get("X-Prbj-Token") or "")
-        if not hmac.compare_digest(sent.encode(), viewer.token.encode()):
+        if not same_token(sent, viewer.token):
             return viewer.problem(
                 "Not saved",
                 "This write did not carry the viewer's token: reload the page and try again.",
@@ -204,7 +254,7 @@ async def pair_page(request: web.Request) -> web.StreamResponse:
     if isinstance(run, web.Response):
         return run
     viewer = _viewer(request)
-    pair_id = request.match_info["pair_id"]
+    pair_id = _pair_id(request)
     context = pair.pair_page(
         viewer.catalog,
         run,
@@ -224,12 +274,17 @@ async def pair_page(request: web.Request) -> web.StreamResponse:
 _SLOTS = {"A": 0, "B": 1}
 
 
+def _pair_id(request: web.Request) -> str:
+    """From the path, or from the query for the ids a path cannot hold ("." and "..", see links.DOT_SEGMENTS)."""
+    return request.match_info.get("pair_id") or request.query.get("id", "")
+
+
 async def save_label(request: web.Request) -> web.StreamResponse:
     run = await _loaded(request)
     if isinstance(run, web.Response):
         return run
     viewer = _viewer(request)
-    pair_id = request.match_info["pair_id"]
+    pair_id = _pair_id(request)
     if run.data.judgments.filter(run.data.judgments["pair_id"] == pair_id).height == 0:
         return viewer.problem("No such pair", f"{run.entry.run_id} has no pair {pair_id!r}", status=404)
     form = await request.post()
@@ -247,9 +302,12 @@ async def save_label(request: web.Request) -> web.StreamResponse:
         shown_as_a=shown_as_a,
         run_id=run.entry.run_id,
     )
-    rundir.append_label(run.entry.path, label)
+    try:
+        rundir.append_label(run.entry.path, label)
+    except DataError as err:
+        return viewer.problem("Not saved", str(err), status=400)
     params = [*_query(request).params(), ("saved", "1")]
-    raise web.HTTPSeeOther(LINKS.pair(run.entry.key, pair_id) + "?" + urlencode(params))
+    raise web.HTTPSeeOther(LINKS.pair_address(run.entry.key, pair_id, params))
 
 
 async def run_file(request: web.Request) -> web.StreamResponse:
@@ -320,8 +378,11 @@ def make_app(viewer: Viewer) -> web.Application:
     app.router.add_get("/run/{key}", run_page)
     app.router.add_get("/run/{key}/judgments", judgments_page)
     app.router.add_get(r"/run/{key}/export.{kind:jsonl|csv}", export)
-    app.router.add_get("/run/{key}/pair/{pair_id}", pair_page)
-    app.router.add_post("/run/{key}/pair/{pair_id}/label", save_label)
+    # A pair id may hold any character but "/" (braces too); "." and ".." come as /pair?id=.
+    app.router.add_get("/run/{key}/pair", pair_page)
+    app.router.add_post("/run/{key}/pair", save_label)
+    app.router.add_get("/run/{key}/pair/{pair_id:[^/]+}", pair_page)
+    app.router.add_post("/run/{key}/pair/{pair_id:[^/]+}/label", save_label)
     app.router.add_get("/run/{key}/files/{path:.+}", run_file)
     app.router.add_get("/build/{key}", build_page)
     app.router.add_get(r"/build/{key}/sheet/{sheet}/{item}", sheet_item)

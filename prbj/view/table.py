@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.data.csv_cells import neutralise_frame
 from prbj.data.labels import human_preference, latest_labels
 from prbj.data.status import STATUSES
 from prbj.errors import DataError
@@ -150,7 +151,8 @@ def export(catalog: Catalog, run: LoadedRun, query: Query, kind: str) -> bytes:
     frame = _with_labels(select(catalog, run, query).frame.collect(), run)
     out = io.BytesIO()
     if kind == "csv":
-        frame.drop([c for c in _LONG if c in frame.columns]).write_csv(out)
+        # Texts from the dataset and the judges' replies (a pair id may be `=HYPERLINK(...)`): never a formula.
+        neutralise_frame(frame.drop([c for c in _LONG if c in frame.columns])).write_csv(out)
     else:
         frame.write_ndjson(out)
     return out.getvalue()

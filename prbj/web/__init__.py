@@ -1,0 +1,1 @@
+"""What prbj's HTTP servers share: who may talk to them (prbj.web.access)."""
