@@ -66,3 +66,18 @@ def test_a_real_process_prints_the_same_line_on_stderr() -> None:
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("error: invalid value for '--limit'") and done.stderr.count("\n") == 1
+
+
+def test_a_missing_key_is_one_lower_case_error_line_in_a_real_process() -> None:
+    """Issue 35 reported 'Error:' in some missing-key runs; the bytes prbj writes are always 'error: …' (the
+    capital came from a display that capitalises the first letter of a command's output)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    for args in (["judge", "-p", "gemini-3-flash"], ["serve", "-p", "gemini-3-flash", "--port", "0"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "prbj", *args], capture_output=True, text=True, timeout=120, env=env
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("error: provider 'gemini-3-flash' needs an API key"), done.stderr
+        assert done.stderr.count("\n") == 1 and "Error" not in done.stdout + done.stderr
