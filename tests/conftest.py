@@ -62,3 +62,21 @@ def small_dataset(tmp_path: Path) -> Path:
     """Six valid pairs, two per subset."""
     records = [make_record(i, SUBSET_NAMES[(i - 1) // 2]) for i in range(1, 7)]
     return write_jsonl(tmp_path / "pairs.jsonl", records)
+
+
+# A paid OpenAI-shaped profile for the loopback provider (tests/loopback.py), reached with --api-base.
+OPENAI_PROFILE = (
+    'model = "openai/{model}"\napi_key_env = "OPENAI_API_KEY"\nmax_concurrency = 8\n'
+    "[price]\ninput = 3\noutput = 15\n[params]\ntemperature = 0\nmax_tokens = 40\n"
+)
+
+
+@pytest.fixture
+def openai_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A --providers-dir with two profiles, `judge` and `planner`, for the loopback provider; a key is set."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback")
+    folder = tmp_path / "providers"
+    folder.mkdir()
+    for name in ("judge", "planner"):
+        (folder / f"{name}.toml").write_text(OPENAI_PROFILE.replace("{model}", f"{name}-model"))
+    return folder

@@ -50,6 +50,9 @@ class Fault:
     retry_info: bool = True
     # Only the next request of this family ("openai", "anthropic", "gemini") gets the fault; None: any request.
     family: str | None = None
+    # Only the next request whose prompt contains this text gets the fault (one call's first attempt, whatever
+    # order concurrent calls arrive in); None: any request.
+    prompt: str | None = None
 
 
 # How a reply ended, in provider-neutral words; each family spells it its own way (`_NATIVE_END`).
@@ -491,10 +494,10 @@ class ProviderServer:
         with self._lock:
             self._faults.extend(Fault(f) if isinstance(f, str) else f for f in faults)
 
-    def _take_fault(self, family: str) -> Fault | None:
-        """The first queued fault meant for a request of `family` (taken off the queue), if any."""
+    def _take_fault(self, family: str, prompt: str) -> Fault | None:
+        """The first queued fault meant for a request of `family` with this prompt (taken off the queue)."""
         for fault in self._faults:
-            if fault.family in (None, family):
+            if fault.family in (None, family) and (fault.prompt is None or fault.prompt in prompt):
                 self._faults.remove(fault)
                 return fault
         return None
@@ -526,7 +529,7 @@ class ProviderServer:
         parsed = _parse(family, request.path, model, body, dict(request.headers))
         with self._lock:
             self.requests.append(parsed)
-            fault = self._take_fault(family)
+            fault = self._take_fault(family, parsed.prompt)
         if fault is None:
             # Over a rate limit: refused at once, as providers do, without the model's latency.
             refused = self.limits.admit(parsed, _tokens(parsed.prompt))

@@ -11,9 +11,16 @@ from typing import Any
 import polars as pl
 
 from prbj.analysis.stats import summarize
+from prbj.analysis.users import users_section
 from prbj.runs.execute import JUDGMENT_SCHEMA
 
-EXTRA_TYPES = {"cost_usd": pl.Float64, "cached": pl.Boolean, "latency_s": pl.Float64, "p_chosen": pl.Float64}
+EXTRA_TYPES = {
+    "cost_usd": pl.Float64,
+    "cached": pl.Boolean,
+    "latency_s": pl.Float64,
+    "p_chosen": pl.Float64,
+    "user_seen": pl.Boolean,
+}
 
 
 def judgment(
@@ -68,6 +75,8 @@ def write_run_dir(
     seed: int = 0,
     source: str = "hand-made",
     fingerprint: str = "hand-made-0001",
+    benchmark: str | None = None,
+    started: str | None = None,
 ) -> Path:
     schema = dict(JUDGMENT_SCHEMA)
     for row in rows:
@@ -89,8 +98,15 @@ def write_run_dir(
         "bootstrap": {"resamples": 2000, "confidence": 0.95},
         "results": [row.as_dict() for row in summarize(frame, seed=seed)],
     }
+    if (users := users_section(frame, seed=seed)) is not None:
+        summary["users"] = users
     run_dir.mkdir(parents=True, exist_ok=True)
-    run = {"run_id": run_dir.name, "command": "judge", "dataset": dataset, "config": {"seed": seed}}
+    config: dict[str, Any] = {"seed": seed}
+    if benchmark is not None:
+        config["benchmark"] = {"name": benchmark, "version": "1"}
+    run: dict[str, Any] = {"run_id": run_dir.name, "command": "judge", "dataset": dataset, "config": config}
+    if started is not None:
+        run["started"] = started
     (run_dir / "run.json").write_text(json.dumps(run), encoding="utf-8")
     (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     frame.write_parquet(run_dir / "judgments.parquet")

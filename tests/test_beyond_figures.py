@@ -243,7 +243,7 @@ def test_donors_come_from_another_user_of_the_same_subset_deterministically() ->
 
 def test_a_swapped_view_shows_the_donor_profile_and_never_the_scoring_standard() -> None:
     mine, donor = pair(1, "A"), pair(2, "A")
-    view = mine.view("swapped-profile", swapped_profile=donor.profile)
+    view = mine.view("swapped-profile", swapped_profile=donor.user_profile)
     assert view.profile == donor.profile and view.context == "swapped-profile"
     with pytest.raises(LeakageError):
         _ = view.narrative
@@ -252,7 +252,7 @@ def test_a_swapped_view_shows_the_donor_profile_and_never_the_scoring_standard()
     with pytest.raises(ValueError):
         mine.view("swapped-profile")
     with pytest.raises(ValueError):
-        mine.view("profile", swapped_profile=donor.profile)
+        mine.view("profile", swapped_profile=donor.user_profile)
 
 
 def test_a_single_user_cannot_be_swapped() -> None:

@@ -4,6 +4,7 @@ log-probabilities a cache stores (read back as untrusted input)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -86,6 +87,108 @@ def test_calibration_rows_cover_answered_judgments_with_a_probability() -> None:
     assert row.mean_confidence == pytest.approx(np.mean(confidence))
 
 
+def _simulated_runs(accuracy_at: Any, trials: int = 150, n: int = 500) -> list[dict[str, Any]]:
+    """The figures of `trials` simulated runs of a judge whose true accuracy at confidence c is accuracy_at(c)."""
+    rng = np.random.default_rng(11)
+    runs = []
+    for trial in range(trials):
+        confidence = 0.5 + 0.5 * rng.beta(2.0, 1.2, n)
+        correct = (rng.uniform(size=n) < accuracy_at(confidence)).astype(float)
+        p_chosen = np.where(correct > 0, confidence, 1 - confidence)
+        runs.append(calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=trial, resamples=400)))
+    return runs
+
+
+def _held(runs: list[dict[str, Any]], truth: float) -> float:
+    return float(np.mean([r["ece_ci_low"] <= truth <= r["ece_ci_high"] for r in runs]))
+
+
+def test_the_ece_interval_holds_a_perfectly_calibrated_judges_true_ece() -> None:
+    """Issue 31: the percentile interval of the plug-in ECE held a perfectly calibrated judge's true ECE (0) in
+    0 of 150 runs of 500 judgments (the plug-in ECE's noise keeps it near 0.03). The interval now holds it at
+    the 95% it states, and the debiased ECE sits closer to 0."""
+    runs = _simulated_runs(lambda c: c)
+    assert _held(runs, 0.0) >= 0.93
+    plug, debiased = (float(np.mean([r[name] for r in runs])) for name in ("ece", "ece_debiased"))
+    assert plug > 0.02 and debiased < 0.7 * plug
+
+
+def test_the_ece_interval_holds_a_miscalibrated_judges_true_ece() -> None:
+    # Overconfident by 0.07 at every confidence: the true ECE is 0.07.
+    runs = _simulated_runs(lambda c: c - 0.07)
+    assert _held(runs, 0.07) >= 0.93
+    assert float(np.mean([r["ece_debiased"] for r in runs])) == pytest.approx(0.07, abs=0.01)
+
+
+def test_ties_and_inconsistent_pairs_count_half_right_in_every_figure() -> None:
+    """Issue 31: a both-orders judge's inconsistent pairs get confidence 0.5 and were counted wrong, so ECE could
+    not fall below half their share. A verdict that takes no side is a coin flip: half right, in the ECE, the
+    reliability diagram, the accuracy–coverage curve and AUROC alike; the Brier score is of p_chosen (0.5)."""
+    consistent_right, consistent_wrong, inconsistent = 60, 9, 31
+    n = consistent_right + consistent_wrong + inconsistent
+    in_a = ["chosen"] * consistent_right + ["rejected"] * consistent_wrong + ["chosen"] * inconsistent
+    in_b = ["chosen"] * consistent_right + ["rejected"] * consistent_wrong + ["rejected"] * inconsistent
+    verdict = (
+        ["chosen"] * consistent_right + ["rejected"] * consistent_wrong + ["inconsistent"] * inconsistent
+    )
+    frame = pl.DataFrame(
+        {
+            "pair_id": [f"p{i}" for i in range(n)],
+            "judge": ["j"] * n,
+            "context": ["none"] * n,
+            "status": ["ok"] * n,
+            "chosen_position": ["both"] * n,
+            "verdict_chosen_a": in_a,
+            "verdict_chosen_b": in_b,
+            "verdict": verdict,
+            "correct": [v == "chosen" for v in verdict],
+        }
+    )
+    (row,) = calibration(with_confidence(frame), seed=0)
+    # The sure verdicts (confidence 1) are right 60 of 69 times; the unsure ones (0.5) half right by definition.
+    sure_gap = 1.0 - consistent_right / (consistent_right + consistent_wrong)
+    assert row.ece == pytest.approx((consistent_right + consistent_wrong) / n * sure_gap)
+    half_bin = next(b for b in row.bins if b.high == pytest.approx(0.5))
+    assert (half_bin.n, half_bin.accuracy, half_bin.confidence) == (inconsistent, 0.5, 0.5)
+    assert row.accuracy == pytest.approx((consistent_right + 0.5 * inconsistent) / n)
+    assert row.curve[-1].accuracy == pytest.approx(row.accuracy)
+    # p_chosen: 1 for the right, 0 for the wrong, 0.5 for the inconsistent.
+    assert row.brier == pytest.approx((consistent_wrong * 1.0 + inconsistent * 0.25) / n)
+    # AUROC with each judgment right in its share y and wrong in 1 − y: every sure right verdict against the
+    # wrong halves at 0.5 wins, against the sure wrong ones ties; the right halves at 0.5 lose to the sure
+    # wrong ones and tie with the wrong halves.
+    right = consistent_right + 0.5 * inconsistent
+    wrong = consistent_wrong + 0.5 * inconsistent
+    wins = consistent_right * (0.5 * inconsistent + 0.5 * consistent_wrong) + 0.5 * inconsistent * 0.5 * (
+        0.5 * inconsistent
+    )
+    assert row.auroc == pytest.approx(wins / (right * wrong))
+    assert row.ece_ci_low <= row.ece_debiased <= row.ece <= row.ece_ci_high
+
+
+@pytest.mark.parametrize("levels", [None, 5])
+def test_half_right_judgments_match_the_definitions_pair_by_pair(levels: int | None) -> None:
+    rng = np.random.default_rng(4)
+    confidence = rng.uniform(0.5, 1.0, 120)
+    if levels is not None:
+        confidence = np.round(confidence * levels) / levels
+    correct = (rng.uniform(size=120) < confidence).astype(float)
+    no_side = rng.uniform(size=120) < 0.2
+    confidence[no_side], correct[no_side] = 0.5, 0.5
+    p_chosen = np.where(no_side, 0.5, np.where(correct > 0, confidence, 1 - confidence))
+    figures = calibrate(confidence, correct, p_chosen, resamples=Resamples(seed=1, resamples=100))
+    weights = correct[:, None] * (1 - correct[None, :])
+    beats = (confidence[:, None] > confidence[None, :]) + 0.5 * (confidence[:, None] == confidence[None, :])
+    assert figures["auroc"] == pytest.approx((weights * beats).sum() / weights.sum(), abs=1e-12)
+    ece = sum(
+        (bin_of(confidence) == b).mean()
+        * abs(correct[bin_of(confidence) == b].mean() - confidence[bin_of(confidence) == b].mean())
+        for b in range(10)
+        if (bin_of(confidence) == b).any()
+    )
+    assert figures["ece"] == pytest.approx(ece, abs=1e-12)
+
+
 def test_preference_fairness_follows_shi_et_al() -> None:
     # Four pairs in both orders: consistent, said A twice (primacy), said B twice (recency), said A twice.
     frame = pl.DataFrame(
@@ -132,6 +235,25 @@ def test_the_probability_is_read_at_the_verdict_the_parser_reads() -> None:
     assert probability_of_a(reply, shown, only_b) == pytest.approx(0.1 / 0.8)
     assert probability_of_a("no verdict here", shown, logprobs) is None
     assert probability_of_a(reply, shown, None) is None
+
+
+def test_a_letter_counts_in_either_case_as_the_parser_reads_it() -> None:
+    """Issue 31: the parser reads "Result: a" as A, but the normaliser counted only the case the judge wrote, so
+    " B" 0.6 beside " a" 0.4 gave P(A) = 0 (then bounded by the leftover mass) instead of 0.4."""
+    reply = "Both are fine.\nResult: B"
+    shown = ["first answer", "second answer"]
+    mixed = choices(reply, " B", [(" B", math.log(0.6)), (" a", math.log(0.4))])
+    assert probability_of_a(reply, shown, mixed) == pytest.approx(0.4)
+    # Both cases of one letter add up; a lowercase verdict reads the same way.
+    both = choices(
+        reply,
+        " B",
+        [(" B", math.log(0.5)), (" b", math.log(0.1)), (" A", math.log(0.2)), ("a", math.log(0.2))],
+    )
+    assert probability_of_a(reply, shown, both) == pytest.approx(0.4 / 1.0)
+    lower = "Both are fine.\nResult: a"
+    read_lower = choices(lower, " a", [(" a", math.log(0.7)), (" B", math.log(0.3))])
+    assert probability_of_a(lower, shown, read_lower) == pytest.approx(0.7)
 
 
 def test_a_byte_token_does_not_shift_the_letters_that_follow() -> None:

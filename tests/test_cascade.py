@@ -13,6 +13,10 @@ from loopback import ChatRequest, ProviderServer
 from test_confidence import chosen_probability, unsure_judge, verdict_logprobs
 from test_generative import Harness, chosen_letter, pair_index, records
 
+from prbj.analysis.cascade import CascadePlan, cascade_rows
+from prbj.analysis.confidence import with_confidence
+from prbj.analysis.position import position_fairness
+
 THRESHOLD = 0.8
 CASCADE = "cascade(gemini-3-flash→gpt-5.1)"
 
@@ -114,3 +118,50 @@ def test_a_strong_judge_that_ran_on_every_pair_is_measured_not_estimated(
     assert stats["second_alone_cost_estimated"] is False
     assert stats["second_alone_accuracy"] == 1.0
     assert "gpt-5.1 (escalated)" not in set(run.judgments["judge"])
+
+
+def test_a_pair_the_strong_judge_decided_carries_its_per_order_verdicts() -> None:
+    """Issue 31: a cascade row kept the cheap judge's per-order verdicts beside the strong judge's verdict, so
+    four pairs the strong judge decided consistently and rightly counted as inconsistent, primacy-preferred
+    pairs (position consistency 0, preference fairness −1)."""
+    pairs = [f"p{i}" for i in range(4)]
+
+    def rows(judge: str, in_a: str, in_b: str, verdict: str, reply: str) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "pair_id": pairs,
+                "subset": ["s"] * 4,
+                "judge": [judge] * 4,
+                "context": ["none"] * 4,
+                "status": ["ok"] * 4,
+                "verdict": [verdict] * 4,
+                "correct": [verdict == "chosen"] * 4,
+                "tie": [False] * 4,
+                "chosen_position": ["both"] * 4,
+                "verdict_chosen_a": [in_a] * 4,
+                "verdict_chosen_b": [in_b] * 4,
+                "reply": [reply] * 4,
+                "cost_usd": [0.001] * 4,
+            }
+        )
+
+    # The cheap judge said A in both orders (inconsistent: confidence 0.5); the strong one picked the chosen
+    # answer in both.
+    frame = with_confidence(
+        pl.concat(
+            [
+                rows("cheap", "chosen", "rejected", "inconsistent", "A, then A"),
+                rows("strong (escalated)", "chosen", "chosen", "chosen", "the chosen one twice"),
+            ]
+        )
+    )
+    plan = CascadePlan("cheap", "strong", "strong (escalated)", "none", 0.8, second_ran_alone=False)
+    cascade, stats = cascade_rows(frame, plan)
+    assert cascade["cascade_stage"].to_list() == [2] * 4 and stats.accuracy == 1.0
+    assert cascade["verdict_chosen_a"].to_list() == ["chosen"] * 4
+    assert cascade["verdict_chosen_b"].to_list() == ["chosen"] * 4
+    assert cascade["reply"].to_list() == ["the chosen one twice"] * 4
+    assert cascade["confidence"].to_list() == [1.0] * 4
+    assert cascade["cost_usd"].to_list() == pytest.approx([0.002] * 4)
+    (row,) = [r for r in position_fairness(cascade) if r.judge.startswith("cascade")]
+    assert (row.position_consistency, row.preference_fairness, row.primacy) == (1.0, 0.0, 0)

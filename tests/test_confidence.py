@@ -75,7 +75,8 @@ def harness(tmp_path: Path, server: ProviderServer) -> Harness:
 
 
 def direct_figures(confidence: np.ndarray, correct: np.ndarray, p_chosen: np.ndarray) -> dict[str, float]:
-    """ECE, Brier and AUROC written out from their definitions, one judgment and one pair at a time."""
+    """ECE, Brier and AUROC written out from their definitions, one judgment and one pair at a time; `correct`
+    is 0.5 for a verdict that took no side (right in one half, wrong in the other)."""
     n = len(confidence)
     ece = 0.0
     for low, high in itertools.pairwise(BIN_EDGES):
@@ -87,10 +88,21 @@ def direct_figures(confidence: np.ndarray, correct: np.ndarray, p_chosen: np.nda
             mean = sum(confidence[i] for i in members) / len(members)
             ece += len(members) / n * abs(accuracy - mean)
     brier = sum((p - 1.0) ** 2 for p in p_chosen) / n
-    right = [confidence[i] for i in range(n) if correct[i]]
-    wrong = [confidence[i] for i in range(n) if not correct[i]]
-    wins = sum(1.0 if r > w else 0.5 if r == w else 0.0 for r in right for w in wrong)
-    return {"ece": ece, "brier": brier, "auroc": wins / (len(right) * len(wrong))}
+    wins = pairs = 0.0
+    for i in range(n):
+        for j in range(n):
+            weight = correct[i] * (1.0 - correct[j])
+            pairs += weight
+            wins += weight * (
+                1.0 if confidence[i] > confidence[j] else 0.5 if confidence[i] == confidence[j] else 0.0
+            )
+    return {"ece": ece, "brier": brier, "auroc": wins / pairs}
+
+
+def no_side_half(frame: pl.DataFrame) -> np.ndarray:
+    """Correctness as the calibration figures count it: a tie or an inconsistent pair is half right."""
+    sided = frame["verdict"].is_in(["chosen", "rejected"]).to_numpy()
+    return np.where(sided, frame["correct"].cast(pl.Float64).to_numpy(), 0.5)
 
 
 @pytest.mark.parametrize(
@@ -141,7 +153,7 @@ def test_p_chosen_is_the_verdict_tokens_probability_and_the_figures_follow(
 
     summary = json.loads((run.run_dir / "summary.json").read_text())  # type: ignore[operator]
     (row,) = summary["calibration"]
-    direct = direct_figures(confidence, frame["correct"].to_numpy(), frame["p_chosen"].to_numpy())
+    direct = direct_figures(confidence, no_side_half(frame), frame["p_chosen"].to_numpy())
     for figure in ("ece", "brier", "auroc"):
         assert row[figure] == pytest.approx(direct[figure], abs=1e-9), figure
         assert (

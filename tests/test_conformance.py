@@ -24,7 +24,8 @@ from prbj.judges.generative import MAX_RETRY_SAMPLES
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec, resolve_provider
-from prbj.llm.retry import RetryPolicy
+from prbj.llm.retry import RetryPolicy, cause_of, is_retryable
+from prbj.llm.transport import ChatCall, LiteLLMTransport
 
 FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=20, initial_wait=0.01, max_wait=0.05)
 KEYS = {"GEMINI_API_KEY": "gem-conformance-1", "OPENAI_API_KEY": "oai-conformance-2", "ANTHROPIC_API_KEY": "ant-3"}
@@ -181,6 +182,36 @@ async def test_an_exhausted_quota_is_not_retried_and_stops_the_provider(server, 
     for result in later:
         assert result.status == "api_error" and result.cause == "quota exhausted"
         assert "circuit breaker" in (result.error or "") and "quota exhausted" in (result.error or "")
+
+
+@pytest.mark.parametrize(
+    ("name", "fault", "retryable", "cause"),
+    [
+        (
+            "gemini-3-flash",
+            Fault("429-gemini", retry_after=1, quota_id="GenerateRequestsPerDayPerProjectPerModel"),
+            False,
+            "quota exhausted",
+        ),
+        ("gpt-5.1", Fault("insufficient_quota"), False, "quota exhausted"),
+        ("gpt-5.1", Fault("429"), True, "429 Too Many Requests"),
+        ("gemini-3-flash", Fault("429-gemini", retry_after=1), True, "429 Too Many Requests"),
+    ],
+    ids=["gemini-per-day", "openai-insufficient-quota", "openai-429", "gemini-per-minute"],
+)
+async def test_the_error_a_provider_sends_for_an_exhausted_quota_is_never_retryable(
+    server, name, fault, retryable, cause
+) -> None:
+    """Issue 31 (a mutation the suite let through): with an exhausted quota counted retryable, the breaker
+    still stops the retry before it is sent, so only the retry's wait showed it. The classification itself,
+    of the very error LiteLLM raises for each provider's answer, says it."""
+    spec = provider(name, server)
+    server.inject(fault)
+    call = ChatCall(spec, [{"role": "user", "content": "Which answer fits?"}], {}, spec.api_key())
+    with pytest.raises(Exception) as raised:
+        await LiteLLMTransport().send(call)
+    assert is_retryable(raised.value) is retryable
+    assert cause_of(raised.value) == cause
 
 
 async def test_anthropic_529_is_overloaded_and_retried(server, tmp_path) -> None:

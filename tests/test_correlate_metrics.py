@@ -190,6 +190,20 @@ def test_bootstrap_over_rms_is_seeded_and_skips_degenerate_resamples() -> None:
     assert first["ndcg"].used == 500
 
 
+def test_bootstrap_intervals_are_95_percent_two_sided() -> None:
+    """Issue 31 (a mutation the suite let through): the percentile interval's ends are the 2.5% and 97.5%
+    quantiles of the resamples, not 5% and 95%. The resampled mean of 200 evenly spread RM scores is normal to
+    a good approximation: its ends sit 1.96 standard errors from the mean (1.645 for a 90% interval)."""
+    x = np.arange(200, dtype=np.float64)
+    y = x[::-1].copy()
+    result = bootstrap_over_rms(x, y, {"mean": lambda a, b: a.mean(axis=-1)}, seed=3, resamples=20_000)
+    interval = result["mean"]
+    assert interval.low is not None and interval.high is not None
+    error = x.std() / math.sqrt(x.size)
+    assert (x.mean() - interval.low) / error == pytest.approx(1.96, abs=0.08)
+    assert (interval.high - x.mean()) / error == pytest.approx(1.96, abs=0.08)
+
+
 def test_bootstrap_over_items_recomputes_accuracy_per_resample() -> None:
     rng = np.random.default_rng(0)
     items = 400

@@ -328,3 +328,49 @@ def test_a_manifest_pointing_outside_the_experiment_is_refused(tmp_path: Path) -
     )
     with pytest.raises(DataError, match="outside"):
         Manifest.open(directory, {})
+
+
+def test_a_dry_run_on_the_sample_is_scaled_to_the_expected_pairs(tmp_path: Path) -> None:
+    """Issue 31 (a mutation the suite let through): a dataset not on this machine is planned on the bundled
+    sample and every count scaled to `expected_pairs`; its cost must be scaled too (no test set it before)."""
+    from prbj.experiments.dry_run import plan_stages
+    from prbj.experiments.runner import Runner, RunOptions
+
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "priced.toml").write_text(
+        'model = "openai/priced-judge"\napi_key_env = "OPENAI_API_KEY"\n'
+        "[price]\ninput = 3\noutput = 15\n[params]\nmax_tokens = 40\n"
+    )
+
+    def plan(dataset: str, extra: str = "") -> tuple[int, float, float, int]:
+        path = write(
+            tmp_path,
+            f"""
+            [experiment]
+            dataset = "{dataset}"
+            {extra}
+
+            [defaults]
+            providers_dir = "{providers}"
+            cache_dir = "{tmp_path / "cache"}"
+            progress = false
+
+            [[judges]]
+            provider = "priced"
+            context = "none"
+            """,
+        )
+        runner = Runner(load_experiment(path, CLI), CLI, tmp_path / "out", options=RunOptions(dry_run=True))
+        plans, _, _ = plan_stages(runner)
+        usage = next(u for stage, u in plans if stage.name == "judge:priced")
+        (provider,) = usage.providers
+        cost, batch = usage.planned_cost_usd, usage.planned_batch_cost_usd
+        return usage.planned_calls, cost, batch, provider.prompt_tokens
+
+    calls, cost, batch, tokens = plan("sample")  # the bundled sample itself: 60 pairs
+    scaled = plan(str(tmp_path / "not-here.jsonl"), "expected_pairs = 600")
+    assert calls == 60 and cost > 0 and batch > 0
+    assert scaled[0] == 10 * calls
+    assert scaled[1] == pytest.approx(10 * cost) and scaled[2] == pytest.approx(10 * batch)
+    assert scaled[3] == 10 * tokens

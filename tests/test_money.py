@@ -14,12 +14,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from loopback import ProviderServer
+from loopback import Fault, ProviderServer
 from test_gateway_cli import env, latest_run, prbj, right_answer, run
 
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
-from prbj.llm.gateway import Gateway, LLMRequest
+from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import resolve_provider
 from prbj.llm.retry import RetryPolicy
 
@@ -40,12 +40,11 @@ def fresh(server, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("OPENAI_API_KEY", "oai-money-test-key")
 
 
-# --- item 4: a cap is filled, not abandoned, at any concurrency ---------------------------------------------
-# None: the defaults (requests in flight from the rate limit and latency, every call handed over at once).
-@pytest.mark.parametrize("concurrency", [1, 16, None])
-async def test_the_cap_is_filled_at_any_concurrency(server, tmp_path, concurrency) -> None:
-    server.latency = 0.01
-    server.reply = lambda r: " ".join(["word"] * 20)  # $0.02 a call; worst case (50 tokens) $0.05
+async def _ask(
+    server: ProviderServer, tmp_path: Path, budget: Budget, concurrency: int | None, *, calls: int
+) -> list[LLMResult]:
+    """`calls` questions ("question 0.", "question 1.", …) to gpt-5.1 on the loopback server at $0.001 an output
+    token (input free, at most 50 tokens: $0.05 worst case a call), `concurrency` at a time (None: all)."""
     spec = replace(
         resolve_provider("gpt-5.1", api_base=server.url),
         input_price=0.0,
@@ -53,21 +52,51 @@ async def test_the_cap_is_filled_at_any_concurrency(server, tmp_path, concurrenc
         params={"max_tokens": 50},
         max_concurrency=concurrency,
     )
-    budget = Budget(max_cost=1.0)
     gateway = Gateway(ResponseCache(tmp_path / "cache"), budget, retry=FAST_RETRY)
-    semaphore = asyncio.Semaphore(concurrency or 80)
+    semaphore = asyncio.Semaphore(concurrency or calls)
 
-    async def one(i: int):
+    async def one(i: int) -> LLMResult:
         async with semaphore:
-            return await gateway.call(spec, LLMRequest.chat("Be terse.", f"question {i}"))
+            return await gateway.call(spec, LLMRequest.chat("Be terse.", f"question {i}."))
 
-    results = await asyncio.gather(*[one(i) for i in range(80)])
-    gateway.close()
+    try:
+        return await asyncio.gather(*[one(i) for i in range(calls)])
+    finally:
+        gateway.close()
+
+
+# --- item 4: a cap is filled, not abandoned, at any concurrency ---------------------------------------------
+# None: the defaults (requests in flight from the rate limit and latency, every call handed over at once).
+@pytest.mark.parametrize("concurrency", [1, 16, None])
+async def test_the_cap_is_filled_at_any_concurrency(server, tmp_path, concurrency) -> None:
+    server.latency = 0.01
+    server.reply = lambda r: " ".join(["word"] * 20)  # $0.02 a call; worst case (50 tokens) $0.05
+    budget = Budget(max_cost=1.0)
+    results = await _ask(server, tmp_path, budget, concurrency, calls=80)
     sent = sum(r.ok for r in results)
     # Skipped only when exhausted: nothing else fits beside what was spent ($0.96 + $0.05 > $1).
     assert budget.spent >= 0.9 and budget.spent <= 1.0
     assert sent == server.count() == 48
     assert sum(r.status == "skipped_budget" for r in results) == 80 - sent
+    assert budget.reserved == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+async def test_a_refused_attempt_gives_its_reservation_back_and_costs_nothing(
+    server, tmp_path, concurrency
+) -> None:
+    """Issue 31 (a mutation the suite let through): a 429 is not billed, so the attempt it refused gives its
+    worst case back; only the answered retry is paid. Charging the worst case instead would spend $0.05 more
+    per call here."""
+    server.reply = lambda r: " ".join(["word"] * 5)  # $0.005 a call; worst case (50 tokens) $0.05
+    calls = 8
+    # Every call's first attempt is refused, in whatever order the calls arrive.
+    server.inject(*[Fault("429", prompt=f"question {i}.") for i in range(calls)])
+    budget = Budget(max_cost=1.0)
+    results = await _ask(server, tmp_path, budget, concurrency, calls=calls)
+    assert [r.status for r in results] == ["ok"] * calls, [r.error for r in results]
+    assert server.count() == 2 * calls
+    assert budget.spent == pytest.approx(calls * 0.005)
     assert budget.reserved == pytest.approx(0.0)
 
 

@@ -246,6 +246,21 @@ async def test_too_long_inputs_lose_their_middle_and_are_flagged(models: Models,
     assert truncate_middle([1, 2], 4) == ([1, 2], False)
 
 
+async def test_a_shorter_max_length_is_never_served_the_longer_ones_scores(
+    models: Models, tmp_path: Path
+) -> None:
+    """Issue 31 (a mutation the suite let through): --max-length changes what the model reads, so it is part
+    of the cache key. Scored first whole, then with room for 24 tokens on the same cache, a long pair must be
+    scored again, cut, not replayed whole."""
+    long_pair = parse_pair(make_record(1, chosen=FILLER, rejected="Cheap film ."))
+    (whole,) = await _judge_all(_judge(models.plain, tmp_path), [long_pair])
+    assert whole.truncated is False
+    short = _judge(models.plain, tmp_path, max_length=24)
+    (cut,) = await _judge_all(short, [long_pair])
+    assert short.model.forward_passes > 0
+    assert cut.truncated is True and cut.score_chosen != pytest.approx(whole.score_chosen, abs=1e-6)
+
+
 async def test_a_zero_head_gives_ties_counted_apart(models: Models, tmp_path: Path) -> None:
     judgments = await _judge_all(_judge(models.zero_head, tmp_path), _pairs())
     assert {j.verdict for j in judgments} == {"tie"}
@@ -524,7 +539,7 @@ def test_swapped_profile_control_for_a_scalar_rm(models: Models, tmp_path: Path)
     ones; with --context profile beside it, summary.json reports the RM's profile reliance."""
     mine = parse_pair(make_record(1, profile=[{"id": "a", "category": "c", "text": "film darkroom budget"}]))
     donor = parse_pair(make_record(2, profile=[{"id": "b", "category": "c", "text": "sourdough starter"}]))
-    swapped = conversation(mine.view("swapped-profile", swapped_profile=donor.profile), mine.chosen)
+    swapped = conversation(mine.view("swapped-profile", swapped_profile=donor.user_profile), mine.chosen)
     assert "sourdough starter" in swapped[0]["content"] and "film darkroom" not in swapped[0]["content"]
 
     records = [

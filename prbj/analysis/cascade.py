@@ -9,10 +9,11 @@ The strong judge's calls on escalated pairs are the run's own (cached when they 
 pair no second-stage call is made.
 
 The cascade is a judge of its own, `cascade(first→second)`: on each pair the deciding stage's judgment (status,
-verdict, probability) with the cost of both stages, and `cascade_stage` saying which one decided. Its figures
-(summary.json `cascades`) put its accuracy and cost per 100 judgments beside the strong judge alone on the same
-pairs: measured when the strong judge also ran on every pair (it was among --provider), otherwise its cost
-estimated from its mean cost on the escalated pairs (accuracy then unknown).
+verdict, probability, and the per-order verdicts and reply it came from) with the cost of both stages, and
+`cascade_stage` saying which one decided. Its figures (summary.json `cascades`) put its accuracy and cost per
+100 judgments beside the strong judge alone on the same pairs: measured when the strong judge also ran on
+every pair (it was among --provider), otherwise its cost estimated from its mean cost on the escalated pairs
+(accuracy then unknown).
 """
 
 from __future__ import annotations
@@ -22,16 +23,18 @@ from typing import Any
 
 import polars as pl
 
-from prbj.analysis.confidence import CONFIDENCE, P_CHOSEN, SOURCE
+from prbj.analysis.confidence import CONFIDENCE
 from prbj.analysis.derived import with_derived
 from prbj.data.status import ABSTAINED, HEALABLE_STATUSES
 
 ESCALATED_SUFFIX = " (escalated)"
 STAGE_COLUMN = "cascade_stage"
-# Taken from the stage that decided the pair.
-_DECIDING = ("status", "verdict", "correct", "tie", "error", P_CHOSEN, CONFIDENCE, SOURCE)
+# The pair itself, the same in both stages' rows.
+_PAIR = ("pair_id", "subset", "context", "chosen_words", "rejected_words")
 # Added up over both stages.
 _SUMMED = ("cost_usd", "original_cost_usd", "prompt_tokens", "completion_tokens")
+# Every other column is the judgment of the stage that decided the pair: its verdict and probability, and the
+# per-order verdicts, scores and reply that verdict came from (position figures read the per-order ones).
 
 
 def cascade_name(first: str, second: str) -> str:
@@ -105,8 +108,8 @@ def cascade_rows(frame: pl.DataFrame, plan: CascadePlan) -> tuple[pl.DataFrame, 
     first = frame.filter(pl.col("judge") == plan.first, pl.col("context") == plan.context)
     second = frame.filter(pl.col("judge") == plan.second_rows, pl.col("context") == plan.context)
     escalated = set(escalated_pairs(frame, plan.first, plan.context, plan.below))
-    deciding = [c for c in _DECIDING if c in frame.columns]
     summed = [c for c in _SUMMED if c in frame.columns]
+    deciding = [c for c in frame.columns if c not in (*_PAIR, "judge", STAGE_COLUMN, *summed)]
     joined = first.join(
         second.select("pair_id", *deciding, *summed).rename(lambda c: c if c == "pair_id" else f"{c}__2"),
         on="pair_id",

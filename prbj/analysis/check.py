@@ -6,6 +6,8 @@ For every judge × context × subset in the baseline (subset `all` included):
   the test cannot tell the drop from noise;
 - failures: FAIL when the share of judgments that failed (parse or API error, budget skip) exceeds the bound.
 For the run as a whole, FAIL when its spend exceeds the cost bound.
+Where users repeat in the run (a per-user benchmark), the paired test is Obuchowski's clustered McNemar over users
+(prbj.analysis.mcnemar.clustered_test): a user's pairs flip together more often than independent pairs would.
 A baseline group missing from the run, or a baseline made on other data, is a data error (exit 2), not a pass.
 """
 
@@ -18,6 +20,7 @@ from prbj.analysis.baseline import Baseline, GroupKey, Outcomes, item_outcomes, 
 from prbj.analysis.mcnemar import McNemarResult, paired_test
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.analysis.user_counts import users_of_pairs, users_repeat
 from prbj.data.loaders import match_subset
 from prbj.errors import DataError
 
@@ -112,9 +115,11 @@ def check_group(
     run_items: Outcomes,
     subset_keys: set[str] | None,
     settings: CheckSettings,
+    users: dict[str, str] | None = None,
 ) -> GroupCheck:
+    """`users`: item key → user when users repeat in the run."""
     paired, test = paired_test(
-        _known_outcomes(base_items, subset_keys), _known_outcomes(run_items, subset_keys)
+        _known_outcomes(base_items, subset_keys), _known_outcomes(run_items, subset_keys), users
     )
     delta = (
         None
@@ -194,6 +199,15 @@ def _selected(baseline: Baseline, settings: CheckSettings) -> list[GroupStats]:
     return rows
 
 
+def item_users(run: RunData, keys: set[str]) -> dict[str, str] | None:
+    """Item key → user for these items, when users repeat in the run (else None: items are independent). An
+    item key is its pair id, or the pair id and a `#` suffix when a judge saw the pair more than once."""
+    if not users_repeat(run.judgments):
+        return None
+    by_pair = users_of_pairs(run.judgments)
+    return {key: by_pair.get(key) or by_pair.get(key.rsplit("#", 1)[0], key) for key in keys}
+
+
 def check_run(
     run: RunData, baseline: Baseline, settings: CheckSettings, *, baseline_path: str
 ) -> CheckReport:
@@ -205,7 +219,8 @@ def check_run(
             f"({baseline_path}): the runs judged different pairs; write a new baseline with --update-baseline"
         )
     run_rows = {(r.judge, r.context, r.subset): r for r in run.results}
-    run_outcomes, _ = item_outcomes(run.judgments)
+    run_outcomes, run_items = item_outcomes(run.judgments)
+    users = item_users(run, set(baseline.items) | set(run_items))
     keys_by_subset: dict[str, set[str]] = {}
     for key, subset in baseline.items.items():
         keys_by_subset.setdefault(subset, set()).add(key)
@@ -227,6 +242,7 @@ def check_run(
                 run_outcomes.get(group_key, {}),
                 subset_keys,
                 settings,
+                users,
             )
         )
     failures = [reason for g in groups if g.status == "fail" for reason in g.reasons]

@@ -1,10 +1,14 @@
 """Judges against each other on the same pairs: the paired bootstrap interval of the accuracy difference,
 McNemar's p with Holm's correction across all pairs of judges, and the minimum detectable difference.
 
-An entry is one judge in one context. Two entries are compared on the pairs both answered (status ok)."""
+An entry is one judge in one context. Two entries are compared on the pairs both answered (status ok). When users
+repeat (prbj.analysis.users), the interval resamples users with all their pairs, the test is Obuchowski's
+clustered McNemar, and the minimum detectable difference counts pairs at their effective number (pairs over the
+design effect, prbj.analysis.clusters)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -12,9 +16,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prbj.analysis.mcnemar import mcnemar
-from prbj.analysis.paired import paired_difference_ci
-from prbj.analysis.power import ALPHA, POWER, min_detectable_difference, pairs_needed
+from prbj.analysis.clusters import PairedClusters, design_effect
+from prbj.analysis.mcnemar import clustered_test, mcnemar
+from prbj.analysis.paired import paired_ci
+from prbj.analysis.power import ALPHA, POWER, min_detectable_difference, pairs_needed_exact
+from prbj.analysis.user_counts import users_of_pairs, users_repeat
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +42,17 @@ class Comparison:
     significant: bool
     discordance: float | None
     min_detectable_difference: float | None
+    # Where users repeat among the pairs compared (None otherwise, and left out of summary.json): how many users,
+    # and how much their clustering inflates the variance of the difference (pairs needed grow by it).
+    users: int | None = None
+    design_effect: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        row = asdict(self)
+        for name in ("users", "design_effect"):
+            if row[name] is None:
+                del row[name]
+        return row
 
 
 def entry_label(judge: str, context: str) -> str:
@@ -62,6 +76,36 @@ def paired_arrays(first: dict[str, bool], second: dict[str, bool]) -> tuple[np.n
     )
 
 
+def pair_users(
+    first: dict[str, bool], second: dict[str, bool], users: dict[str, str] | None
+) -> np.ndarray | None:
+    """The user of each shared pair, in paired_arrays' order; None when users do not repeat."""
+    if users is None:
+        return None
+    return np.array([users.get(k, k) for k in sorted(first.keys() & second.keys())], dtype=object)
+
+
+def compare_runs(before: pl.DataFrame, after: pl.DataFrame, *, seed: int) -> list[Comparison]:
+    """Each entry (judge · context) in both runs: its accuracy after minus before, on the pairs both runs
+    answered, paired and resampled as compare_judges does (the user of a pair read from either run)."""
+    old, new = outcomes(before), outcomes(after)
+    both = pl.concat([before.select(_user_columns(before)), after.select(_user_columns(after))], how="diagonal")
+    users = users_of_pairs(both) if users_repeat(both) else None
+    comparisons = []
+    for entry in (label for label in new if label in old):
+        b, a = paired_arrays(old[entry], new[entry])
+        if a.size:
+            labels = pair_users(new[entry], old[entry], users)
+            comparisons.append(
+                compare_pair(entry, entry, a, b, seed=seed, alpha=ALPHA, power=POWER, users=labels)
+            )
+    return comparisons
+
+
+def _user_columns(frame: pl.DataFrame) -> list[str]:
+    return [c for c in ("pair_id", "user_id") if c in frame.columns]
+
+
 def holm(p_values: list[float]) -> list[float]:
     """Holm's step-down adjustment: the family-wise error stays at α over all the comparisons."""
     m = len(p_values)
@@ -75,14 +119,32 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def compare_pair(
-    first: str, second: str, a: np.ndarray, b: np.ndarray, *, seed: int, alpha: float, power: float
+    first: str,
+    second: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    seed: int,
+    alpha: float,
+    power: float,
+    users: np.ndarray | None = None,
 ) -> Comparison:
+    """`users`: each pair's user, aligned with `a` and `b`, when users may repeat."""
     n = int(a.size)
     first_only = int(((a == 1) & (b == 0)).sum())
     second_only = int(((a == 0) & (b == 1)).sum())
-    test = mcnemar(second_only, first_only)
-    low, high = paired_difference_ci(a, b, seed=seed) if n else (None, None)
+    grouped = PairedClusters.from_pairs(a, b, users) if users is not None and n else None
+    clustered = grouped if grouped is not None and grouped.repeat else None
+    # The second is the baseline of the test: `lost` counts pairs only it got right.
+    test = (
+        clustered_test(b, a, users)
+        if clustered is not None and users is not None
+        else mcnemar(second_only, first_only)
+    )
+    low, high = paired_ci(a, b, seed=seed, clusters=clustered) if n else (None, None)
     discordance = (first_only + second_only) / n if n else None
+    inflation = design_effect(clustered) if clustered is not None else None
+    effective = int(n / inflation) if inflation is not None else n
     return Comparison(
         first=first,
         second=second,
@@ -100,8 +162,10 @@ def compare_pair(
         significant=False,
         discordance=discordance,
         min_detectable_difference=(
-            min_detectable_difference(discordance, n, alpha=alpha, power=power) if discordance else None
+            min_detectable_difference(discordance, effective, alpha=alpha, power=power) if discordance else None
         ),
+        users=clustered.count if clustered is not None else None,
+        design_effect=inflation,
     )
 
 
@@ -110,11 +174,13 @@ def compare_judges(
 ) -> list[Comparison]:
     """Every pair of entries that share at least one answered pair, Holm-corrected together."""
     table = outcomes(frame)
+    users = users_of_pairs(frame) if users_repeat(frame) else None
     raw = []
     for first, second in combinations(table, 2):
         a, b = paired_arrays(table[first], table[second])
         if a.size:
-            raw.append(compare_pair(first, second, a, b, seed=seed, alpha=alpha, power=power))
+            labels = pair_users(table[first], table[second], users)
+            raw.append(compare_pair(first, second, a, b, seed=seed, alpha=alpha, power=power, users=labels))
     adjusted = holm([c.p_value for c in raw])
     return [
         replace(comparison, p_holm=p_holm, significant=p_holm < alpha)
@@ -146,10 +212,18 @@ def power_rows(
             "discordance": c.discordance,
             "difference": c.difference,
             "delta": delta,
-            "pairs_needed": pairs_needed(c.discordance, delta, alpha=alpha, power=power)
-            if c.discordance
-            else None,
+            "pairs_needed": _pairs_needed(c, delta, alpha=alpha, power=power),
             "min_detectable_difference": c.min_detectable_difference,
+            **({"users": c.users, "design_effect": c.design_effect} if c.design_effect is not None else {}),
         }
         for c in comparisons
     ]
+
+
+def _pairs_needed(c: Comparison, delta: float, *, alpha: float, power: float) -> int | None:
+    """Pairs needed to detect `delta` at this discordance, times the design effect where users repeat (each
+    new pair bringing as much as the run's pairs do); None when no number of pairs can."""
+    if not c.discordance:
+        return None
+    value = pairs_needed_exact(c.discordance, delta, alpha=alpha, power=power) * (c.design_effect or 1.0)
+    return None if math.isinf(value) else math.ceil(value)

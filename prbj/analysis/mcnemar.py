@@ -5,20 +5,28 @@ Only the discordant items carry information: `lost` (right before, wrong now) an
 right now). Under the null hypothesis each discordant item is a fair coin, so `lost` ~ Binomial(lost + gained,
 1/2). With few discordant items the exact two-sided binomial p-value is used; with many, the chi-square
 statistic with Edwards' continuity correction, which is then close to the exact value and cheaper to explain.
+
+When the items come in clusters (the pairs of one user, on a per-user benchmark) and some cluster holds more than
+one, the discordant items are no longer independent coins: `paired_test` and `clustered_test` then use
+Obuchowski's clustered McNemar test (prbj.analysis.clusters), and say so in the result's method.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
 
+import numpy as np
+
+from prbj.analysis.clusters import PairedClusters, clustered_mcnemar
+
 # The usual rule of thumb: below 25 discordant pairs the chi-square approximation is poor.
 EXACT_BELOW = 25
 
-Method = Literal["exact", "chi2"]
+Method = Literal["exact", "chi2", "clustered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +35,19 @@ class McNemarResult:
     gained: int
     p_value: float
     method: Method
+    # The clusters (users) the clustered test resampled; None for the test on independent items.
+    clusters: int | None = None
 
     @property
     def discordant(self) -> int:
         return self.lost + self.gained
 
     def describe(self) -> str:
+        if self.method == "clustered":
+            return (
+                f"clustered McNemar (Obuchowski, {self.clusters} users) p={self.p_value:.3g} "
+                f"({self.lost} lost, {self.gained} gained)"
+            )
         name = "exact binomial" if self.method == "exact" else "chi-square, continuity-corrected"
         return f"McNemar {name} p={self.p_value:.3g} ({self.lost} lost, {self.gained} gained)"
 
@@ -70,9 +85,30 @@ def mcnemar(lost: int, gained: int, *, exact_below: int = EXACT_BELOW) -> McNema
     return McNemarResult(lost, gained, chi2_continuity_p(lost, gained), "chi2")
 
 
-def paired_test(baseline: Mapping[str, bool], current: Mapping[str, bool]) -> tuple[int, McNemarResult]:
-    """McNemar on the items both runs judged; returns how many items were paired and the result."""
-    shared = baseline.keys() & current.keys()
+def clustered_test(baseline: np.ndarray, current: np.ndarray, clusters: Sequence[str] | np.ndarray) -> McNemarResult:
+    """McNemar on paired 0/1 outcomes whose items belong to `clusters` (aligned labels): Obuchowski's clustered
+    test when some cluster holds two items or more, else the plain test, whose figures are then exact."""
+    before = np.asarray(baseline, dtype=np.float64)
+    after = np.asarray(current, dtype=np.float64)
+    lost = int(((before == 1) & (after == 0)).sum())
+    gained = int(((before == 0) & (after == 1)).sum())
+    grouped = PairedClusters.from_pairs(before, after, np.asarray(clusters))
+    if not grouped.repeat:
+        return mcnemar(lost, gained)
+    test = clustered_mcnemar(grouped)
+    return McNemarResult(lost, gained, test.p_value, "clustered", test.clusters)
+
+
+def paired_test(
+    baseline: Mapping[str, bool], current: Mapping[str, bool], clusters: Mapping[str, str] | None = None
+) -> tuple[int, McNemarResult]:
+    """McNemar on the items both runs judged; returns how many items were paired and the result. With
+    `clusters` (item key → user) the test allows for users with several items."""
+    shared = sorted(baseline.keys() & current.keys())
+    if clusters is not None:
+        before = np.array([baseline[key] for key in shared], dtype=np.float64)
+        after = np.array([current[key] for key in shared], dtype=np.float64)
+        return len(shared), clustered_test(before, after, [clusters.get(key, key) for key in shared])
     lost = sum(1 for key in shared if baseline[key] and not current[key])
     gained = sum(1 for key in shared if current[key] and not baseline[key])
     return len(shared), mcnemar(lost, gained)

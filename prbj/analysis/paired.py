@@ -1,10 +1,12 @@
 """Paired right/wrong outcomes of two judgments of the same pairs: the bootstrap interval of their accuracy
-difference, resampling pairs (so both sides of a pair always travel together)."""
+difference, resampling pairs (so both sides of a pair always travel together), or users with all their pairs
+when users repeat (prbj.analysis.clusters)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from prbj.analysis.clusters import PairedClusters, paired_cluster_interval
 from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE
 
 
@@ -35,3 +37,13 @@ def paired_difference_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(low), float(high))
+
+
+def paired_ci(
+    first: np.ndarray, second: np.ndarray, *, seed: int, clusters: PairedClusters | None = None
+) -> tuple[float, float]:
+    """The interval of mean(first) − mean(second): resampling users (with all their pairs) when `clusters`
+    groups the pairs by user and some user has several, else resampling pairs."""
+    if clusters is not None and clusters.repeat:
+        return paired_cluster_interval(clusters, seed=seed, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE)
+    return paired_difference_ci(first, second, seed=seed)

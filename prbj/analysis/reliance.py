@@ -5,7 +5,8 @@
 
 on the pairs both judgments answered, with a paired bootstrap interval. A judge that ignores the profile
 shows about 0; one that uses it shows a drop. Accuracy without any profile (context `none`) is given beside
-it, on the same pairs, when the judge ran there too."""
+it, on the same pairs, when the judge ran there too. Where users repeat, the interval resamples users with all
+their pairs (prbj.analysis.paired.paired_ci)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prbj.analysis.compare import entry_label, outcomes, paired_arrays
-from prbj.analysis.paired import paired_difference_ci
+from prbj.analysis.clusters import PairedClusters
+from prbj.analysis.compare import entry_label, outcomes, pair_users, paired_arrays
+from prbj.analysis.paired import paired_ci
+from prbj.analysis.user_counts import users_of_pairs, users_repeat
 
 REAL = "profile"
 SWAPPED = "swapped-profile"
@@ -43,6 +46,7 @@ def profile_reliance(frame: pl.DataFrame, *, seed: int) -> list[RelianceRow]:
     if frame.height == 0:
         return []
     answered = outcomes(frame)
+    users = users_of_pairs(frame) if users_repeat(frame) else None
     rows = []
     judges = frame.filter(pl.col("context") == SWAPPED)["judge"].unique(maintain_order=True).to_list()
     for judge in judges:
@@ -52,7 +56,9 @@ def profile_reliance(frame: pl.DataFrame, *, seed: int) -> list[RelianceRow]:
         if not a.size:
             rows.append(RelianceRow(judge, 0, None, None, None, None, None, None))
             continue
-        low, high = paired_difference_ci(a, b, seed=seed)
+        labels = pair_users(real, swapped, users)
+        grouped = PairedClusters.from_pairs(a, b, labels) if labels is not None else None
+        low, high = paired_ci(a, b, seed=seed, clusters=grouped)
         blind = answered.get(entry_label(judge, NONE), {})
         on_same = [blind[k] for k in real.keys() & swapped.keys() & blind.keys()]
         rows.append(

@@ -18,6 +18,8 @@ from prbj.analysis.stats import GroupStats
 from prbj.errors import DataError
 
 _KEY_FIELDS = ("judge", "context", "subset")
+# Figures a report formats as numbers: a file from elsewhere must hold numbers (or null) there.
+_FIGURE_FIELDS = ("accuracy", "user_accuracy", "user_ci_low", "user_ci_high")
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,12 @@ def result_rows(document: Any, source: Path) -> list[GroupStats]:
         for key in _KEY_FIELDS:
             if not isinstance(row.get(key), str):
                 raise DataError(f"{source}: field 'results[{index}].{key}': missing or not a string")
-        accuracy = row.get("accuracy")
-        if accuracy is not None and (
-            isinstance(accuracy, bool) or not isinstance(accuracy, int | float) or not math.isfinite(accuracy)
-        ):
-            raise DataError(f"{source}: field 'results[{index}].accuracy': expected a number or null")
+        for name in _FIGURE_FIELDS:
+            value = row.get(name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            ):
+                raise DataError(f"{source}: field 'results[{index}].{name}': expected a number or null")
         values: dict[str, Any] = {name: row.get(name) for name in names}
         parsed.append(GroupStats(**values))
     return parsed

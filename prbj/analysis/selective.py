@@ -5,13 +5,17 @@ other judgments (`prbj judge --selective`).
 The procedure is Learn-then-Test (Angelopoulos et al. 2021) with fixed-sequence testing:
 
 1. Candidate thresholds are confidences of the calibration judgments, from the highest down: the first that
-   keeps at least n₀ + j·s judgments for j = 0, 1, … (s = 1% of the judgments, so that the sequence has no
-   more than about a hundred places to stop by chance), then the lowest, which keeps them all. The sequence
-   starts at n₀, the fewest kept judgments at which an error of half the target could pass the test (with
-   fewer, a single unlucky error among the surest verdicts would end the sequence at once); when no count up
-   to all of them allows that, at n_min = ⌈log δ / log(1 − α)⌉, the fewest at which no error at all could
-   pass. A threshold keeps every judgment at least as confident, ties included. The sequence depends on the
-   number of judgments and their confidences only, never on which verdicts were right.
+   keeps at least n₀ judgments, then the first that keeps at least each multiple of s above n₀ (s = 1% of the
+   judgments, so that the sequence has no more than about a hundred places to stop by chance), then the
+   lowest, which keeps them all. A threshold
+   keeps every judgment at least as confident, ties included. Where the sequence starts trades two risks:
+   started early, a single unlucky error among the surest verdicts ends it at once; started late, its first
+   threshold may already keep more errors than the target allows (on 150 judgments, a start at 76 kept missed
+   51 surest verdicts that were all right). n₀ is picked among a few counts from n_min = ⌈log δ / log(1 − α)⌉
+   (the fewest at which no error at all could pass) to n_half (the fewest at which an error of half the target
+   could): the one under which the threshold would keep the most judgments on average if every verdict were
+   right with the probability its confidence states (the latest among equals). So the sequence depends on
+   the number of judgments and their confidences only, never on which verdicts were right.
 2. Each candidate λ tests H₀: "the error among verdicts with confidence ≥ λ exceeds α" with the exact binomial
    p-value P(Binomial(n_λ, α) ≤ errors_λ); H₀ is rejected when the p-value is at most δ.
 3. Going down the sequence, the threshold is the last candidate rejected before the first one that is not:
@@ -41,13 +45,127 @@ def minimum_kept(target_error: float, delta: float) -> int:
     return max(1, math.ceil(math.log(delta) / math.log(1.0 - target_error)))
 
 
-def first_kept(n: int, target_error: float, delta: float) -> int:
-    """Where the sequence of candidates starts (see the module docstring): the fewest kept verdicts with which
-    an error of half the target passes, else the fewest with which none does."""
+def half_target_kept(n: int, target_error: float, delta: float) -> int:
+    """n_half: the fewest kept verdicts with which an error of half the target passes, else the fewest with
+    which none does (see the module docstring)."""
+    from scipy.stats import binom
+
     smallest = minimum_kept(target_error, delta)
     counts = np.arange(smallest, n + 1)
     passes = binom.cdf(np.floor(counts * target_error / 2), counts, target_error) <= delta
     return int(counts[np.argmax(passes)]) if passes.any() else smallest
+
+
+# How many starts between n_min and n_half are weighed (geometrically spaced, both ends included).
+START_OPTIONS = 6
+# Below this probability an error count is dropped from the running distribution (keeps the arrays short).
+_NEGLIGIBLE = 1e-12
+
+
+def passing_errors(kept: np.ndarray, target_error: float, delta: float) -> np.ndarray:
+    """The most errors among `kept` verdicts that still pass the test (−1 where none do)."""
+    from scipy.stats import binom
+
+    kept = np.asarray(kept, dtype=np.int64)
+    first_at_delta = binom.ppf(delta, kept, target_error).astype(np.int64)
+    return np.where(
+        binom.cdf(first_at_delta, kept, target_error) <= delta, first_at_delta, first_at_delta - 1
+    )
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """Candidates in sequence, each with the most errors that pass its test and the distribution of the errors
+    among the judgments it adds to the one before (binomial at the confidences' mean error: the model under
+    which starts are compared)."""
+
+    added: np.ndarray
+    limits: np.ndarray
+    steps: list[np.ndarray]
+
+    @staticmethod
+    def of(kept: np.ndarray, before: int, missed: np.ndarray, limits: np.ndarray) -> _Blocks:
+        """`kept`: the candidates' kept counts, following one that kept `before`; `missed` and `limits`: the
+        expected errors among the k surest and the most errors that pass among k, for every k (index k)."""
+        added = np.diff(np.r_[before, kept])
+        rates = np.clip(np.diff(missed[np.r_[before, kept]]) / np.maximum(added, 1), 0.0, 1.0)
+        table = _binomial_rows(added, rates)
+        steps = [row[: size + 1] for row, size in zip(table, added, strict=True)]
+        return _Blocks(added, limits[kept], steps)
+
+
+def _binomial_rows(sizes: np.ndarray, rates: np.ndarray) -> np.ndarray:
+    """P(Binomial(size, rate) = k) for k = 0 … the largest size, one row per (size, rate): scipy's special
+    functions, whose calls cost microseconds where scipy.stats' cost a millisecond."""
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    k = np.arange(int(sizes.max()) + 1 if sizes.size else 1)[None, :]
+    size, rate = sizes[:, None].astype(np.float64), rates[:, None]
+    inside = k <= size
+    rest = np.where(inside, size - k, 0.0)
+    log = gammaln(size + 1) - gammaln(k + 1) - gammaln(rest + 1) + xlogy(k, rate) + xlog1py(rest, -rate)
+    return np.where(inside, np.exp(log), 0.0)
+
+
+def _forward(blocks: _Blocks) -> tuple[float, np.ndarray, int]:
+    """Through the blocks from the start: the expected judgments kept so far, and the distribution of the
+    errors (alive[i]: low + i errors, every test passed)."""
+    alive, low, total = np.ones(1), 0, 0.0
+    for added, limit, step in zip(blocks.added, blocks.limits, blocks.steps, strict=True):
+        alive = np.convolve(alive, step)[: max(int(limit) - low + 1, 0)]
+        present = np.flatnonzero(alive > _NEGLIGIBLE)
+        if present.size == 0:
+            return total, np.zeros(0), 0
+        low, alive = low + int(present[0]), alive[present[0] : present[-1] + 1]
+        total += added * float(alive.sum())
+    return total, alive, low
+
+
+def _backward(blocks: _Blocks, passed_limit: int) -> np.ndarray:
+    """value[e]: the judgments the blocks would add on average to a sequence that passed the candidate before
+    them with e errors (e up to `passed_limit`)."""
+    value = np.zeros(int(blocks.limits[-1]) + 1 if blocks.limits.size else passed_limit + 1)
+    for index in range(blocks.added.size - 1, -1, -1):
+        limit = int(blocks.limits[index])
+        gained = np.zeros(max(limit + 1, 0))
+        gained[: value.size] += value[: gained.size]
+        gained += blocks.added[index]
+        before = int(blocks.limits[index - 1]) if index else passed_limit
+        step = blocks.steps[index]
+        # value_before[e] = Σ_k step[k] · gained[e + k], gained being 0 past the limit.
+        padded = np.zeros(max(before, 0) + step.size)
+        padded[: min(gained.size, padded.size)] = gained[: padded.size]
+        value = np.convolve(padded, step[::-1])[step.size - 1 : step.size - 1 + max(before + 1, 0)]
+    return value
+
+
+def sequence_start(ranked: np.ndarray, target_error: float, delta: float) -> int:
+    """n₀, where the sequence of candidates starts (see the module docstring), from the confidences alone
+    (`ranked`: from high to low). Every start's sequence ends in the same candidates (the multiples of the
+    step past n_half), so the expected judgments they add are computed once, backwards."""
+    n = ranked.size
+    earliest = minimum_kept(target_error, delta)
+    latest = half_target_kept(n, target_error, delta)
+    if latest <= earliest:
+        return latest
+    options = np.unique(np.geomspace(earliest, latest, START_OPTIONS).round().astype(np.int64))
+    missed = np.r_[0.0, np.cumsum(1.0 - ranked)]
+    # The candidates every start's sequence ends in: from the first multiple of the step past n_half (the
+    # junction) on; what they add to a sequence that passed the junction with e errors: value[e].
+    _, shared = _candidates(ranked, latest)
+    junction, shared = (int(shared[1]), shared[2:]) if shared.size > 1 else (n, shared[:0])
+    heads = [kept[kept <= junction] for _, kept in (_candidates(ranked, int(start)) for start in options)]
+    counts = np.unique(np.r_[junction, shared, *heads])
+    limits = np.full(n + 1, -1, dtype=np.int64)
+    limits[counts] = passing_errors(counts, target_error, delta)
+    value = _backward(_Blocks.of(shared, junction, missed, limits), int(limits[junction]))
+    means = []
+    for head in heads:
+        total, alive, low = _forward(_Blocks.of(head, 0, missed, limits))
+        means.append(total + float(alive @ value[low : low + alive.size]))
+    best = max(means)
+    # The latest start among those (nearly) as good as the best: n_half when nothing is gained.
+    return int(max(o for o, m in zip(options, means, strict=True) if m >= best - 1e-9 * max(1.0, best)))
 
 
 def clopper_pearson_upper(errors: np.ndarray, kept: np.ndarray, delta: float) -> np.ndarray:
@@ -78,28 +196,39 @@ class Threshold:
 
 def _candidates(sorted_confidence: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions, kept counts) of the candidate thresholds, for confidences sorted from high to low: the
-    first threshold keeping at least start + j·step judgments for j = 0, 1, … (step: MIN_STEP_SHARE of them),
-    then the lowest; a threshold always keeps a whole run of equal confidences."""
+    first threshold keeping at least `start` judgments, then at least each multiple of the step above it
+    (step: MIN_STEP_SHARE of them), then the lowest; a threshold always keeps a whole run of equal
+    confidences."""
     n = sorted_confidence.size
     last = np.flatnonzero(np.r_[sorted_confidence[1:] != sorted_confidence[:-1], True])
     kept = last + 1
     step = max(1, math.ceil(MIN_STEP_SHARE * n))
-    wanted = np.r_[np.arange(start, n + 1, step), n] if start <= n else np.empty(0, dtype=np.int64)
+    past = (start // step + 1) * step
+    wanted = np.r_[start, np.arange(past, n + 1, step), n] if start <= n else np.empty(0, dtype=np.int64)
     picks = np.unique(np.searchsorted(kept, wanted, side="left"))
     return last[picks], kept[picks]
 
 
 def learn_then_test(
-    confidence: np.ndarray, correct: np.ndarray, *, target_error: float, delta: float
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    *,
+    target_error: float,
+    delta: float,
+    start: int | None = None,
 ) -> Threshold:
-    """The lowest confidence threshold whose kept error is ≤ target_error with probability ≥ 1 − delta."""
+    """The lowest confidence threshold whose kept error is ≤ target_error with probability ≥ 1 − delta; the
+    sequence starts at `start` kept judgments (by default sequence_start's choice; any count fixed before the
+    verdicts are seen keeps the guarantee)."""
     confidence = np.asarray(confidence, dtype=np.float64)
     wrong = 1.0 - np.asarray(correct, dtype=np.float64)
     n = confidence.size
     order = np.argsort(-confidence, kind="stable")
     ranked = confidence[order]
     errors_so_far = np.cumsum(wrong[order])
-    positions, kept = _candidates(ranked, first_kept(n, target_error, delta))
+    if start is None:
+        start = sequence_start(ranked, target_error, delta)
+    positions, kept = _candidates(ranked, start)
     if positions.size == 0:
         return Threshold(None, n, 0, 0, 0.0, None, None, 0)
     errors = errors_so_far[positions]
@@ -124,9 +253,38 @@ def learn_then_test(
     )
 
 
+# The held-out check (apply_threshold) calls an error above the target more than chance when a true error of
+# exactly the target would show as many errors with at most this probability; its interval is two-sided at
+# 1 − HELD_OUT_LEVEL.
+HELD_OUT_LEVEL = 0.05
+
+
+def clopper_pearson(errors: int, kept: int, level: float) -> tuple[float, float]:
+    """The two-sided Clopper–Pearson interval of an error rate from `errors` out of `kept` (kept ≥ 1), at
+    confidence `level`: exact, never narrower than the binomial allows."""
+    from scipy.stats import beta
+
+    tail = (1.0 - level) / 2.0
+    low = 0.0 if errors == 0 else float(beta.ppf(tail, errors, kept - errors + 1))
+    high = 1.0 if errors == kept else float(beta.ppf(1.0 - tail, errors + 1, kept - errors))
+    return low, high
+
+
+def chance_of_as_many(errors: int, kept: int, target_error: float) -> float:
+    """P(Binomial(kept, target_error) ≥ errors): how often a true error of exactly the target shows `errors` or
+    more among `kept` verdicts (one-sided exact binomial test of "the error is at most the target")."""
+    from scipy.stats import binom
+
+    return float(binom.sf(errors - 1, kept, target_error))
+
+
 @dataclass(frozen=True, slots=True)
 class Applied:
-    """A threshold applied to judgments: what it kept, how right those were, and whether the target held."""
+    """A threshold applied to judgments: what it kept, how right those were, and whether their error is within
+    the target. A finite sample's error exceeds the target by chance even when the true error does not, so
+    beside the error stand its Clopper–Pearson interval and the exact binomial test of "the true error is at
+    most the target": `consistent` is False only when the errors are too many for chance
+    (p ≤ HELD_OUT_LEVEL); `held` says only whether the observed error is at most the target."""
 
     n: int
     kept: int
@@ -136,9 +294,31 @@ class Applied:
     error: float | None
     target_error: float
     held: bool | None
+    errors: int = 0
+    error_ci_low: float | None = None
+    error_ci_high: float | None = None
+    p_value: float | None = None
+    consistent: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def verdict(self) -> str:
+        """The check in words: the error with its interval, against the target."""
+        if self.error is None or self.error_ci_low is None or self.error_ci_high is None:
+            return "none kept, target unchecked"
+        error = (
+            f"error {self.error:.1%} ({1 - HELD_OUT_LEVEL:.0%} CI {self.error_ci_low:.1%}–"
+            f"{self.error_ci_high:.1%}) against the target {self.target_error:.1%}"
+        )
+        if self.held:
+            return f"{error}: within it"
+        if self.consistent:
+            return (
+                f"{error}: above it by no more than chance (p = {self.p_value:.2f}), consistent with the "
+                "guarantee"
+            )
+        return f"{error}: above it beyond chance (p = {self.p_value:.3g}), the guarantee does not hold here"
 
 
 def apply_threshold(
@@ -148,15 +328,32 @@ def apply_threshold(
     right = np.asarray(correct, dtype=bool)
     keep = confidence >= threshold
     kept = int(keep.sum())
-    accuracy = float(right[keep].mean()) if kept else None
-    error = None if accuracy is None else 1.0 - accuracy
+    if kept == 0:
+        return Applied(
+            n=int(confidence.size),
+            kept=0,
+            abstained=int(confidence.size),
+            coverage=0.0,
+            accuracy=None,
+            error=None,
+            target_error=target_error,
+            held=None,
+        )
+    errors = int(kept - right[keep].sum())
+    low, high = clopper_pearson(errors, kept, 1.0 - HELD_OUT_LEVEL)
+    p_value = chance_of_as_many(errors, kept, target_error)
     return Applied(
         n=int(confidence.size),
         kept=kept,
         abstained=int(confidence.size - kept),
-        coverage=kept / confidence.size if confidence.size else 0.0,
-        accuracy=accuracy,
-        error=error,
+        coverage=kept / confidence.size,
+        accuracy=1.0 - errors / kept,
+        error=errors / kept,
         target_error=target_error,
-        held=None if error is None else error <= target_error,
+        held=errors / kept <= target_error,
+        errors=errors,
+        error_ci_low=low,
+        error_ci_high=high,
+        p_value=p_value,
+        consistent=p_value > HELD_OUT_LEVEL,
     )

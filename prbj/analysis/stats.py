@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.user_counts import user_figures, users_repeat
 from prbj.data.status import ABSTAINED
 
 ALL_SUBSETS = "all"
@@ -69,6 +70,14 @@ class GroupStats:
     # Verdicts withheld below a --selective threshold: answered, never counted as correct or as failed. None
     # (and left out of summary.json) when no verdict was withheld, so other runs' summaries stay as they were.
     abstained: int | None = None
+    # Where users repeat (prbj.analysis.users; None, and left out of summary.json, where each user has one pair,
+    # for then they are the pair figures): users with a judgment and with a decided one, the mean of per-user
+    # accuracies and its interval. ci_low/ci_high above then resample users too.
+    n_users: int | None = None
+    n_users_decided: int | None = None
+    user_accuracy: float | None = None
+    user_ci_low: float | None = None
+    user_ci_high: float | None = None
 
     @property
     def failed(self) -> int:
@@ -87,9 +96,14 @@ class GroupStats:
 
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
-        if self.abstained is None:
-            del row["abstained"]
+        for name in _ONLY_WHEN_PRESENT:
+            if row[name] is None:
+                del row[name]
         return row
+
+
+# Fields summary.json holds only when they have a value, so that runs without them keep the file they had.
+_ONLY_WHEN_PRESENT = ("abstained", "n_users", "n_users_decided", "user_accuracy", "user_ci_low", "user_ci_high")
 
 
 TIE_RISK_MARGIN = 1e-6
@@ -147,7 +161,11 @@ def _position_stats(group: pl.DataFrame) -> dict[str, float | None]:
     }
 
 
-def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, seed: int) -> GroupStats:
+def group_stats(
+    frame: pl.DataFrame, *, judge: str, context: str, subset: str, seed: int, users: bool = False
+) -> GroupStats:
+    """The figures of one group of judgments; with `users` (users repeat in the run) the user figures too, and
+    pair accuracy's interval from resampling users."""
     ok = frame.filter(pl.col("status") == "ok")
     correct = int(ok["correct"].sum())
     ties = int(ok["tie"].sum())
@@ -156,6 +174,18 @@ def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, s
         bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
     )
     picked_longer, lc_accuracy = _length_stats(frame)
+    figures = None
+    if users:
+        figures = user_figures(
+            frame,
+            seed=seed,
+            accuracy=_rate(correct, ok.height),
+            pair_interval=(low, high),
+            resamples=BOOTSTRAP_RESAMPLES,
+            confidence=CONFIDENCE,
+        )
+        # Pair accuracy's interval resamples users too.
+        low, high = figures.ci_low, figures.ci_high
     return GroupStats(
         judge=judge,
         context=context,
@@ -178,17 +208,24 @@ def group_stats(frame: pl.DataFrame, *, judge: str, context: str, subset: str, s
         planner_errors=int(status_counts.get("planner_error", 0)),
         tie_risk=_tie_risk(ok),
         abstained=int(status_counts.get(ABSTAINED, 0)) or None,
+        n_users=figures.n_users if figures else None,
+        n_users_decided=figures.n_users_decided if figures else None,
+        user_accuracy=figures.user_accuracy if figures else None,
+        user_ci_low=figures.user_ci_low if figures else None,
+        user_ci_high=figures.user_ci_high if figures else None,
     )
 
 
 def summarize(judgments: pl.DataFrame, *, seed: int) -> list[GroupStats]:
-    """One row per judge × context for all subsets together, then one per subset, in a stable order."""
+    """One row per judge × context for all subsets together, then one per subset, in a stable order; with user
+    figures in every row when some user has more than one pair."""
+    users = users_repeat(judgments)
     rows: list[GroupStats] = []
     keys = judgments.select("judge", "context").unique(maintain_order=True).iter_rows()
     for judge, context in keys:
         mine = judgments.filter(pl.col("judge") == judge, pl.col("context") == context)
-        rows.append(group_stats(mine, judge=judge, context=context, subset=ALL_SUBSETS, seed=seed))
+        rows.append(group_stats(mine, judge=judge, context=context, subset=ALL_SUBSETS, seed=seed, users=users))
         for subset in sorted(mine["subset"].unique().to_list()):
             part = mine.filter(pl.col("subset") == subset)
-            rows.append(group_stats(part, judge=judge, context=context, subset=subset, seed=seed))
+            rows.append(group_stats(part, judge=judge, context=context, subset=subset, seed=seed, users=users))
     return rows

@@ -70,6 +70,12 @@ def load_questions(spec: str, subsets: Sequence[str], limit: int | None) -> Data
     questions = unique_questions(load_dataset(spec).select(subsets, limit))
     if not questions.pairs:
         raise DataError(f"--dataset {spec}: no questions to sample")
+    if questions.benchmark != "prb":
+        # Picks are graded against each question's rubric aspects, which only Personalized RewardBench has.
+        raise DataError(
+            f"--dataset {spec}: {questions.benchmark} data has no rubric aspects to grade best-of-N picks with; "
+            "best-of-N runs on Personalized RewardBench (docs/benchmarks.md)"
+        )
     return questions
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from prbj.context.planner import format_profile
+from prbj.context.profile_text import format_profile
 from prbj.data.schema import Pair
 from prbj.errors import ConfigError
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult

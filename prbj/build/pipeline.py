@@ -24,7 +24,8 @@ from prbj.build.checks import (
     parse_check,
     word_count,
 )
-from prbj.context.planner import Planner, format_profile
+from prbj.context.planner import Planner
+from prbj.context.profile_text import format_profile
 from prbj.data.lamp import LampRecord
 from prbj.data.status import UNANSWERED_STATUSES
 from prbj.judges.verdict import final_part

@@ -11,6 +11,7 @@ from prbj.cli.beyond_options import beyond_options
 from prbj.cli.confidence_options import confidence_options
 from prbj.cli.options import (
     batch_options,
+    benchmark_options,
     concurrency_option,
     context_option,
     dataset_options,
@@ -37,11 +38,11 @@ from prbj.data.schema import CONTEXTS
 JUDGE_SECTIONS = (
     (
         "Common options",
-        ["providers", "dataset", "subsets", "limit", "contexts", "max_cost", "dry_run", "out", "seed"],
+        ["providers", "dataset", "benchmark", "subsets", "limit", "contexts", "max_cost", "dry_run", "out", "seed"],
     ),
     (
         "How the judges are asked",
-        ["profile_k", "planner", "mode", "order", "repair", "retry_failed", "judge_template_system",
+        ["profile_k", "profile_order", "planner", "mode", "order", "repair", "retry_failed", "judge_template_system",
          "judge_template_user", "protocol", "official_repo"],
     ),
     (
@@ -64,6 +65,8 @@ JUDGE_EXAMPLES = (
     "prbj judge                                   # offline baselines on the demo sample",
     "prbj judge -p length -p bm25-profile --subset art --limit 5",
     "prbj judge --dataset pairs.jsonl --seed 7 --out runs/",
+    "prbj judge --benchmark prism --dry-run          # a benchmark's bundled sample: what it would cost",
+    "prbj judge --benchmark personal-reward-bench -p bm25-profile -p length",
     "GEMINI_API_KEY=... prbj judge -p gemini-3-flash --context none --context profile",
     "prbj judge -p gpt-5.1 --order both --max-cost 2.50 --dry-run",
     "prbj judge -p claude-sonnet-4-6 --context planner --planner gemini-3-flash",
@@ -94,10 +97,16 @@ JUDGE_EXAMPLES = (
     "litellm:<model-id>, or hf-local:<path-or-id> (a Hugging Face causal LM run in-process).",
 )
 @dataset_options(
-    dataset="Pairs to judge: 'sample' (bundled demo), a .jsonl/.json/.parquet file, a folder of Parquet files "
-    "as published on the hub (<subset>/test-*.parquet), or hf:QiyaoMa/Personalized-RewardBench.",
+    dataset="Pairs to judge: 'sample' (the benchmark's bundled sample), a .jsonl/.json/.parquet file, a folder "
+    "of Parquet files as published on the hub (<subset>/test-*.parquet), or hf:<repo> (e.g. "
+    "hf:QiyaoMa/Personalized-RewardBench). Records with a user_id are the per-user layout "
+    "(docs/benchmarks.md): only their test rows are judged.",
     subset="Keep only this subset (repeatable; unambiguous prefixes work, e.g. 'art'). Default: all.",
     limit="At most this many pairs per subset.",
+)
+@benchmark_options(
+    "Which benchmark the data is: prb (default), personal-reward-bench, prism, persona-feedback, or your own "
+    "card FILE.toml mapping your columns (docs/benchmarks.md). Without --dataset, its bundled sample."
 )
 @seed_option(
     "Seed for the A/B order draw (drawn per pair; --protocol official draws the official script's stream), "
@@ -110,7 +119,11 @@ JUDGE_EXAMPLES = (
     "rubric: an upper bound, not a fair result), swapped-profile (another user's profile, drawn from --seed: "
     "with profile, gives the judge's profile reliance). Default: profile.",
 )
-@profile_k_option()
+@profile_k_option(
+    "Profile items a judge sees: past posts, or a user's earlier choices. Default: the benchmark card's "
+    "(10 on PRB).",
+    default=None,
+)
 @planner_option
 @mode_option(
     ["pairwise", "pointwise"],

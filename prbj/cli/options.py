@@ -72,9 +72,28 @@ def concurrency_option(help: str, *, default: int = 16) -> Callable[[F], F]:
     )
 
 
-def profile_k_option(help: str = "Profile posts shown.", *, default: int = 10) -> Callable[[F], F]:
+def profile_k_option(help: str = "Profile posts shown.", *, default: int | None = 10) -> Callable[[F], F]:
+    """--profile-k; default None: the benchmark card's (the help then says so)."""
     return click.option(
-        "--profile-k", type=click.IntRange(min=1), default=default, show_default=True, help=help
+        "--profile-k",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def benchmark_options(help: str) -> Callable[[F], F]:
+    """--benchmark (which benchmark the data is: a shipped card or a card file) and --profile-order."""
+    return stacked(
+        click.option("--benchmark", default=None, metavar="NAME|FILE.toml", help=help),
+        click.option(
+            "--profile-order",
+            type=click.Choice(["similar", "newest"]),
+            default=None,
+            help="Which of a user's earlier choices a judge sees first, up to --profile-k: similar (most "
+            "relevant to the question by BM25) or newest. Default: the benchmark card's, else similar.",
+        ),
     )
 
 

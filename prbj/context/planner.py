@@ -1,5 +1,10 @@
 """The planner: a model turns the question and the user's ranked profile into the aspects this user expects.
 
+The profile is rendered by prbj.context.profile_text, as every judge sees it; a profile of past posts only is
+asked with the planner_system/planner_user prompts (Personalized RewardBench), any other kind (earlier choices,
+a persona, stated preferences) with planner_system_about/planner_user_about, which speak of what is known about
+the user instead of their posts.
+
 Used by the `planner` context of `prbj judge` and by `prbj build`. Outputs go through the gateway (cached like
 any call) and are memoised per pair, so several judges in one run share one planner call per pair.
 
@@ -23,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from prbj.context.retrieval import rank_profile
+from prbj.context.profile_text import ProfileOrder, format_profile
 from prbj.data.schema import JudgeView
 from prbj.data.status import Status
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
@@ -41,13 +46,6 @@ _SELF_TALK = re.compile(
     re.I,
 )
 MIN_ASPECT_CHARS = 3
-
-
-def format_profile(view: JudgeView, k: int) -> str:
-    posts = rank_profile(view.question, view.profile, k)
-    if not posts:
-        return "(no past posts)"
-    return "\n".join(f"- [{p.category or 'post'}] {' '.join(p.text.split())}" for p in posts)
 
 
 def parse_aspects(text: str) -> list[str]:
@@ -92,11 +90,16 @@ class Planner:
     provider: ProviderSpec
     gateway: Gateway
     profile_k: int = 10
+    # Which earlier choices of a user come first (prbj.context.profile_text); posts are always ranked by relevance.
+    profile_order: ProfileOrder = "similar"
     max_aspects: int = 5
     # Ask once more (showing the planner its reply) when a reply names no aspect.
     repair: bool = False
     system: Template = field(default_factory=lambda: builtin("planner_system"))
     user: Template = field(default_factory=lambda: builtin("planner_user"))
+    # For a profile that is not past posts alone.
+    system_about: Template = field(default_factory=lambda: builtin("planner_system_about"))
+    user_about: Template = field(default_factory=lambda: builtin("planner_user_about"))
     _memo: dict[str, asyncio.Future[PlannerOutput]] = field(default_factory=dict)
     _latest: dict[str, PlannerOutput] = field(default_factory=dict)
 
@@ -105,20 +108,22 @@ class Planner:
             "provider": self.provider.name,
             "model": self.provider.model,
             "profile_k": self.profile_k,
-            "templates": {self.system.name: self.system.sha, self.user.name: self.user.sha},
+            "profile_order": self.profile_order,
+            "templates": {t.name: t.sha for t in (self.system, self.user, self.system_about, self.user_about)},
         }
 
     def request(self, view: JudgeView) -> LLMRequest:
-        user = self.user.render(
+        system, user = (
+            (self.system, self.user) if view.user_profile.only_posts else (self.system_about, self.user_about)
+        )
+        text = user.render(
             {
-                "profile": format_profile(view, self.profile_k),
+                "profile": format_profile(view, self.profile_k, self.profile_order),
                 "question": view.question,
                 "max_aspects": str(self.max_aspects),
             }
         )
-        return LLMRequest.chat(
-            self.system.text, user, template_hash=combined_sha(self.system, self.user), purpose="planner"
-        )
+        return LLMRequest.chat(system.text, text, template_hash=combined_sha(system, user), purpose="planner")
 
     def stand_in_aspects(self, view: JudgeView) -> list[str]:
         """What a dry run shows judges in place of the aspects it did not ask for: max_aspects lines that

@@ -1,123 +1,98 @@
-"""Load benchmark pairs from JSONL/JSON files, Parquet files or folders, the HF hub, or the bundled sample."""
+"""Load benchmark pairs from JSONL/JSON files, Parquet files or folders, the HF hub, or a bundled sample.
+
+Without a card, the layout is read from the records: records that name their user (`user_id`) are the per-user
+layout (prbj.data.per_user), anything else is Personalized RewardBench's. A card (`--benchmark`, prbj.data.cards)
+names the loader instead, and its bundled sample stands for `--dataset sample`.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from prbj.data.files import json_problem
-from prbj.data.names import did_you_mean
-from prbj.data.schema import Pair
+from prbj.data.benchmark_loaders import read_with_card, sample_blobs
+from prbj.data.cards import PRB, Card, resolve_card
+from prbj.data.dataset import (
+    Dataset,
+    _hash_file,
+    blob_records,
+    blobs_hash,
+    dataset_files,
+    file_blobs,
+    folder_files,
+    jsonl_records,
+    match_subset,
+    records_from_files,
+)
+from prbj.data.per_user import is_per_user, validate_user_records
 from prbj.data.validate import Location, validate_records
 from prbj.errors import DataError
+
+__all__ = [
+    "HF_PREFIX",
+    "OFFICIAL_HF_DATASET",
+    "SAMPLE",
+    "Dataset",
+    "jsonl_records",
+    "load_dataset",
+    "match_subset",
+    "records_from_files",
+]
 
 SAMPLE = "sample"
 HF_PREFIX = "hf:"
 OFFICIAL_HF_DATASET = "QiyaoMa/Personalized-RewardBench"
 
 
-@dataclass(frozen=True)
-class Dataset:
-    source: str
-    pairs: tuple[Pair, ...]
-    # sha256 of the bytes the pairs were read from (every file, in load order), or of the parent dataset's
-    # fingerprint and the ids kept by a selection; None for pairs made in memory.
-    content_hash: str | None = None
-    # The fingerprint of the whole dataset a selection was taken from (None when this is the whole of it).
-    selected_from: str | None = None
-
-    @property
-    def subsets(self) -> list[str]:
-        return sorted({p.category for p in self.pairs})
-
-    def fingerprint(self) -> str:
-        """What run files, baselines and leaderboard groups record as "the same data": the hash of the bytes
-        the pairs were read from (a re-export to another format or order is another dataset), so it costs one
-        pass of sha256 over the files and no per-pair work. Pairs made in memory hash their fields instead."""
-        known: str | None = self.__dict__.get("_fingerprint")
-        if known is None:
-            known = self.content_hash or _fields_hash(self.pairs)
-            known = self.__dict__["_fingerprint"] = known[:16]
-        return known
-
-    def keep(self, pairs: Sequence[Pair]) -> Dataset:
-        """This dataset narrowed to `pairs` (a selection of its own pairs, in their order); its fingerprint
-        names both the source and what was kept."""
-        kept = tuple(pairs)
-        if kept == self.pairs:
-            return self
-        digest = hashlib.sha256(self.fingerprint().encode())
-        for pair in kept:
-            digest.update(b"\n" + pair.id.encode())
-        return Dataset(self.source, kept, digest.hexdigest(), self.selected_from or self.fingerprint())
-
-    def select(self, subsets: Sequence[str] = (), limit: int | None = None) -> Dataset:
-        """Keep the named subsets (all when none are named), then the first `limit` pairs of each subset."""
-        pairs = list(self.pairs)
-        if subsets:
-            wanted = {match_subset(name, self.subsets) for name in subsets}
-            pairs = [p for p in pairs if p.category in wanted]
-        if limit is not None:
-            taken: dict[str, int] = {}
-            kept = []
-            for pair in pairs:
-                if taken.get(pair.category, 0) < limit:
-                    taken[pair.category] = taken.get(pair.category, 0) + 1
-                    kept.append(pair)
-            pairs = kept
-        return self.keep(pairs)
-
-
-def _fields_hash(pairs: Sequence[Pair]) -> str:
-    """sha256 over every field of every pair in id order, each string length-prefixed (so no two different
-    datasets give the same byte stream)."""
-    digest = hashlib.sha256()
-    for pair in sorted(pairs, key=lambda p: p.id):
-        parts = [pair.id, pair.category, pair.question, pair.narrative, pair.chosen, pair.rejected]
-        parts.append(str(len(pair.profile)))
-        for post in pair.profile:
-            parts += (post.id, post.category, post.text)
-        parts.append(str(len(pair.rubric_aspects)))
-        for aspect in pair.rubric_aspects:
-            parts += (aspect.aspect, aspect.evidence, aspect.reason)
-        digest.update("".join([f"{len(part)}:{part}" for part in parts]).encode())
-    return digest.hexdigest()
-
-
-def match_subset(name: str, available: Sequence[str], *, within: str = "this dataset") -> str:
-    """The subset `name` refers to: an exact name (any case) or an unambiguous prefix."""
-    for subset in available:
-        if subset.lower() == name.lower():
-            return subset
-    # Unambiguous prefixes ("art", "lifestyle", "society") save typing the long official names.
-    matches = [s for s in available if s.lower().startswith(name.lower())]
-    if len(matches) == 1:
-        return matches[0]
-    near = did_you_mean(name, available)
-    raise DataError(f"--subset {name!r}: not in {within};{near} available: {', '.join(available)}")
-
-
-def load_dataset(spec: str | None = None) -> Dataset:
-    """`spec`: None or 'sample' (bundled demo), 'hf:<repo>', a .jsonl/.json/.parquet file, or a folder."""
+def load_dataset(spec: str | None = None, benchmark: str | Card | None = None) -> Dataset:
+    """`spec`: None or 'sample' (the bundled sample of the benchmark), 'hf:<repo>', a .jsonl/.json/.parquet
+    file, or a folder. `benchmark`: a card (or its name or file, as --benchmark takes it); None reads the layout
+    from the records."""
+    card = resolve_card(benchmark) if isinstance(benchmark, str) else benchmark
+    if card is not None and card.loader == PRB:
+        card = None  # Personalized RewardBench reads as it always has
     if spec is None or spec == SAMPLE:
-        return _load_sample()
+        if card is None:
+            return _load_sample()
+        if card.sample is None:
+            raise DataError(f"--benchmark {card.name}: its card names no sample; give the data with --dataset")
+        return read_with_card(card, SAMPLE, sample_blobs(card.sample, f"{card.name}/sample"))
     if spec.startswith(HF_PREFIX):
-        return _load_hf(spec[len(HF_PREFIX) :])
+        return _load_hf(spec[len(HF_PREFIX) :], card)
     path = Path(spec)
     if not path.exists():
         raise DataError(f"--dataset {spec}: no such file or folder")
-    return _read(str(path), dataset_files(path) if path.is_dir() else [path])
+    return _read(str(path), path, card)
 
 
-def _read(source: str, files: Sequence[Path]) -> Dataset:
-    digest = hashlib.sha256()
-    pairs = tuple(validate_records(records_from_files(files, digest)))
-    return Dataset(source, pairs, digest.hexdigest())
+def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = ()) -> Dataset:
+    """A file or folder: by the card's loader (every file), else by the layout its first record has (the
+    per-user layout reads every split of a hub folder, since train and val rows are the users' histories)."""
+    if path.is_dir():
+        files = [f for f in folder_files(path) if f.name not in exclude]
+        if card is None and not _first_is_per_user(files):
+            files = [f for f in dataset_files(path) if f.name not in exclude]
+    else:
+        files = [path]
+    blobs = file_blobs(files)
+    if card is not None:
+        return read_with_card(card, source, blobs)
+    records = [item for blob in blobs for item in blob_records(blob)]
+    if records and is_per_user(records[0][1]):
+        data = validate_user_records(records)
+        return Dataset(
+            source, tuple(data.pairs), blobs_hash(blobs), benchmark="per-user", history_rows=data.history_rows
+        )
+    return Dataset(source, tuple(validate_records(records)), blobs_hash(blobs))
+
+
+def _first_is_per_user(files: Sequence[Path]) -> bool:
+    for location_record in blob_records(file_blobs(files[:1])[0]):
+        return is_per_user(location_record[1])
+    return False
 
 
 def _load_sample() -> Dataset:
@@ -132,89 +107,7 @@ def _load_sample() -> Dataset:
     return Dataset(SAMPLE, tuple(validate_records(records)), digest.hexdigest())
 
 
-def dataset_files(folder: Path) -> list[Path]:
-    """Files of a dataset folder, as published on the hub (`<subset>/test-*.parquet`) or flat."""
-    files = sorted(
-        p for p in folder.rglob("*") if p.is_file() and p.suffix in {".jsonl", ".json", ".parquet"}
-    )
-    # A hub snapshot holds every split; the benchmark is the test split.
-    split_files = [p for p in files if p.suffix == ".parquet" and p.name.startswith("test")]
-    if split_files:
-        files = split_files
-    if not files:
-        raise DataError(f"--dataset {folder}: no .jsonl, .json or .parquet files in this folder")
-    return files
-
-
-def records_from_files(files: Sequence[Path], digest: Any = None) -> Iterator[tuple[Location, Any]]:
-    """The records of `files`, in order; each file's bytes are added to `digest` (a hashlib object) if given."""
-    for path in files:
-        if path.suffix not in {".parquet", ".json", ".jsonl"}:
-            raise DataError(f"{path}: unsupported file type {path.suffix!r} (use .jsonl, .json or .parquet)")
-        data = path.read_bytes()
-        if digest is not None:
-            _hash_file(digest, data)
-        if path.suffix == ".parquet":
-            yield from _parquet_records(path, data)
-        elif path.suffix == ".json":
-            yield from _json_records(path, data)
-        else:
-            yield from jsonl_records(str(path), data)
-
-
-def _hash_file(digest: Any, data: bytes) -> None:
-    # Length first, so that moving bytes from one file to the next changes the hash.
-    digest.update(f"{len(data)}:".encode())
-    digest.update(data)
-
-
-def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise DataError(
-                f"{source}:{number}: not valid UTF-8 (byte 0x{raw[err.start]:02x} at column {err.start + 1})"
-            ) from None
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError(f"{source}:{number}: bad JSON: {json_problem(err, with_line=False)}") from None
-        yield Location(source, number), record
-
-
-def _json_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise DataError(f"{path}:{line}: not valid UTF-8") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: bad JSON: {json_problem(err, with_line=False)}") from None
-    if not isinstance(data, list):
-        raise DataError(f"{path}: expected a JSON array of records, got {type(data).__name__}")
-    for index, record in enumerate(data, start=1):
-        yield Location(str(path), index, "record"), record
-
-
-def _parquet_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
-    import io
-
-    import polars as pl
-
-    try:
-        frame = pl.read_parquet(io.BytesIO(data))
-    except Exception as err:  # polars raises several types for unreadable files
-        raise DataError(f"{path}: not a readable Parquet file ({type(err).__name__}: {err})") from None
-    for index, record in enumerate(frame.iter_rows(named=True), start=1):
-        yield Location(str(path), index, "row"), record
-
-
-def _load_hf(repo_id: str) -> Dataset:
+def _load_hf(repo_id: str, card: Card | None = None) -> Dataset:
     if not repo_id:
         raise DataError(f"--dataset hf:<repo>: no repository named (e.g. hf:{OFFICIAL_HF_DATASET})")
     try:
@@ -230,5 +123,4 @@ def _load_hf(repo_id: str) -> Dataset:
             f"{cause}). Without network access, download the Parquet files elsewhere and pass their folder "
             f"with --dataset <folder>."
         ) from None
-    files = [p for p in dataset_files(Path(folder)) if p.suffix != ".json" or p.name != "dataset_infos.json"]
-    return _read(f"hf:{repo_id}", files)
+    return _read(f"hf:{repo_id}", Path(folder), card, exclude=("dataset_infos.json",))

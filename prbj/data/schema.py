@@ -8,11 +8,17 @@ cannot look at the answer key by accident.
 Every pair belongs to a user (`user_id`): on benchmarks without users (Personalized RewardBench) each pair is its
 own user, its `user_id` the pair's id. Who the user is never reaches a judge: a `JudgeView` has no user id, groups
 or seen flag.
+
+What a judge may learn about the user is the pair's `UserProfile` (`Pair.user_profile`): past posts (Personalized
+RewardBench), the user's own earlier preferences (`history`: train and validation rows of the same user, never a
+row that is judged), a persona text, and stated preferences or demographics (`facts`). Every such text passes
+through `Pair.user_profile` and `Pair.with_user_profile`, the one place a privacy step transforms it per user.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from prbj.errors import LeakageError
@@ -45,6 +51,71 @@ class RubricAspect:
 
 
 @dataclass(frozen=True, slots=True)
+class Preference:
+    """One earlier preference of the user: what they were asked (the rendered conversation) and which answer
+    they chose over which."""
+
+    id: str
+    prompt: str
+    chosen: str
+    rejected: str
+
+
+# A conversation turn: (role, content), role one of "system", "user", "assistant".
+Turn = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class UserProfile:
+    """Everything a judge may learn about the user beyond the question, of every kind a benchmark has."""
+
+    posts: tuple[ProfilePost, ...] = ()
+    # Earlier preferences of the same user, oldest first.
+    history: tuple[Preference, ...] = ()
+    persona: str = ""
+    # Stated preferences and demographics, as (name, value) in the benchmark's order.
+    facts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def only_posts(self) -> bool:
+        """Past posts and nothing else (or nothing at all): the Personalized RewardBench kind, shown exactly as
+        that benchmark's protocol shows it."""
+        return not (self.history or self.persona or self.facts)
+
+    def texts(self) -> list[str]:
+        """Every text in the profile, in a fixed order (posts, history, persona, facts)."""
+        history = [text for p in self.history for text in (p.prompt, p.chosen, p.rejected)]
+        facts = [text for pair in self.facts for text in pair]
+        return [*(post.text for post in self.posts), *history, *([self.persona] if self.persona else []), *facts]
+
+    def map_texts(self, transform: Callable[[str], str]) -> UserProfile:
+        """This profile with every text the user wrote or was shown passed through `transform` (ids kept)."""
+        return UserProfile(
+            posts=tuple(ProfilePost(p.id, p.category, transform(p.text)) for p in self.posts),
+            history=tuple(
+                Preference(h.id, transform(h.prompt), transform(h.chosen), transform(h.rejected))
+                for h in self.history
+            ),
+            persona=transform(self.persona) if self.persona else "",
+            facts=tuple((name, transform(value)) for name, value in self.facts),
+        )
+
+
+NO_PROFILE = UserProfile()
+
+
+def _profile(
+    posts: tuple[ProfilePost, ...],
+    history: tuple[Preference, ...],
+    persona: str,
+    facts: tuple[tuple[str, str], ...],
+) -> UserProfile:
+    if not (posts or history or persona or facts):
+        return NO_PROFILE
+    return UserProfile(posts, history, persona, facts)
+
+
+@dataclass(frozen=True, slots=True)
 class Pair:
     id: str
     category: str
@@ -62,8 +133,26 @@ class Pair:
     # Whether the user appears in the benchmark's training data (seen) or not; None where the benchmark does not
     # say.
     seen: bool | None = None
+    # The conversation the answers reply to, when it has more than the one user turn `question` renders;
+    # () for a single question.
+    turns: tuple[Turn, ...] = ()
+    # The rest of the user's profile besides `profile` (posts): see UserProfile.
+    history: tuple[Preference, ...] = ()
+    persona: str = ""
+    facts: tuple[tuple[str, str], ...] = ()
 
-    def view(self, context: Context, *, swapped_profile: tuple[ProfilePost, ...] | None = None) -> JudgeView:
+    @property
+    def user_profile(self) -> UserProfile:
+        """Everything about the user a judge may be shown (read here, rewritten by `with_user_profile`)."""
+        return _profile(self.profile, self.history, self.persona, self.facts)
+
+    def with_user_profile(self, profile: UserProfile) -> Pair:
+        """This pair with `profile` in place of its own (e.g. a privacy step's pseudonymised copy)."""
+        return replace(
+            self, profile=profile.posts, history=profile.history, persona=profile.persona, facts=profile.facts
+        )
+
+    def view(self, context: Context, *, swapped_profile: UserProfile | None = None) -> JudgeView:
         """What a judge may see in `context`; the scoring standard only in the oracle setting. In the
         `swapped-profile` setting the view holds `swapped_profile` (another user's) instead of this pair's."""
         if context not in CONTEXTS:
@@ -71,15 +160,22 @@ class Pair:
         if (context == SWAPPED_PROFILE) != (swapped_profile is not None):
             raise ValueError("a swapped profile is given exactly in the 'swapped-profile' context")
         oracle = context == "oracle"
-        profile = swapped_profile if swapped_profile is not None else self.profile
+        if context == "none":
+            shown = NO_PROFILE
+        else:
+            shown = swapped_profile if swapped_profile is not None else self.user_profile
         return JudgeView(
             pair_id=self.id,
             subset=self.category,
             question=self.question,
-            profile=profile if context != "none" else (),
+            profile=shown.posts,
             context=context,
             _narrative=self.narrative if oracle else None,
             _rubric_aspects=self.rubric_aspects if oracle else None,
+            turns=self.turns,
+            history=shown.history,
+            persona=shown.persona,
+            facts=shown.facts,
         )
 
 
@@ -94,6 +190,16 @@ class JudgeView:
     context: Context
     _narrative: str | None = None
     _rubric_aspects: tuple[RubricAspect, ...] | None = None
+    # The conversation the answers reply to (see Pair.turns); () for a single question.
+    turns: tuple[Turn, ...] = ()
+    # The rest of the profile shown (see UserProfile); empty in the `none` context.
+    history: tuple[Preference, ...] = ()
+    persona: str = ""
+    facts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def user_profile(self) -> UserProfile:
+        return _profile(self.profile, self.history, self.persona, self.facts)
 
     @property
     def narrative(self) -> str:

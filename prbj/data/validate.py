@@ -30,6 +30,8 @@ class Location:
 class RecordError(Exception):
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"field '{field}': {problem}")
+        self.field = field
+        self.problem = problem
 
 
 def _type_name(value: Any) -> str:

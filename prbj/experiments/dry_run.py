@@ -83,7 +83,8 @@ def _evaluate_bound(runner: Runner) -> StageUsage:
 def _local_scores(runner: Runner, stage: Stage) -> StageUsage:
     e = runner.experiment
     assert stage.judge is not None
-    pairs = len(load_dataset(e.dataset).select(e.subsets, e.limit).pairs)
+    entry = stage.benchmark or e.main
+    pairs = len(load_dataset(entry.dataset, entry.benchmark).select(e.subsets, e.limit).pairs)
     answers = pairs * 2 * _contexts(stage.judge.settings.options)
     return StageUsage(
         note="scored in-process (free; a dry run does not load the model)", local_answers=answers
@@ -106,7 +107,14 @@ def plan_stage(runner: Runner, stage: Stage) -> StageUsage:
     build = runner.commands
     with watched_gateways() as seen:
         if stage.kind == PLANNER:
-            run_planner(runner.experiment, build.folder(stage), max_cost=None, dry_run=True, progress=False)
+            run_planner(
+                runner.experiment,
+                build.folder(stage),
+                max_cost=None,
+                dry_run=True,
+                progress=False,
+                benchmark=stage.benchmark,
+            )
         elif stage.kind == "judge":
             assert stage.judge is not None
             if stage.judge.provider.startswith("hf:"):
@@ -157,15 +165,18 @@ def stand_in(runner: Runner) -> tuple[Runner, float, str]:
     from prbj.experiments.runner import Runner
 
     e = runner.experiment
-    try:
-        load_dataset(e.dataset)
+    for entry in e.studied:
+        try:
+            load_dataset(entry.dataset, entry.benchmark)
+        except PrbjError as err:
+            if e.expected_pairs is None or len(e.studied) > 1:
+                raise ConfigError(
+                    f"{e.path}: dataset {entry.dataset} cannot be read here ({err}); set [experiment] "
+                    "expected_pairs to plan on the bundled sample scaled to the dataset's size (one benchmark)"
+                ) from None
+            break
+    else:
         return runner, 1.0, ""
-    except PrbjError as err:
-        if e.expected_pairs is None:
-            raise ConfigError(
-                f"{e.path}: dataset {e.dataset} cannot be read here ({err}); set [experiment] expected_pairs "
-                "to plan on the bundled sample scaled to the dataset's size"
-            ) from None
     sample = replace(e, dataset="sample", subsets=(), limit=None)
     pairs = len(load_dataset("sample").pairs)
     note = (

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from prbj.context.planner import Planner
+from prbj.context.profile_text import ProfileOrder
 from prbj.data import load_dataset
+from prbj.data.cards import resolve_card
 from prbj.data.files import write_jsonl
 from prbj.display.width import output_console, print_error
-from prbj.experiments.schema import Experiment
+from prbj.experiments.schema import BenchmarkEntry, Experiment
 from prbj.judges.setup import resolve_provider
 from prbj.llm.setup import GatewayOptions
 from prbj.report.terminal import usage_table
@@ -41,19 +43,35 @@ def gateway_options(defaults: Mapping[str, Any], base: Path, **fixed: Any) -> Ga
     return GatewayOptions(**{**picked, **fixed})
 
 
+def _card_order(entry: BenchmarkEntry) -> ProfileOrder:
+    card = resolve_card(entry.benchmark) if entry.benchmark is not None else None
+    order = card.profile_order if card is not None else None
+    return "newest" if order == "newest" else "similar"
+
+
 def run_planner(
-    experiment: Experiment, out: Path, *, max_cost: float | None, dry_run: bool, progress: bool = True
+    experiment: Experiment,
+    out: Path,
+    *,
+    max_cost: float | None,
+    dry_run: bool,
+    progress: bool = True,
+    benchmark: BenchmarkEntry | None = None,
 ) -> int:
+    """The planner's aspects for every pair of `benchmark` (the experiment's main one by default)."""
     planner_entry = experiment.planner
     assert planner_entry is not None
     shared = gateway_options(experiment.defaults, experiment.base, max_cost=max_cost, dry_run=dry_run)
     console = output_console()
-    data = load_dataset(experiment.dataset).select(experiment.subsets, experiment.limit)
+    entry = benchmark or experiment.main
+    data = load_dataset(entry.dataset, entry.benchmark).select(experiment.subsets, experiment.limit)
     with shared.open() as gateway:
         planner = Planner(
             resolve_provider(planner_entry.provider, shared, gateway),
             gateway,
             profile_k=planner_entry.profile_k,
+            # As the judges' planner asks (prbj judge takes the order from the benchmark's card).
+            profile_order=_card_order(entry),
             repair=planner_entry.repair,
         )
         jobs = [partial(planner.aspects, pair.view("planner")) for pair in data.pairs]

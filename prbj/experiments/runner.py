@@ -145,7 +145,7 @@ class Runner:
                 "config": stage.config,
                 "upstream": upstream,
                 "files": {str(p): file_digest(p) for p in stage.files},
-                "dataset": dataset_digest(self.experiment.dataset) if "dataset" in stage.config else None,
+                "dataset": dataset_digest(str(stage.config["dataset"])) if "dataset" in stage.config else None,
             }
         )
 
@@ -238,7 +238,12 @@ class Runner:
         folder = build.folder(stage)
         if stage.kind == PLANNER:
             code = run_planner(
-                self.experiment, folder, max_cost=cap, dry_run=False, progress=self.options.progress
+                self.experiment,
+                folder,
+                max_cost=cap,
+                dry_run=False,
+                progress=self.options.progress,
+                benchmark=stage.benchmark,
             )
             return code, [folder] if code == 0 else []
         if stage.kind == "judge":
@@ -262,7 +267,7 @@ class Runner:
                     return code, []
             return 0, [folder]
         if stage.kind == CORRELATE_STAGE:
-            runs = self.judge_run_dirs()
+            runs = self.judge_run_dirs(main_only=True)
             return self._invoke(build.correlate(stage, runs, context_maps(runs))), [folder]
         if stage.kind == REPORT:
             from prbj.experiments.summary import write_experiment_report
@@ -294,10 +299,14 @@ class Runner:
         folders = self.manifest.folders(BON_SAMPLE_STAGE)
         return folders[0] if record is not None and folders else None
 
-    def judge_run_dirs(self) -> list[Path]:
+    def judge_run_dirs(self, *, main_only: bool = False) -> list[Path]:
+        """The judge stages' run directories (`main_only`: those on the main benchmark, which the correlation
+        is about)."""
         dirs = []
         for stage in self.stages:
             record = self.manifest.stages.get(stage.name)
+            if main_only and stage.benchmark != self.experiment.main:
+                continue
             if stage.kind == "judge" and record is not None and record.state == "done":
                 dirs += self.manifest.folders(stage.name)
         return dirs

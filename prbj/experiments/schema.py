@@ -3,7 +3,8 @@ the line and the field (`experiments/x.toml:12: field 'judges[2].order': ...`, e
 
 Field by field (docs/experiments.md has the full reference):
 
-    [experiment]  name, dataset, subsets, limit, seed, max_cost (USD for the whole experiment)
+    [experiment]  name, dataset, benchmarks (a list: card names or files, or {card, dataset} tables; each judge
+                  runs on each), subsets, limit, seed, max_cost (USD for the whole experiment)
     [defaults]    options given to every stage whose command has them (cache_dir, api_base, concurrency, ...)
     [planner]     provider, profile_k, repair, max_cost
     [[judges]]    provider, name, params_b, max_cost, and any option of `prbj judge` (context, order, mode,
@@ -23,15 +24,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from prbj.bon.demo import DEMO
+from prbj.data.cards import PRB, resolve_card, shipped_cards
 from prbj.data.names import did_you_mean
+from prbj.data.toml_lines import TomlFields, key_lines, kind, read_toml
 from prbj.errors import ConfigError
 from prbj.experiments.commandline import (
     CommandLine,
@@ -41,7 +42,6 @@ from prbj.experiments.commandline import (
     option_index,
     resolve_path,
 )
-from prbj.experiments.locate import KeyLines, key_lines
 from prbj.judges.registry import judge_factory
 from prbj.llm.providers import check_provider_name
 
@@ -60,6 +60,7 @@ MANAGED = {
     "subset": "set it once in [experiment]",
     "limit": "set it once in [experiment]",
     "seed": "set it once in [experiment]",
+    "benchmark": "list it in [experiment] benchmarks",
     "dry_run": "use prbj run --dry-run",
     "dry-run": "use prbj run --dry-run",
     "cache_only": "managed by prbj run",
@@ -149,6 +150,16 @@ class ClaimSettings:
 
 
 @dataclass(frozen=True)
+class BenchmarkEntry:
+    """One benchmark a study runs its judges on: `benchmark` is what `--benchmark` gets (a shipped card's name or
+    a card file; None: the layout is read from the data, as without --benchmark), `label` its card's name."""
+
+    label: str
+    benchmark: str | None
+    dataset: str
+
+
+@dataclass(frozen=True)
 class Experiment:
     path: Path
     name: str
@@ -169,79 +180,29 @@ class Experiment:
     report_title: str | None
     report_slices: tuple[str, ...]
     claims: ClaimSettings = field(default_factory=ClaimSettings)
+    # Every benchmark the judges run on; one entry (the dataset above, read as it is) unless the file lists more.
+    benchmarks: tuple[BenchmarkEntry, ...] = ()
 
     @property
     def base(self) -> Path:
         return self.path.parent
 
+    @property
+    def studied(self) -> tuple[BenchmarkEntry, ...]:
+        return self.benchmarks or (BenchmarkEntry(PRB, None, self.dataset),)
+
+    @property
+    def main(self) -> BenchmarkEntry:
+        """The benchmark best-of-N, the correlation and the paper's claims are about: Personalized RewardBench
+        (its rubric grades best-of-N picks) when listed, else the first."""
+        return next((b for b in self.studied if b.label == PRB), self.studied[0])
+
     def judge(self, name: str) -> JudgeEntry | None:
         return next((j for j in self.judges if j.name == name), None)
 
 
-class _Reader:
-    """Validation with errors that name file, line and field."""
-
-    def __init__(self, path: Path, lines: KeyLines) -> None:
-        self.path = path
-        self.lines = lines
-
-    def error(self, where: str, message: str) -> ConfigError:
-        line = self.lines.line(where)
-        at = f"{self.path}:{line}" if line else str(self.path)
-        return ConfigError(f"{at}: field '{where}': {message}")
-
-    def table(self, doc: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
-        value = doc.get(key, {})
-        if not isinstance(value, dict):
-            raise self.error(where, f"expected a table, got {_kind(value)}")
-        return dict(value)
-
-    def keys(self, table: Mapping[str, Any], where: str, allowed: Sequence[str]) -> None:
-        for key in table:
-            if key not in allowed:
-                raise self.error(
-                    f"{where}.{key}" if where else key,
-                    f"unknown field;{did_you_mean(key, allowed)} expected one of {', '.join(allowed)}",
-                )
-
-    def string(self, table: Mapping[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
-        value = table.get(key)
-        if value is None:
-            if required:
-                raise self.error(where, f"missing field '{key}'")
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise self.error(f"{where}.{key}", f"expected a non-empty string, got {_kind(value)}")
-        return value
-
-    def strings(self, table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-        value = table.get(key, [])
-        value = [value] if isinstance(value, str) else value
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self.error(f"{where}.{key}", f"expected a list of strings, got {_kind(value)}")
-        return tuple(value)
-
-    def integer(self, table: Mapping[str, Any], key: str, where: str, *, minimum: int) -> int | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(f"{where}.{key}", f"expected a whole number ≥ {minimum}, got {value!r}")
-        return value
-
-    def number(
-        self, table: Mapping[str, Any], key: str, where: str, *, positive: bool = False
-    ) -> float | None:
-        value = table.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise self.error(f"{where}.{key}", f"expected a finite number, got {value!r}")
-        if value < 0 or (positive and value == 0):
-            raise self.error(
-                f"{where}.{key}", f"expected a {'positive' if positive else 'non-negative'} number"
-            )
-        return float(value)
+class _Reader(TomlFields):
+    """Validation with errors that name file, line and field; and the options of prbj's commands."""
 
     def options(
         self,
@@ -267,7 +228,7 @@ class _Reader:
                     f"not an option of 'prbj {command}';{did_you_mean(key, names)} see 'prbj {command} --help'",
                 )
             if isinstance(value, dict):
-                raise self.error(f"{where}.{key}", f"expected a value or a list, got {_kind(value)}")
+                raise self.error(f"{where}.{key}", f"expected a value or a list, got {kind(value)}")
             picked[option.keys[0]] = value
         return picked
 
@@ -291,24 +252,9 @@ class _Reader:
             raise self.error(settings.field, problem)
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
-
-
 def load_experiment(path: Path, cli: CommandLine) -> Experiment:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: invalid TOML: {err}") from None
+    doc, text = read_toml(path)
     reader = _Reader(path, key_lines(text))
     reader.keys(doc, "", SECTIONS)
     base = path.resolve().parent
@@ -316,9 +262,20 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
     reader.keys(
         experiment,
         "experiment",
-        ("name", "description", "dataset", "subsets", "limit", "seed", "max_cost", "expected_pairs"),
+        (
+            "name",
+            "description",
+            "dataset",
+            "benchmarks",
+            "subsets",
+            "limit",
+            "seed",
+            "max_cost",
+            "expected_pairs",
+        ),
     )
     dataset = reader.string(experiment, "dataset", "experiment") or "sample"
+    benchmarks = _benchmarks(reader, experiment, base)
     defaults = _defaults(reader, doc, cli)
     names = _Names(reader, base, defaults.get("providers_dir"))
     judges = _judges(reader, doc, cli, base, names)
@@ -344,7 +301,17 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
         report_title=reader.string(report, "title", "report"),
         report_slices=reader.strings(report, "slices", "report"),
         claims=_claims(reader, doc),
+        benchmarks=benchmarks,
     )
+    if benchmarks:
+        if "dataset" in experiment:
+            raise reader.error(
+                "experiment.dataset",
+                "with 'benchmarks', give each benchmark's dataset in its entry ({card = ..., dataset = ...})",
+            )
+        loaded = replace(loaded, dataset=loaded.main.dataset)
+        if bon is not None and loaded.main.label != PRB:
+            raise reader.error("bon", "best-of-N is graded with PRB's rubric: list 'prb' among the benchmarks")
     if loaded.planner is None and any("planner" in _contexts(j.settings.options) for j in judges):
         name = next(j.name for j in judges if "planner" in _contexts(j.settings.options))
         raise reader.error(
@@ -353,6 +320,36 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
     if not judges and bon is None:
         raise reader.error("judges", "the experiment has no [[judges]] and no [bon]: nothing to run")
     return loaded
+
+
+def _benchmarks(reader: _Reader, table: Mapping[str, Any], base: Path) -> tuple[BenchmarkEntry, ...]:
+    """[experiment] benchmarks: each a card (a shipped name, or a file relative to the experiment file) or a
+    {card, dataset} table; the dataset defaults to the card's bundled sample."""
+    raw = table.get("benchmarks")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise reader.error("experiment.benchmarks", f"expected a non-empty list, got {kind(raw)}")
+    entries: list[BenchmarkEntry] = []
+    for number, item in enumerate(raw, start=1):
+        where = f"experiment.benchmarks[{number}]"
+        item = {"card": item} if isinstance(item, str) else item
+        if not isinstance(item, dict):
+            raise reader.error(where, f"expected a card name or a {{card, dataset}} table, got {kind(item)}")
+        reader.keys(item, where, ("card", "dataset"))
+        spec = str(reader.string(item, "card", where, required=True))
+        if spec not in shipped_cards() and (spec.endswith(".toml") or "/" in spec):
+            spec = resolve_path(spec, base)
+        try:
+            card = resolve_card(spec)
+        except ConfigError as err:
+            raise reader.error(f"{where}.card", str(err)) from None
+        if any(e.label == card.name for e in entries):
+            raise reader.error(f"{where}.card", f"{card.name} is listed twice")
+        entries.append(
+            BenchmarkEntry(card.name, spec, _dataset(reader.string(item, "dataset", where) or "sample", base))
+        )
+    return tuple(entries)
 
 
 def _seed(value: int | None) -> int:

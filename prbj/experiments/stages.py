@@ -7,6 +7,10 @@ command line each one runs.
 A stage's `config` is everything that defines it besides its upstream stages' outputs; the runner hashes the two
 together into the stage's input hash. Editing one judge entry changes only that judge stage's config, so only
 it and the stages after it (correlate, report) run again.
+
+An experiment that lists several benchmarks runs the planner and every judge once per benchmark, as
+`planner@<benchmark>` and `judge:<name>@<benchmark>`; best-of-N and the correlation are about the main benchmark
+(Personalized RewardBench), the report covers every run.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from prbj.experiments.schema import (
     BON_SCORE,
     CORRELATE,
     JUDGE,
+    BenchmarkEntry,
     Experiment,
     JudgeEntry,
 )
@@ -56,10 +61,34 @@ class Stage:
     max_cost: float | None = None
     judge: JudgeEntry | None = None
     files: tuple[Path, ...] = field(default=())
+    # The benchmark a planner or judge stage reads (None for the stages after them).
+    benchmark: BenchmarkEntry | None = None
 
 
-def judge_stage_name(judge: JudgeEntry) -> str:
-    return f"{JUDGE_PREFIX}{judge.name}"
+def judge_stage_name(judge: JudgeEntry, suffix: str = "") -> str:
+    return f"{JUDGE_PREFIX}{judge.name}{suffix}"
+
+
+def stage_suffix(experiment: Experiment, entry: BenchmarkEntry) -> str:
+    """How a stage's name says its benchmark: nothing when the experiment studies one."""
+    return f"@{entry.label}" if len(experiment.studied) > 1 else ""
+
+
+def _common(experiment: Experiment, entry: BenchmarkEntry) -> dict[str, Any]:
+    """What every stage reading a benchmark's pairs is defined by; `benchmark` only when one is named, so that a
+    study of one dataset keeps the stage hashes it always had."""
+    return {
+        "dataset": entry.dataset,
+        "subsets": list(experiment.subsets),
+        "limit": experiment.limit,
+        "seed": experiment.seed,
+        **({"benchmark": entry.benchmark} if entry.benchmark is not None else {}),
+    }
+
+
+def _card_files(entry: BenchmarkEntry) -> tuple[Path, ...]:
+    """A card file a stage reads (an edit reruns it); shipped cards change only with prbj."""
+    return (Path(entry.benchmark),) if entry.benchmark is not None and entry.benchmark.endswith(".toml") else ()
 
 
 def judge_name(judge: JudgeEntry) -> str:
@@ -105,51 +134,56 @@ def translated_csv(path: Path, column: str, names: Mapping[str, str], target: Pa
 
 def stage_graph(experiment: Experiment) -> list[Stage]:
     """The experiment's stages in the order they run (each after every stage it depends on)."""
-    common = {
-        "dataset": experiment.dataset,
-        "subsets": list(experiment.subsets),
-        "limit": experiment.limit,
-        "seed": experiment.seed,
-    }
+    common = _common(experiment, experiment.main)
     stages: list[Stage] = []
     planner = experiment.planner
-    if planner is not None:
-        stages.append(
-            Stage(
-                PLANNER,
-                PLANNER,
-                (),
-                {
-                    **common,
-                    "provider": planner.provider,
-                    "profile_k": planner.profile_k,
-                    "repair": planner.repair,
-                    "defaults": experiment.defaults,
-                },
-                max_cost=planner.max_cost,
+    judge_names: list[str] = []
+    main_judges: list[str] = []
+    for entry in experiment.studied:
+        suffix = stage_suffix(experiment, entry)
+        planner_stage = f"{PLANNER}{suffix}"
+        if planner is not None:
+            stages.append(
+                Stage(
+                    planner_stage,
+                    PLANNER,
+                    (),
+                    {
+                        **_common(experiment, entry),
+                        "provider": planner.provider,
+                        "profile_k": planner.profile_k,
+                        "repair": planner.repair,
+                        "defaults": experiment.defaults,
+                    },
+                    max_cost=planner.max_cost,
+                    files=_card_files(entry),
+                    benchmark=entry,
+                )
             )
-        )
-    judge_names = []
-    for judge in experiment.judges:
-        name = judge_stage_name(judge)
-        judge_names.append(name)
-        uses_planner = planner is not None and "planner" in _contexts(judge.settings.options)
-        stages.append(
-            Stage(
-                name,
-                "judge",
-                (PLANNER,) if uses_planner else (),
-                {
-                    **common,
-                    "provider": judge.provider,
-                    "options": judge.settings.options,
-                    "defaults": experiment.defaults,
-                    "planner": planner.provider if planner is not None and uses_planner else None,
-                },
-                max_cost=judge.max_cost,
-                judge=judge,
+        for judge in experiment.judges:
+            name = judge_stage_name(judge, suffix)
+            judge_names.append(name)
+            if entry == experiment.main:
+                main_judges.append(name)
+            uses_planner = planner is not None and "planner" in _contexts(judge.settings.options)
+            stages.append(
+                Stage(
+                    name,
+                    "judge",
+                    (planner_stage,) if uses_planner else (),
+                    {
+                        **_common(experiment, entry),
+                        "provider": judge.provider,
+                        "options": judge.settings.options,
+                        "defaults": experiment.defaults,
+                        "planner": planner.provider if planner is not None and uses_planner else None,
+                    },
+                    max_cost=judge.max_cost,
+                    judge=judge,
+                    files=_card_files(entry),
+                    benchmark=entry,
+                )
             )
-        )
     bon = experiment.bon
     if bon is not None:
         stages.append(
@@ -216,7 +250,7 @@ def stage_graph(experiment: Experiment) -> list[Stage]:
             Stage(
                 CORRELATE_STAGE,
                 CORRELATE_STAGE,
-                (*judge_names, DOWNSTREAM),
+                (*main_judges, DOWNSTREAM),
                 {
                     "options": experiment.correlate.options if experiment.correlate else {},
                     "benchmarks": str(downstream.benchmarks)
@@ -292,15 +326,19 @@ class CommandBuilder:
         if stage.kind == "judge":
             return self.directory / JUDGES_FOLDER / slug(stage.name.removeprefix(JUDGE_PREFIX))
         return {
-            PLANNER: self.directory / PLANNER_FOLDER,
+            # planner, or planner@<benchmark> when the experiment studies several
+            PLANNER: self.directory / f"{PLANNER_FOLDER}{stage.name.removeprefix(PLANNER)}",
             DOWNSTREAM: self.directory / DOWNSTREAM_FOLDER,
             CORRELATE_STAGE: self.directory / CORRELATION_FOLDER,
             REPORT: self.directory,
         }.get(stage.kind, self.directory / BON_FOLDER)
 
-    def _dataset(self) -> list[str]:
+    def _dataset(self, stage: Stage, *, benchmark: bool = True) -> list[str]:
+        """--dataset (and --benchmark, for commands that take it) of the stage's benchmark, --subset, --limit."""
         e = self.experiment
-        argv = ["--dataset", e.dataset]
+        argv = ["--dataset", str(stage.config["dataset"])]
+        if benchmark and stage.config.get("benchmark") is not None:
+            argv += ["--benchmark", str(stage.config["benchmark"])]
         for subset in e.subsets:
             argv += ["--subset", subset]
         if e.limit is not None:
@@ -323,11 +361,17 @@ class CommandBuilder:
     def judge(self, stage: Stage, *, max_cost: float | None, dry_run: bool) -> Invocation:
         judge = stage.judge
         assert judge is not None
-        argv = ["--provider", judge.provider, *self._dataset(), "--seed", str(self.experiment.seed)]
+        argv = ["--provider", judge.provider, *self._dataset(stage), "--seed", str(self.experiment.seed)]
         argv += self._options(JUDGE, judge.settings.options)
         planner = stage.config.get("planner")
         if planner and "planner" not in judge.settings.options:
             argv += ["--planner", planner]
+            entry = self.experiment.planner
+            given = "profile_k" in judge.settings.options or "profile_k" in self.experiment.defaults
+            if entry is not None and not given:
+                # The profile the judge's planner is shown is the planner stage's (a benchmark card may
+                # default to another --profile-k): the same calls, answered by the cache.
+                argv += ["--profile-k", str(entry.profile_k)]
         return Invocation(JUDGE, self._finish(argv, self.folder(stage), max_cost, dry_run))
 
     def bon_sample(self, stage: Stage, *, max_cost: float | None, dry_run: bool) -> Invocation:
@@ -338,7 +382,8 @@ class CommandBuilder:
             bon.policy,
             "--n",
             str(bon.n),
-            *self._dataset(),
+            # best-of-N reads Personalized RewardBench, as it always has
+            *self._dataset(stage, benchmark=False),
             "--seed",
             str(self.experiment.seed),
         ]

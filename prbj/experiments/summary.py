@@ -29,7 +29,13 @@ from prbj.experiments.figures import (
 from prbj.experiments.manifest import Manifest
 from prbj.experiments.params import params_billions
 from prbj.experiments.schema import Experiment
-from prbj.experiments.stages import BON_SAMPLE_STAGE, CORRELATE_STAGE, DOWNSTREAM, judge_stage_name
+from prbj.experiments.stages import (
+    BON_SAMPLE_STAGE,
+    CORRELATE_STAGE,
+    DOWNSTREAM,
+    judge_stage_name,
+    stage_suffix,
+)
 from prbj.report import fmt
 from prbj.report.layout import Section
 from prbj.report.plots import Figure
@@ -86,11 +92,20 @@ def _bon_results(manifest: Manifest) -> list[dict[str, Any]]:
 def write_experiment_report(
     experiment: Experiment, manifest: Manifest, target: Path, console: Console
 ) -> Path:
+    # The paper's figures and claims are about the main benchmark; the report ranks the judges on every one.
     runs: dict[str, RunData] = {}
-    for judge in experiment.judges:
-        record = manifest.stages.get(judge_stage_name(judge))
-        if record is not None and record.run_dirs:
-            runs[judge.name] = rundir.load_run(manifest.folders(judge_stage_name(judge))[0])
+    others: list[RunData] = []
+    for entry in experiment.studied:
+        for judge in experiment.judges:
+            name = judge_stage_name(judge, stage_suffix(experiment, entry))
+            record = manifest.stages.get(name)
+            if record is None or not record.run_dirs:
+                continue
+            run = rundir.load_run(manifest.folders(name)[0])
+            if entry == experiment.main:
+                runs[judge.name] = run
+            else:
+                others.append(run)
     outcomes: list[Outcomes] = [o for name, run in runs.items() for o in entry_outcomes(name, run.judgments)]
     size = size_figure(size_points(experiment, runs), seed=experiment.seed)
     effects = context_effects(outcomes, seed=experiment.seed)
@@ -102,6 +117,11 @@ def write_experiment_report(
             "name": experiment.name,
             "digest": experiment.digest,
             "dataset": experiment.dataset,
+            **(
+                {"benchmarks": [{"name": b.label, "dataset": b.dataset} for b in experiment.studied]}
+                if experiment.benchmarks
+                else {}
+            ),
             "seed": experiment.seed,
         },
         "accuracy": [{"entry": name, **row.as_dict()} for name, run in runs.items() for row in run.results],
@@ -115,7 +135,7 @@ def write_experiment_report(
     write_json(target / SUMMARY_FILE, finite_json(document))
     store = manifest.stages.get(DOWNSTREAM)
     write_loaded_reports(
-        list(runs.values()),
+        [*runs.values(), *others],
         target,
         title=experiment.report_title or f"Experiment {experiment.name}",
         downstream=manifest.folders(DOWNSTREAM)[:1] if store is not None else [],

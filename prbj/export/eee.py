@@ -142,7 +142,7 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
         "evaluation_timestamp": str(export.run.run.get("started") or ""),
         "generation_config": _generation_config(model),
     }
-    users_resampled = any(getattr(r, "user_accuracy", None) is not None for r in export.run.results)
+    users_resampled = any(r.user_accuracy is not None for r in export.run.results)
     method = "percentile bootstrap, " + ("users resampled" if users_resampled else "pairs resampled")
     out: list[dict[str, Any]] = []
     for row in export.run.results:
@@ -160,13 +160,13 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
             "metric_config": _metric_config(ACCURACY, "Accuracy", ACCURACY_DESCRIPTION, row.context, row.subset),
             "score_details": {"score": row.accuracy, "details": _counts(row), "uncertainty": uncertainty},
         })  # fmt: skip
-        user_accuracy = getattr(row, "user_accuracy", None)
+        user_accuracy = row.user_accuracy
         if user_accuracy is not None and math.isfinite(user_accuracy):
             users: dict[str, Any] = {"num_bootstrap_samples": BOOTSTRAP_RESAMPLES}
-            if isinstance(getattr(row, "n_users_decided", None), int):
-                users["num_samples"] = row.n_users_decided  # type: ignore[attr-defined]  # the users branch adds it
+            if isinstance(row.n_users_decided, int):
+                users["num_samples"] = row.n_users_decided
             user_interval = _interval(
-                getattr(row, "user_ci_low", None), getattr(row, "user_ci_high", None),
+                row.user_ci_low, row.user_ci_high,
                 "percentile bootstrap, users resampled",
             )  # fmt: skip
             if user_interval:

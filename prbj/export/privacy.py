@@ -17,8 +17,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def personal_texts(pair: Pair) -> list[str]:
-    """Everything a pair says about its user: profile posts, the narrative, the rubric's evidence and reasons."""
-    texts = [post.text for post in pair.profile]
+    """Everything a pair says about its user: the profile of every kind (posts, earlier choices, persona, stated
+    facts), the narrative, the rubric's evidence and reasons."""
+    texts = pair.user_profile.texts()
     texts.append(pair.narrative)
     for aspect in pair.rubric_aspects:
         texts += [aspect.aspect, aspect.evidence, aspect.reason]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from prbj.data.schema import Context, JudgeView, Pair, ProfilePost
+from prbj.data.schema import Context, JudgeView, Pair, UserProfile
 from prbj.data.status import Status
 
 # "inconsistent": judged in both orders, the two verdicts disagree (never counted as correct).
@@ -33,7 +33,7 @@ class PairTask:
     pair: Pair
     context: Context
     # Another user's profile, shown in place of the pair's own in the `swapped-profile` context only.
-    swapped_profile: tuple[ProfilePost, ...] | None = None
+    swapped_profile: UserProfile | None = None
 
     @property
     def view(self) -> JudgeView:

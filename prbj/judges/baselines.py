@@ -2,9 +2,14 @@
 
 - `random`: a seeded coin per answer; expect about 50%.
 - `length`: the longer answer (in words) wins; shows how much a length bias alone would earn.
-- `bm25-profile`: lexical affinity between the user's past posts and the answer.
+- `bm25-profile`: lexical affinity between the user's profile and the answer.
 - `embed-profile`: cosine affinity between the answer and the user's profile, with WordLlama embeddings whose
   weights ship inside the `wordllama` wheel.
+
+Both read the profile of any kind as documents (prbj.context.profile_text.affinity_documents): past posts, a
+persona, stated preferences and the user's earlier prompts and chosen answers count for an answer that resembles
+them; the answers the user turned down count against it. On Personalized RewardBench (posts only) that is the
+affinity to the posts, as it always was.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from prbj.context.profile_text import affinity_documents
 from prbj.context.retrieval import BM25, tokenize
 from prbj.data.schema import JudgeView
 from prbj.judges.base import PointwiseJudge, word_count
@@ -51,18 +57,21 @@ class LengthJudge(PointwiseJudge):
 
 
 class BM25ProfileJudge(PointwiseJudge):
-    """Sum of BM25 scores of the answer against each past post, divided by the answer's term count so that a
-    longer answer does not win by having more terms."""
+    """Sum of BM25 scores of the answer against each profile document (negative for an answer the user turned
+    down), divided by the answer's term count so that a longer answer does not win by having more terms."""
 
     name = "bm25-profile"
     context = "profile"
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
-        index = BM25([tokenize(post.text) for post in view.profile])
+        documents, signs = affinity_documents(view.user_profile)
+        index = BM25([tokenize(document) for document in documents])
         scores = []
         for answer in answers:
             terms = tokenize(answer)
-            scores.append(sum(index.scores(terms)) / len(set(terms)) if terms else 0.0)
+            per_document = index.scores(terms)
+            affinity = sum(sign * value for sign, value in zip(signs, per_document, strict=True))
+            scores.append(affinity / len(set(terms)) if terms else 0.0)
         return scores
 
 
@@ -81,7 +90,8 @@ def _wordllama() -> Any:
 
 
 class EmbedProfileJudge(PointwiseJudge):
-    """Cosine between the answer's embedding and the centroid of the profile posts' embeddings."""
+    """Cosine between the answer's embedding and the centroid of the profile documents' embeddings, less the
+    cosine to the centroid of the answers the user turned down (when the profile has earlier choices)."""
 
     name = "embed-profile"
     context = "profile"
@@ -92,13 +102,24 @@ class EmbedProfileJudge(PointwiseJudge):
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
         model = _wordllama()
-        if not view.profile:
+        documents, signs = affinity_documents(view.user_profile)
+        if not documents:
             return [0.0 for _ in answers]
-        posts = _unit(np.asarray(model.embed([p.text for p in view.profile]), dtype=np.float64))
-        centroid = _unit(posts.mean(axis=0, keepdims=True))[0]
+        vectors = _unit(np.asarray(model.embed(documents), dtype=np.float64))
+        toward = _centroid(vectors[[i for i, sign in enumerate(signs) if sign > 0]])
+        away = _centroid(vectors[[i for i, sign in enumerate(signs) if sign < 0]])
         embedded = _unit(np.asarray(model.embed(list(answers)), dtype=np.float64))
         # Rounded so that float noise across BLAS builds cannot flip a near-tie.
-        return [round(float(v @ centroid), 9) for v in embedded]
+        return [round(_cosine(v, toward) - _cosine(v, away), 9) for v in embedded]
+
+
+def _centroid(vectors: np.ndarray) -> np.ndarray | None:
+    """The unit mean of unit vectors; None when there are none."""
+    return _unit(vectors.mean(axis=0, keepdims=True))[0] if len(vectors) else None
+
+
+def _cosine(vector: np.ndarray, centroid: np.ndarray | None) -> float:
+    return float(vector @ centroid) if centroid is not None else 0.0
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:

@@ -6,10 +6,11 @@ probability of "A" normalised over the two verdict letters at that position:
 
     P(A) = p(A) / (p(A) + p(B)),
 
-where p(X) sums the alternatives whose text is the letter X in the case the judge wrote it (" A" and "A" are
-one letter). When only one letter is among the listed alternatives, the other's probability is not known; it
-is at most the smallest listed probability and at most the mass the list leaves over, and that bound is used
-(P(A) is then as unsure as the listed alternatives allow, never more sure than they show).
+where p(X) sums the alternatives whose text is the letter X in either case (" A", "A", " a" and "a" are one
+letter: the parser reads each of them as that verdict). When only one letter is among the listed
+alternatives, the other's probability is not known; it is at most the smallest listed probability and at
+most the mass the list leaves over, and that bound is used (P(A) is then as unsure as the listed
+alternatives allow, never more sure than they show).
 """
 
 from __future__ import annotations
@@ -40,18 +41,17 @@ def probability_of_a(
     written = token.token.strip()
     if written.upper() not in LETTERS or len(written) != 1:
         return None
-    return _normalised(token, upper=written.isupper())
+    return _normalised(token)
 
 
-def _normalised(token: TokenChoice, *, upper: bool) -> float | None:
+def _normalised(token: TokenChoice) -> float | None:
     listed: dict[str, float] = {alternative: math.exp(lp) for alternative, lp in token.alternatives}
     listed.setdefault(token.token, math.exp(token.logprob))
     mass = {letter: 0.0 for letter in LETTERS}
     for text, probability in listed.items():
-        stripped = text.strip()
-        for letter in LETTERS:
-            if stripped == (letter if upper else letter.lower()):
-                mass[letter] += probability
+        letter = text.strip().upper()
+        if letter in mass:
+            mass[letter] += probability
     a, b = mass["A"], mass["B"]
     if a > 0 and b > 0:
         return a / (a + b)

@@ -1,7 +1,8 @@
 """LLM judges through the gateway: pairwise (A/B verdict) and pointwise (a score per answer).
 
 Context settings decide what the judge sees besides the question and the answers:
-`none` nothing; `profile` the user's past posts ranked by BM25 relevance to the question (top k);
+`none` nothing; `profile` the user's profile of whatever kind the benchmark has (prbj.context.profile_text: past
+posts ranked by BM25 relevance to the question, top k, or earlier choices, persona and stated preferences);
 `planner` the aspects a planner model inferred from the ranked profile; `oracle` the gold rubric aspects
 (an upper bound, never a fair result). Only the oracle view can read the gold rubric (see prbj.data.schema).
 """
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from prbj.context.planner import Planner, format_profile
+from prbj.context.planner import Planner
+from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, format_profile
 from prbj.data.schema import Context, JudgeView, Pair
 from prbj.data.status import HEALABLE_STATUSES, STATUSES, Status, most_severe
 from prbj.errors import ConfigError
@@ -69,27 +71,42 @@ class ContextBlock:
 class ContextBuilder:
     """Renders what a judge may know about the user, for one context setting."""
 
-    def __init__(self, context: Context, *, profile_k: int = 10, planner: Planner | None = None) -> None:
+    def __init__(
+        self,
+        context: Context,
+        *,
+        profile_k: int = DEFAULT_PROFILE_K,
+        planner: Planner | None = None,
+        profile_order: ProfileOrder = "similar",
+    ) -> None:
         if context == "planner" and planner is None:
             raise ConfigError(
                 "--context planner needs --planner <provider> (the model that infers the aspects)"
             )
         self.context = context
         self.profile_k = profile_k
+        self.profile_order = profile_order
         self.planner = planner
         self.profile_template = builtin("context_profile")
         self.rubrics_template = builtin("context_rubrics")
+        # A profile that is not past posts alone is introduced as what is known about the user.
+        self.about_template = builtin("context_user")
 
     def templates(self) -> list[Template]:
+        """The templates named in every request's template hash (the profile text itself is in the messages)."""
         return [self.profile_template, self.rubrics_template]
+
+    def described(self) -> list[Template]:
+        return [*self.templates(), self.about_template]
 
     async def build(self, view: JudgeView) -> ContextBlock:
         if self.context == "none":
             return ContextBlock()
         if self.context in ("profile", "swapped-profile"):
             # A swapped view already holds another user's profile: it is rendered exactly like a real one.
-            profile = format_profile(view, self.profile_k)
-            return ContextBlock(self.profile_template.render({"profile": profile}), profile=profile)
+            profile = format_profile(view, self.profile_k, self.profile_order)
+            template = self.profile_template if view.user_profile.only_posts else self.about_template
+            return ContextBlock(template.render({"profile": profile}), profile=profile)
         if self.context == "planner":
             assert self.planner is not None
             planned = await self.planner.aspects(view)
@@ -230,7 +247,7 @@ class LLMJudgeBase:
             "provider": self.provider.name,
             "model": self.provider.model,
             "api_base": self.provider.redacted_api_base,
-            "templates": {t.name: t.sha for t in (self.system, self.user, *self.contexts.templates())},
+            "templates": {t.name: t.sha for t in (self.system, self.user, *self.contexts.described())},
             "repair": self.repair,
         }
 

@@ -60,7 +60,15 @@ def _scalar(
 ) -> list[Judge]:
     ref = spec.removeprefix(HF_PREFIX)
     return [
-        make_scalar_judge(ref, context=context, options=options.scalar, gateway=gateway, seed=options.seed)
+        make_scalar_judge(
+            ref,
+            context=context,
+            options=options.scalar,
+            gateway=gateway,
+            seed=options.seed,
+            profile_k=options.profile_k,
+            profile_order=options.profile_order,
+        )
         for context in options.contexts or (DEFAULT_SCALAR_CONTEXT,)
     ]
 
@@ -79,7 +87,9 @@ def _llm(
         user = user or official.template(PAIRWISE_USER)
     judges: list[Judge] = []
     for context in options.contexts or (default_context,):
-        builder = ContextBuilder(context, profile_k=options.profile_k, planner=planner)
+        builder = ContextBuilder(
+            context, profile_k=options.profile_k, planner=planner, profile_order=options.profile_order
+        )
         if user is not None:
             check_template_shows_context(user, context, "--judge-template-user", system=system)
         if options.mode == "pointwise":

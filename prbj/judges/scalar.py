@@ -1,11 +1,13 @@
 """Scalar reward models: Hugging Face sequence-classification checkpoints (`--provider hf:<path-or-hub-id>`).
 
 Each answer is scored on its own as the assistant turn of a conversation whose user turn is the question (plus,
-in the 'profile' context, the user's ten most relevant past posts). Scores go through the run's gateway
-(`Gateway.cached`: its cache, with identical requests computed once); misses from all pairs being judged at
-once are gathered into length-sorted batches and scored on the model's worker thread (prbj.local.models), so
-the event loop (progress bar, Ctrl-C) stays free. torch and transformers are imported only when such a judge
-is built.
+in the 'profile' context, the user's profile: on Personalized RewardBench the --profile-k (10) most relevant past
+posts, on other benchmarks whatever the user's profile holds, rendered by prbj.context.profile_text). A question
+that is a conversation (several turns) is scored as that conversation, the profile added to its last user turn.
+Scores go through the run's gateway (`Gateway.cached`: its cache, with identical requests computed once); misses
+from all pairs being judged at once are gathered into length-sorted batches and scored on the model's worker
+thread (prbj.local.models), so the event loop (progress bar, Ctrl-C) stays free. torch and transformers are
+imported only when such a judge is built.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, about_user
 from prbj.context.retrieval import rank_profile
 from prbj.data.schema import Context, JudgeView
 from prbj.errors import ConfigError
@@ -37,27 +40,46 @@ HF_PREFIX = "hf:"
 DTYPE_CHOICES = ("auto", "bf16", "fp16", "fp32")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 SCALAR_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile")
-PROFILE_POSTS = 10
+PROFILE_POSTS = DEFAULT_PROFILE_K
 # Bumped whenever the way a score is computed changes (truncation, pooling, turn layout), so that old cache
 # entries are missed rather than reused.
 SCORER_VERSION = 1
 TRUNCATION = "middle"
 PROFILE_TURN = "{question}\n\nPosts this user wrote before, most relevant first:\n{posts}"
+ABOUT_TURN = "{question}\n\nWhat is known about this user:\n{about}"
 
 
-def conversation(view: JudgeView, answer: str, *, scalar_input: str = "chat") -> list[dict[str, str]]:
-    """The messages a reward model scores: one user turn, one assistant turn (the answer). With the official
-    input the profile turn is the official BoN/PPO one: question and formatted posts concatenated as is."""
-    user = view.question
+def conversation(
+    view: JudgeView,
+    answer: str,
+    *,
+    scalar_input: str = "chat",
+    profile_k: int = PROFILE_POSTS,
+    profile_order: ProfileOrder = "similar",
+) -> list[dict[str, str]]:
+    """The messages a reward model scores: the question's user turn (or the conversation it is), one assistant
+    turn (the answer). With the official input the profile turn is the official BoN/PPO one: question and
+    profile concatenated as is."""
+    # The turns before the last user turn, when the question is a conversation.
+    earlier = [{"role": role, "content": content} for role, content in view.turns[:-1]]
+    question = view.turns[-1][1] if view.turns else view.question
+    user = question
+    profile = view.user_profile
     # A swapped view holds another user's profile: the profile-reliance control of a scalar RM.
-    if view.context in ("profile", "swapped-profile") and view.profile:
-        posts = rank_profile(view.question, view.profile, k=PROFILE_POSTS)
+    if view.context in ("profile", "swapped-profile") and profile.only_posts and profile.posts:
+        posts = rank_profile(view.question, profile.posts, k=profile_k)
         if scalar_input == "official":
-            user = official_user_turn(view.question, official_posts(posts, PROFILE_POSTS))
-            return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
-        listing = "\n".join(f"{n}. {post.text}" for n, post in enumerate(posts, start=1))
-        user = PROFILE_TURN.format(question=view.question, posts=listing)
-    return [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
+            user = official_user_turn(question, official_posts(posts, profile_k))
+        else:
+            listing = "\n".join(f"{n}. {post.text}" for n, post in enumerate(posts, start=1))
+            user = PROFILE_TURN.format(question=question, posts=listing)
+    elif view.context in ("profile", "swapped-profile") and not profile.only_posts:
+        about = about_user(view.question, profile, profile_k, profile_order)
+        # The official input concatenates query and profile with nothing between them.
+        user = official_user_turn(question, about) if scalar_input == "official" else ABOUT_TURN.format(
+            question=question, about=about
+        )
+    return [*earlier, {"role": "user", "content": user}, {"role": "assistant", "content": answer}]
 
 
 class ScalarJudge(PointwiseJudge):
@@ -71,10 +93,14 @@ class ScalarJudge(PointwiseJudge):
         fingerprint: str,
         gateway: Gateway,
         context: Context = "none",
+        profile_k: int = PROFILE_POSTS,
+        profile_order: ProfileOrder = "similar",
     ) -> None:
         self.name = f"{HF_PREFIX}{ref}"
         self.ref = ref
         self.context = context
+        self.profile_k = profile_k
+        self.profile_order = profile_order
         self.fingerprint = fingerprint
         self.gateway = gateway
         self._scorer = scorer
@@ -103,7 +129,7 @@ class ScalarJudge(PointwiseJudge):
             "truncation": self.truncation,
             "scalar_input": self.scalar_input,
             "chat_template_sha256": self.template_sha256,
-            "profile_posts": PROFILE_POSTS if self.context in ("profile", "swapped-profile") else 0,
+            "profile_posts": self.profile_k if self.context in ("profile", "swapped-profile") else 0,
             "scorer_version": SCORER_VERSION,
         }
 
@@ -138,11 +164,17 @@ class ScalarJudge(PointwiseJudge):
     async def score_items(self, view: JudgeView, answers: Sequence[str]) -> list[ItemScore]:
         """Each answer's score through the gateway's cache; the misses of every pair being judged at once are
         scored together in the next batch (so all answers are asked for before any is awaited)."""
-        layout = self.scalar_input
-        try:
-            stored = await asyncio.gather(
-                *(self._cached_score(conversation(view, a, scalar_input=layout)) for a in answers)
+        def scored(answer: str) -> list[dict[str, str]]:
+            return conversation(
+                view,
+                answer,
+                scalar_input=self.scalar_input,
+                profile_k=self.profile_k,
+                profile_order=self.profile_order,
             )
+
+        try:
+            stored = await asyncio.gather(*(self._cached_score(scored(a)) for a in answers))
         except LocalModelError as err:  # the model cannot run (e.g. a Ray actor cannot load it): this judge fails
             raise ScoreFailure("api_error", str(err)) from None
         return [ItemScore(**value) for value in stored]
@@ -168,7 +200,14 @@ class ScalarJudge(PointwiseJudge):
 
 
 def make_scalar_judge(
-    ref: str, *, context: Context, options: ScalarOptions, gateway: Gateway, seed: int
+    ref: str,
+    *,
+    context: Context,
+    options: ScalarOptions,
+    gateway: Gateway,
+    seed: int,
+    profile_k: int = PROFILE_POSTS,
+    profile_order: ProfileOrder = "similar",
 ) -> ScalarJudge:
     """The judge for `--provider hf:<ref>`; configuration errors (missing folder, offline hub id, not a reward
     model, remote code not trusted) are raised here, before any pair is judged. The model is loaded once per
@@ -185,4 +224,12 @@ def make_scalar_judge(
     folder = download(locate(ref, option="hf", gguf=False), option="hf")
     scorer = local_models(gateway).scorer(folder, ref, options)
     weights = fingerprint(ModelSource(str(folder)), memo=gateway.cache)
-    return ScalarJudge(ref, scorer, fingerprint=weights, gateway=gateway, context=context)
+    return ScalarJudge(
+        ref,
+        scorer,
+        fingerprint=weights,
+        gateway=gateway,
+        context=context,
+        profile_k=profile_k,
+        profile_order=profile_order,
+    )

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from prbj.context.planner import Planner
+from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder
 from prbj.data.schema import Context
 from prbj.judges.official import OfficialRepo, Protocol, require_repo
 from prbj.judges.scalar import ScalarOptions
@@ -97,7 +98,9 @@ class JudgeOptions:
 
     seed: int = 42
     contexts: tuple[Context, ...] = ()
-    profile_k: int = 10
+    profile_k: int = DEFAULT_PROFILE_K
+    # --profile-order: which earlier choices of a user a judge sees first (prbj.context.profile_text).
+    profile_order: ProfileOrder = "similar"
     planner: str | None = None
     repair: bool = False
     # --retry-failed: re-ask parse_error/api_error calls with fresh sample indexes (see generative.py).
@@ -170,5 +173,6 @@ def make_planner(options: JudgeOptions, shared: GatewayOptions, gateway: Gateway
         resolve_provider(options.planner, shared, gateway),
         gateway,
         profile_k=options.profile_k,
+        profile_order=options.profile_order,
         repair=options.repair,
     )

@@ -150,15 +150,27 @@ def reliance_table(rows: Sequence[RelianceRow]) -> TextTable:
 
 
 def comparison_table(rows: Sequence[Comparison]) -> TextTable:
+    clustered = any(c.users is not None for c in rows)
     return TextTable(
         "comparisons",
         "Judges compared",
-        ["first", "second", "pairs", "difference (pp)", "95% CI (pp)", "McNemar p", "Holm p", "MDE (pp)"],
+        [
+            "first",
+            "second",
+            "pairs",
+            *(["users"] if clustered else []),
+            "difference (pp)",
+            "95% CI (pp)",
+            "McNemar p",
+            "Holm p",
+            "MDE (pp)",
+        ],
         [
             [
                 c.first,
                 c.second,
                 str(c.n),
+                *([fmt.DASH if c.users is None else str(c.users)] if clustered else []),
                 fmt.points(c.difference),
                 _ci(c.ci_low, c.ci_high, signed=True),
                 fmt.p_value(c.p_value),
@@ -167,9 +179,16 @@ def comparison_table(rows: Sequence[Comparison]) -> TextTable:
             ]
             for c in rows
         ],
-        [False, False, True, True, True, True, True, True],
+        [False, False, True, *([True] if clustered else []), True, True, True, True, True],
         "difference: accuracy of first − second. MDE: minimum detectable difference at α = 0.05, 80% power, "
-        "from the observed discordance (— when no difference is detectable with this many pairs).",
+        "from the observed discordance (— when no difference is detectable with this many pairs)."
+        + (
+            " Users have several pairs here: the interval resamples users with all their pairs, the test is "
+            "Obuchowski's clustered McNemar, and the MDE counts pairs at their effective number (pairs ÷ the "
+            "design effect of the clustering)."
+            if clustered
+            else ""
+        ),
     )
 
 

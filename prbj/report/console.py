@@ -44,7 +44,7 @@ def print_report(content: ReportContent, console: Console, analyses: Sequence[Se
     sections: Sequence[Section] = [*report_sections(content, terse=True), *analyses]
     for run in content.runs:
         console.print(
-            f"[bold]{run.run_id}[/bold]  dataset {run.dataset_source} ({run.n_pairs} pairs, "
+            f"[bold]{run.run_id}[/bold]  dataset {run.dataset_label} ({run.n_pairs} pairs, "
             f"fingerprint {run.fingerprint}), seed {run.seed}",
             highlight=False,
         )

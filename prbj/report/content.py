@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.across import benchmark_name
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
@@ -146,10 +147,17 @@ class RunInfo:
     started: str | None
     finished: str | None
     version: str | None
+    # The benchmark the data was read as (run.json's config.benchmark); prb for runs that do not say.
+    benchmark: str = "prb"
 
     @property
     def is_demo_sample(self) -> bool:
         return self.dataset_source == "sample"
+
+    @property
+    def dataset_label(self) -> str:
+        """The dataset as reports name it: with its benchmark where that is not Personalized RewardBench."""
+        return self.dataset_source if self.benchmark == "prb" else f"{self.dataset_source} ({self.benchmark})"
 
 
 @dataclass(frozen=True)
@@ -174,6 +182,21 @@ class ReportContent:
     @property
     def has_downstream(self) -> bool:
         return bool(self.curves or self.correlations)
+
+    @property
+    def per_user(self) -> bool:
+        """Whether some run's users have several pairs, so that user figures differ from pair figures."""
+        return any(row.overall.user_accuracy is not None for row in self.leaderboard)
+
+    @property
+    def interval_note(self) -> str:
+        """How the report's intervals were drawn, for its footer."""
+        if self.per_user:
+            return (
+                "Accuracy intervals are 95% percentile bootstrap intervals, over users (each user's pairs "
+                "resampled together) where users have several pairs, else over pairs"
+            )
+        return "Accuracy intervals are 95% percentile bootstrap intervals over pairs"
 
 
 def _mean(series: pl.Series) -> float | None:
@@ -459,4 +482,5 @@ def _run_info(run: RunData, label: str) -> RunInfo:
         started=run.run.get("started"),
         finished=run.run.get("finished"),
         version=run.summary.get("prbj_version"),
+        benchmark=benchmark_name(run)[0],
     )

@@ -34,6 +34,11 @@ def percent(value: float | None, digits: int = 1) -> str:
     return DASH if value is None else f"{100 * value:.{digits}f}"
 
 
+def percent_sign(value: float | None) -> str:
+    """"61.0%" in running text; a dash alone for nothing."""
+    return DASH if value is None else f"{percent(value)}%"
+
+
 def points(value: float | None) -> str:
     """A signed difference in percentage points."""
     if value is None:
@@ -43,19 +48,38 @@ def points(value: float | None) -> str:
     return "0.0" if rounded == 0 else f"{rounded:+.1f}"
 
 
-def interval(row: GroupStats) -> str:
-    """A row's 95% interval in percent, "low–high"."""
-    if row.ci_low is None or row.ci_high is None:
+def span(low: float | None, high: float | None) -> str:
+    """A 95% interval in percent, "low–high"."""
+    if low is None or high is None:
         return DASH
-    return f"{percent(row.ci_low)}–{percent(row.ci_high)}"
+    return f"{percent(low)}–{percent(high)}"
+
+
+def interval(row: GroupStats) -> str:
+    """A row's 95% interval of pair accuracy in percent, "low–high"."""
+    return span(row.ci_low, row.ci_high)
+
+
+def with_span(value: float | None, low: float | None, high: float | None) -> str:
+    """"61.0 (55.2–66.8)"; the figure alone when it has no interval."""
+    if value is None:
+        return DASH
+    if low is None or high is None:
+        return percent(value)
+    return f"{percent(value)} ({span(low, high)})"
 
 
 def accuracy_with_ci(row: GroupStats | None) -> str:
-    if row is None or row.accuracy is None:
+    if row is None:
         return DASH
-    if row.ci_low is None or row.ci_high is None:
-        return percent(row.accuracy)
-    return f"{percent(row.accuracy)} ({interval(row)})"
+    return with_span(row.accuracy, row.ci_low, row.ci_high)
+
+
+def user_accuracy_with_ci(row: GroupStats | None) -> str:
+    """User accuracy (mean over users of each user's accuracy) with its interval over users."""
+    if row is None:
+        return DASH
+    return with_span(row.user_accuracy, row.user_ci_low, row.user_ci_high)
 
 
 def failed_of(failed: int, n: int) -> str:

@@ -21,6 +21,13 @@ class TextTable:
     note: str = ""
 
 
+# Said once under the leaderboard: what user accuracy is, or that it is pair accuracy here.
+USER_NOTE = (
+    "Users: each user's accuracy over their decided pairs, averaged over users (a user with no decided pair is "
+    "left out); where users have several pairs, both intervals resample users with all their pairs."
+)
+ONE_PAIR_NOTE = "One pair per user here: user accuracy equals pair accuracy."
+
 # The rank column of an oracle row: an upper bound (the judge saw the rubric), not a place in the ranking.
 UPPER_BOUND_MARK = "UB"
 
@@ -37,7 +44,7 @@ def runs_table(content: ReportContent) -> TextTable:
     rows = [
         [
             run.run_id,
-            run.dataset_source,
+            run.dataset_label,
             run.fingerprint,
             fmt.DASH if run.n_pairs is None else str(run.n_pairs),
             str(run.seed),
@@ -52,6 +59,7 @@ def runs_table(content: ReportContent) -> TextTable:
 
 def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTable:
     several = len(content.runs) > 1
+    per_user = content.per_user
     costs = {row.entry: row for row in content.costs}
     # After --selective: the verdicts each judge withheld, beside an accuracy over the kept ones only.
     withheld = any(row.overall.abstained for row in content.leaderboard)
@@ -60,6 +68,7 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
         "#",
         *_entry_headers(False),
         "overall % (95% CI)",
+        *(["users % (95% CI)"] if per_user else []),
         *[fmt.short_subset(s, terse=terse) + " %" for s in content.subsets],
         "ties %",
         "LC acc %",
@@ -80,6 +89,7 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
                 UPPER_BOUND_MARK if e.is_upper_bound else str(rank),
                 *_entry_cells(e.run, e.judge, e.context, False),
                 fmt.accuracy_with_ci(row.overall),
+                *([fmt.user_accuracy_with_ci(row.overall)] if per_user else []),
                 *[
                     fmt.percent(row.by_subset[s].accuracy) if s in row.by_subset else fmt.DASH
                     for s in content.subsets
@@ -108,7 +118,8 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
         numeric,
         "Accuracy over judgments that succeeded; ties and failures never count as correct. LC acc: "
         "length-controlled accuracy. $ / 100: cost per 100 judgments at the price each answer was first "
-        "bought for (what the run costs uncached; n/a when not recorded)."
+        "bought for (what the run costs uncached; n/a when not recorded). "
+        + (USER_NOTE if per_user else ONE_PAIR_NOTE)
         + (
             " abstained: verdicts withheld below the --selective threshold; accuracy is over those kept."
             if withheld

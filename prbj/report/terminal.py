@@ -18,6 +18,12 @@ from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES, was_not_
 from prbj.display.fit import FittingTable
 from prbj.report import fmt
 
+# Said once under the leaderboard: whether user figures are columns of it, or the same as the pair figures.
+USER_CAPTION = (
+    "users = each user's accuracy averaged over users; where users have several pairs, intervals resample users"
+)
+ONE_PAIR_CAPTION = "one pair per user, so user accuracy = pair accuracy"
+
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
     subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
@@ -27,13 +33,15 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         key=lambda r: (r.context == "oracle", -(r.accuracy or 0.0)),
     )
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
+    per_user = any(r.user_accuracy is not None for r in overall)
     # After --selective: how many verdicts each judge withheld, beside an accuracy over the kept ones only.
     withheld = any(r.abstained for r in overall)
     table = Table(
         title=title,
         caption=(
             "accuracy % over successful judgments only (ties count as not correct); failures are not in it, "
-            "they are counted apart under 'failed'; LC = length-controlled"
+            "they are counted apart under 'failed'; LC = length-controlled; "
+            + (USER_CAPTION if per_user else ONE_PAIR_CAPTION)
             + (
                 "; abstained = verdicts withheld below the --selective threshold (acc is over those kept)"
                 if withheld
@@ -49,6 +57,9 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("judge · context", no_wrap=True)
     table.add_column("acc", justify="right", style="bold", no_wrap=True)
     table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
+    if per_user:
+        table.add_column("users", justify="right", style="bold", no_wrap=True)
+        table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
         table.add_column(fmt.short_subset(subset, terse=True), justify="right", no_wrap=True)
     table.add_column("ties", justify="right", no_wrap=True)
@@ -63,6 +74,8 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
             fmt.percent(row.accuracy),
             fmt.interval(row),
         ]
+        if per_user:
+            cells += [fmt.percent(row.user_accuracy), fmt.span(row.user_ci_low, row.user_ci_high)]
         for subset in subsets:
             part = by_key.get((row.judge, row.context, subset))
             cells.append(fmt.percent(part.accuracy) if part else fmt.DASH)
@@ -77,8 +90,10 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     return table
 
 
-def print_leaderboard(summary: Sequence[GroupStats], console: Console) -> None:
-    console.print(FittingTable(leaderboard(summary)))
+def print_leaderboard(
+    summary: Sequence[GroupStats], console: Console, *, title: str = "Personalized RewardBench"
+) -> None:
+    console.print(FittingTable(leaderboard(summary, title=f"{title} accuracy")))
 
 
 _MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}

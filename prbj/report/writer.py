@@ -9,12 +9,14 @@ from dataclasses import dataclass
 import polars as pl
 
 from prbj.analysis.run_data import RunData
+from prbj.report.across import across_sections
 from prbj.report.beyond import beyond_sections
 from prbj.report.confidence import confidence_sections
 from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import Section, report_sections
 from prbj.report.markdown import render_markdown
+from prbj.report.users import user_sections
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,12 @@ def analysis_sections(
 ) -> list[Section]:
     """The sections after the standard ones: figures beyond accuracy, then how sure the judges are."""
     labels = [run.run_id for run in content.runs]
-    return beyond_sections(runs, labels, slices=slices) + confidence_sections(runs, labels)
+    return (
+        across_sections(runs)
+        + user_sections(runs, labels)
+        + beyond_sections(runs, labels, slices=slices)
+        + confidence_sections(runs, labels)
+    )
 
 
 def render_report(

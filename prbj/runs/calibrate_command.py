@@ -18,13 +18,15 @@ from prbj.display.fit import FittingTable
 from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.report import fmt
+from prbj.report.confidence import consistent_cell, held_out_error
 from prbj.runs import rundir
 from prbj.runs.selective_file import selective_document, write_selective
 
 PROCEDURE = (
-    "Learn-then-Test, fixed-sequence testing from the highest confidence down, exact binomial p-value "
-    "P(Binomial(kept, target_error) <= errors) <= delta; bound: one-sided (1 - delta) Clopper-Pearson upper "
-    "limit of the kept error. Assumes calibration and later pairs are exchangeable."
+    "Learn-then-Test, fixed-sequence testing from the highest confidence down, starting at the kept count "
+    "picked from the confidences alone, exact binomial p-value P(Binomial(kept, target_error) <= errors) <= "
+    "delta; bound: one-sided (1 - delta) Clopper-Pearson upper limit of the kept error. Assumes calibration "
+    "and later pairs are exchangeable."
 )
 
 
@@ -65,7 +67,7 @@ def run_calibrate_command(
     )
     headers = ["judge", "context", "pairs", "threshold", "coverage %", "kept error %", "bound %"]
     if split < 1.0:
-        headers += ["held-out pairs", "held-out error %", "target held"]
+        headers += ["held-out pairs", "held-out error % (95% CI)", "consistent with target"]
     for header in headers:
         table.add_column(header, justify="left" if header in ("judge", "context") else "right")
     for judge, context in rated.select("judge", "context").unique(maintain_order=True).iter_rows():
@@ -136,5 +138,4 @@ def _held_out_cells(held_out: pl.DataFrame, threshold: float | None, target_erro
         threshold=threshold,
         target_error=target_error,
     )
-    held = fmt.DASH if check.held is None else ("yes" if check.held else "NO")
-    return [str(check.n), fmt.DASH if check.error is None else fmt.percent(check.error), held]
+    return [str(check.n), held_out_error(check.as_dict()), consistent_cell(check.as_dict())]

@@ -8,9 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from prbj.context.planner import Planner
+from prbj.context.profile_text import DEFAULT_PROFILE_K
 from prbj.data import load_dataset
+from prbj.data.cards import Card, resolve_card
+from prbj.data.dataset import Dataset
+from prbj.data.loaders import OFFICIAL_HF_DATASET
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
 from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
@@ -42,6 +47,7 @@ def run_judge_command(
 ) -> int:
     """The body of `prbj judge`: the remaining keyword arguments are the judge options (JudgeOptions) and
     the shared model options (GatewayOptions)."""
+    card = _card_defaults(options)
     shared = GatewayOptions.pop_from(options)
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
@@ -59,9 +65,10 @@ def run_judge_command(
         escalation = _escalation(surety, judges, judging, shared, gateway, planner)
         judges = beyond.sampled(judges)
         with kept_for_the_run():
-            data = load_dataset(dataset).select(subsets, limit)
+            data = load_dataset(dataset, card).select(subsets, limit)
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
+        _check_oracle(judges, data)
         config = RunConfig(
             dataset=dataset,
             subsets=subsets,
@@ -74,14 +81,16 @@ def run_judge_command(
             official_repo=str(judging.official.root) if judging.official is not None else None,
             beyond=beyond,
             confidence=surety,
+            benchmark=data.benchmark_record,
         )
         result = execute(data, judges, config, gateway=gateway, planner=planner, escalation=escalation)
     usage = result.extra.get("usage", [])
+    _print_benchmark(data, console)
     if dry_run:
         console.print(usage_table(usage, dry_run=True))
         print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
-    print_leaderboard(result.summary, console)
+    print_leaderboard(result.summary, console, title=_title(card, data))
     for note in result.extra.get("selective_notes", []):
         console.print(f"selective: {note}", highlight=False)
     print_failure_causes(result.judgments.select("status", "cause", "error").iter_rows(), console)
@@ -99,9 +108,10 @@ def run_judge_command(
                 f"[yellow]{missing} judgments were not in the cache (--cache-only): rerun without it."
             )
     if data.source == "sample":
+        full = card.source if card is not None and card.source else f"hf:{OFFICIAL_HF_DATASET}"
         console.print(
-            "[dim]This is the bundled demo sample, not the benchmark: use "
-            "--dataset hf:QiyaoMa/Personalized-RewardBench for real figures.[/dim]"
+            f"[dim]This is the bundled demo sample, not the benchmark: use --dataset {escape(full)} for real "
+            "figures.[/dim]"
         )
     if not providers:
         console.print(
@@ -110,6 +120,47 @@ def run_judge_command(
         )
     budget_code = _report_budget(usage, gateway.budget.spent, gateway.budget.max_cost, console)
     return max(_exit_code(result.judgments, fail_on_error, console), budget_code)
+
+
+def _card_defaults(options: dict[str, Any]) -> Card | None:
+    """--benchmark's card (None: the layout is read from the data), and the protocol defaults it sets where
+    the command line left them (--profile-k, --profile-order)."""
+    spec = options.pop("benchmark", None)
+    card = resolve_card(spec) if spec else None
+    if options.get("profile_k") is None:
+        options["profile_k"] = (card.profile_k if card else None) or DEFAULT_PROFILE_K
+    if options.get("profile_order") is None:
+        options["profile_order"] = (card.profile_order if card else None) or "similar"
+    return card
+
+
+def _title(card: Card | None, data: Dataset) -> str:
+    if card is not None:
+        return card.title
+    return "Personalized RewardBench" if data.benchmark == "prb" else "Per-user preference"
+
+
+def _check_oracle(judges: Sequence[Judge], data: Dataset) -> None:
+    """The oracle context shows the scoring standard: data without one would show judges nothing."""
+    if any(j.context == "oracle" for j in judges) and not any(p.rubric_aspects for p in data.pairs):
+        raise ConfigError(
+            f"--context oracle: {data.benchmark} has no scoring standard (rubric aspects) to show; "
+            "use profile, planner or none"
+        )
+
+
+def _print_benchmark(data: Dataset, console: Console) -> None:
+    """What a benchmark other than Personalized RewardBench was read as (users, history, notes)."""
+    if data.benchmark == "prb":
+        return
+    history = f", {data.history_rows} earlier choices as history" if data.history_rows else ""
+    console.print(
+        f"benchmark {escape(data.benchmark)} {escape(data.benchmark_version)}: {len(data.pairs)} pairs of "
+        f"{data.users} users judged{history}",
+        highlight=False,
+    )
+    for note in data.notes:
+        console.print(f"note: {escape(note)}", highlight=False)
 
 
 def _escalation(

@@ -18,12 +18,14 @@ from prbj.analysis.calibration import calibration
 from prbj.analysis.cascade import CascadePlan, add_cascades, escalated_label, escalated_pairs
 from prbj.analysis.confidence import CONFIDENCE, with_confidence
 from prbj.analysis.position import position_fairness
-from prbj.analysis.selective import apply_threshold
+from prbj.analysis.selective import Applied, apply_threshold
 from prbj.data.status import ABSTAINED
 from prbj.errors import ConfigError
 from prbj.runs.selective_file import SelectiveFile, read_selective
 
 ConfidenceMode = Literal["logprobs", "available"]
+# The held-out check's statistics (analysis.selective.Applied), meaningless over the pairs that calibrated.
+_CHECK_FIELDS = ("held", "error_ci_low", "error_ci_high", "p_value", "consistent")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class ConfidenceOptions:
 class ConfidenceResult:
     frame: pl.DataFrame
     figures: dict[str, Any] = field(default_factory=dict)
-    # One line per selective judge: what the threshold kept, and whether the target held on held-out pairs.
+    # One line per selective judge: what the threshold kept, and the held-out pairs' error against the target.
     notes: list[str] = field(default_factory=list)
 
 
@@ -105,11 +107,12 @@ def withhold(
                 "threshold": entry.threshold,
                 "target_error": thresholds.target_error,
                 "delta": thresholds.delta,
-                **{k: v for k, v in applied.as_dict().items() if k != "held"},
+                # Over every pair, calibrating ones included: no check of the target (see held_out).
+                **{k: v for k, v in applied.as_dict().items() if k not in _CHECK_FIELDS},
                 "held_out": None if check is None else check.as_dict(),
             }
         )
-        notes.append(_note(entry.judge, entry.context, applied.as_dict(), check, thresholds.target_error))
+        notes.append(_note(entry.judge, entry.context, applied.as_dict(), check))
         below = mine & (pl.col("status") == "ok") & (pl.col(CONFIDENCE) < entry.threshold)
         frame = frame.with_columns(
             pl.when(below).then(pl.lit(ABSTAINED)).otherwise(pl.col("status")).alias("status"),
@@ -120,7 +123,7 @@ def withhold(
     return frame, figures, notes
 
 
-def _note(judge: str, context: str, applied: dict[str, Any], check: Any, target: float) -> str:
+def _note(judge: str, context: str, applied: dict[str, Any], check: Applied | None) -> str:
     kept = (
         f"{judge} ({context}): kept {applied['kept']} of {applied['n']} verdicts "
         f"(coverage {applied['coverage']:.1%})"
@@ -133,12 +136,7 @@ def _note(judge: str, context: str, applied: dict[str, Any], check: Any, target:
         )
     if check.held is None:
         return kept + f"; held-out pairs: none of {check.n} kept, target unchecked"
-    verdict = "held" if check.held else "NOT held"
-    return (
-        kept
-        + f"; held-out pairs: {check.kept} of {check.n} kept, error {check.error:.1%} against the target "
-        f"{target:.1%}: {verdict}"
-    )
+    return kept + f"; held-out pairs: {check.kept} of {check.n} kept, {check.verdict()}"
 
 
 def cascade_plans(

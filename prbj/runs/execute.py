@@ -19,6 +19,7 @@ from prbj.analysis.cascade import CascadePlan, escalated_label
 from prbj.analysis.run_data import RunData
 from prbj.analysis.slices import pair_features
 from prbj.analysis.stats import GroupStats, summarize
+from prbj.analysis.users import users_section
 from prbj.context.planner import Planner
 from prbj.context.swap import swapped_profiles
 from prbj.data.loaders import Dataset
@@ -309,7 +310,11 @@ def execute(
             dataset,
             config.seed,
             summary,
-            extra={**config.beyond.figures(frame, juries, seed=config.seed), **surety.figures},
+            extra={
+                **_users_extra(frame, seed=config.seed),
+                **config.beyond.figures(frame, juries, seed=config.seed),
+                **surety.figures,
+            },
         ),
         results=summary,
         judgments=frame,
@@ -319,6 +324,12 @@ def execute(
     # The report is rendered from the run just held in memory, not read back from the files above.
     rundir.write_report(run_dir, render_report([run], plots_dir=rundir.PLOTS_DIR))
     return RunResult(run_dir, frame, summary, started, finished, extra)
+
+
+def _users_extra(frame: pl.DataFrame, *, seed: int) -> dict[str, Any]:
+    """summary.json's `users` section (prbj.analysis.users), when users repeat or the data has groups."""
+    section = users_section(frame, seed=seed)
+    return {"users": section} if section is not None else {}
 
 
 def _config_record(config: RunConfig) -> dict[str, Any]:

@@ -31,21 +31,17 @@ def run_power_command(baseline: Path, *, delta: float, output_format: str = "tab
     table = Table(
         title=f"Pairs needed to detect a {100 * delta:.1f}-point difference (α={ALPHA}, power={POWER:.0%})"
     )
-    for header in (
-        "first",
-        "second",
-        "pairs now",
-        "discordant %",
-        "difference (pp)",
-        "pairs needed",
-        "MDE now (pp)",
-    ):
+    clustered = any("design_effect" in row for row in rows)
+    headers = ["first", "second", "pairs now", *(["users", "design effect"] if clustered else [])]
+    for header in (*headers, "discordant %", "difference (pp)", "pairs needed", "MDE now (pp)"):
         table.add_column(header, justify="left" if header in ("first", "second") else "right")
     for row in rows:
+        users = [str(row.get("users", fmt.DASH)), f"{row['design_effect']:.2f}" if "design_effect" in row else "1"]
         table.add_row(
             row["first"],
             row["second"],
             str(row["n"]),
+            *(users if clustered else []),
             fmt.percent(row["discordance"]),
             fmt.points(row["difference"]),
             fmt.DASH if row["pairs_needed"] is None else str(row["pairs_needed"]),
@@ -56,7 +52,14 @@ def run_power_command(baseline: Path, *, delta: float, output_format: str = "tab
     console.print(
         "pairs needed: McNemar's test on paired verdicts, from the observed share of pairs on which the two "
         "judges disagree about correctness (— when that share is smaller than the difference). MDE now: the "
-        "smallest difference detectable with the run's pairs.",
+        "smallest difference detectable with the run's pairs."
+        + (
+            " Users have several pairs here: pairs needed are multiplied by the design effect (how much a "
+            "user's pairs moving together inflates the variance of the difference) and the MDE is taken at "
+            "pairs ÷ design effect."
+            if clustered
+            else ""
+        ),
         highlight=False,
     )
     return 0

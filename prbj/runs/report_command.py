@@ -8,13 +8,16 @@ from pathlib import Path
 
 from rich.console import Console
 
+from prbj.analysis.across import across_benchmarks, columns_of
 from prbj.analysis.baseline import baseline_from_run, read_baseline, write_baseline
 from prbj.analysis.check import CheckSettings, check_run
 from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
+from prbj.display.fit import FittingTable
 from prbj.display.width import output_console, print_whole
+from prbj.report.across import across_text_table, render_across
 from prbj.report.check_view import check_json, print_check
-from prbj.report.console import print_report
+from prbj.report.console import print_report, rich_table
 from prbj.report.layout import Section
 from prbj.report.writer import render_report
 from prbj.runs import rundir
@@ -112,6 +115,21 @@ def run_report_command(
             slices=expand_slices(slices),
         )
         print_whole(console, f"report: {files.markdown} and {files.html}", highlight=False)
+    if len(columns_of(loaded)) > 1:
+        write_across_benchmarks(loaded, out, console=console, quiet=quiet)
+
+
+def write_across_benchmarks(runs: Sequence[RunData], out: Path | None, *, console: Console, quiet: bool) -> None:
+    """Runs on several benchmarks: one table of judges × benchmarks (user accuracy, mean rank), beside the
+    per-dataset reports (in --out, else in the leaderboard folder beside the runs); printed unless quiet."""
+    table = across_benchmarks(runs)
+    rendered = render_across(table)
+    target = out if out is not None else runs[0].run_dir.parent / LEADERBOARD_FOLDER
+    markdown, html, _ = rundir.write_across(target, rendered.markdown, rendered.html, table.as_dict())
+    if not quiet:
+        console.rule("judges across benchmarks")
+        console.print(FittingTable(rich_table(across_text_table(table)), key_columns=3))
+    print_whole(console, f"benchmarks: {markdown} and {html}", highlight=False)
 
 
 def _target(out: Path | None, runs: Sequence[RunData], *, several_groups: bool) -> Path | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prbj.data.cards import recorded_card
 from prbj.data.loaders import Dataset, load_dataset
 from prbj.data.schema import Pair
 from prbj.errors import PrbjError
@@ -57,10 +58,12 @@ def read_run_pairs(
         found = eee_pairs(str(named))
         return RunPairs(found, None if found else "the Every Eval Ever file has no instance-level texts beside it")
     wanted = dataset_record.get("fingerprint")
+    # The benchmark the run read its data as (run.json's config.benchmark), read the same way again.
+    benchmark = recorded_card((config or {}).get("benchmark"))
     error: str | None = None
     for candidate in _candidates(str(named), run_dir):
         try:
-            loaded = load_dataset(candidate)
+            loaded = load_dataset(candidate, benchmark)
         except PrbjError as err:
             error = str(err)
             continue

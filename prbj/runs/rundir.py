@@ -53,6 +53,8 @@ PLOTS_DIR = "plots"
 LABELS_FILE = "labels.jsonl"
 LABEL_AGREEMENT_FILE = "labels_agreement.json"
 SELECTIVE_FILE = "selective.json"
+# Beside a leaderboard of runs on several benchmarks: judges × benchmarks (prbj.analysis.across).
+ACROSS_FILES = ("benchmarks.md", "benchmarks.html", "benchmarks.json")
 # A run directory holding downstream outcomes holds them as a downstream store does.
 DOWNSTREAM_FILE = STORE_FILE
 
@@ -170,6 +172,17 @@ def write_report(target: Path, rendered: RenderedReport) -> ReportFiles:
     markdown = write_text(target / MARKDOWN_FILE, rendered.markdown)
     html = write_text(target / HTML_FILE, rendered.html)
     return ReportFiles(markdown, html, plots, rendered.content)
+
+
+def write_across(target: Path, markdown: str, html: str, document: dict[str, Any]) -> tuple[Path, Path, Path]:
+    """benchmarks.md, benchmarks.html and benchmarks.json in `target` (a leaderboard folder)."""
+    target.mkdir(parents=True, exist_ok=True)
+    md_name, html_name, json_name = ACROSS_FILES
+    return (
+        write_text(target / md_name, markdown),
+        write_text(target / html_name, html),
+        write_json(target / json_name, document),
+    )
 
 
 # Reading -----------------------------------------------------------------------------------------------------

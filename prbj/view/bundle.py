@@ -1,6 +1,7 @@
 """`prbj view --bundle DIR`: the viewer's pages written as a static, read-only site that opens from disk (a CI
 artifact, a folder to share). No server, no labels, no filter form: the runs, each run's report, its judgments
-table unfiltered and per judge × outcome (all, correct, wrong, failed), and every pair judged."""
+table unfiltered and per judge × outcome (all, correct, wrong, failed), every pair judged, and every user of a
+per-user run."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import polars as pl
 
 from prbj.data.files import write_text
 from prbj.errors import DataError
-from prbj.view import overview, pair, table
+from prbj.view import overview, pair, table, user
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import BUNDLE_OUTCOMES, BundleLinks, file_slug
 from prbj.view.query import Query, page_of
@@ -59,6 +60,10 @@ class BundleWriter:
         order = pair.selection_order(self.catalog, loaded, Query())
         for pair_id in order.to_list():
             self.pair(loaded, pair_id, order)
+        for user_id in user.user_ids(loaded):
+            context = user.user_page(loaded, user_id, self.links(3))
+            if context is not None:
+                self.write(f"run/{key}/user/{file_slug(user_id)}.html", "user.html", context, 3)
 
     def tables(self, loaded: LoadedRun) -> None:
         key = loaded.entry.key

@@ -56,6 +56,11 @@ class LiveLinks:
     def pair(self, key: str, pair_id: str, query: Query | None = None, **extra: str) -> str:
         return self.pair_address(key, pair_id, [*(query.params(page=1) if query else []), *extra.items()])
 
+    def user(self, key: str, user_id: str) -> str:
+        if user_id in DOT_SEGMENTS:
+            return self._q(f"/run/{quote(key)}/user", [("id", user_id)])
+        return f"/run/{quote(key)}/user/{quote(user_id, safe='')}"
+
     def label(self, key: str, pair_id: str, query: Query | None = None) -> str | None:
         """Where the label form posts (the pair's own address for an id passed in the query); the query brings
         the reviewer back to the same selection."""
@@ -120,6 +125,9 @@ class BundleLinks:
 
     def pair(self, key: str, pair_id: str, query: Query | None = None, **extra: str) -> str:
         return f"{self.root}run/{quote(key)}/pair/{file_slug(pair_id)}.html"
+
+    def user(self, key: str, user_id: str) -> str:
+        return f"{self.root}run/{quote(key)}/user/{file_slug(user_id)}.html"
 
     def label(self, key: str, pair_id: str, query: Query | None = None) -> str | None:
         return None

@@ -18,6 +18,7 @@ from prbj.view.links import Links
 from prbj.view.marks import Piece, mark_reply
 from prbj.view.query import Query
 from prbj.view.table import select
+from prbj.view.user import user_of
 
 # Posts an LLM judge sees in the profile context by default (--profile-k); the rest are listed below them.
 SHOWN_POSTS = 10
@@ -111,11 +112,14 @@ def pair_page(
     before, after, place, count = _neighbours(ids, pair_id)
     key = run.entry.key
     mine = [label for label in labels if label.pair_id == pair_id]
+    user_id = user_of(run, pair_id)
     return {
         "title": f"{pair_id} · {run.entry.run_id}",
         "run": run.entry,
         "pair_id": pair_id,
         "subset": rows[0]["subset"],
+        "user_id": user_id,
+        "user_link": links.user(key, user_id) if user_id is not None else None,
         "pair": pair,
         "pairs_note": run.pairs.note,
         "answers": answers,

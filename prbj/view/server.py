@@ -26,7 +26,7 @@ from aiohttp import hdrs, web
 from prbj.data.labels import MAX_NOTE_CHARS, Label
 from prbj.errors import DataError
 from prbj.runs import rundir
-from prbj.view import overview, pair, sheets, table
+from prbj.view import overview, pair, sheets, table, user
 from prbj.view.catalog import BuildEntry, Catalog, LoadedRun
 from prbj.view.links import LiveLinks
 from prbj.view.query import Query
@@ -271,6 +271,18 @@ async def pair_page(request: web.Request) -> web.StreamResponse:
     return viewer.page("pair.html", {**context, "saved": request.query.get("saved") == "1"})
 
 
+async def user_page(request: web.Request) -> web.StreamResponse:
+    run = await _loaded(request)
+    if isinstance(run, web.Response):
+        return run
+    viewer = _viewer(request)
+    user_id = request.match_info.get("user_id") or request.query.get("id", "")
+    context = user.user_page(run, user_id, LINKS)
+    if context is None:
+        return viewer.problem("No such user", f"{run.entry.run_id} has no judgment of user {user_id!r}", status=404)
+    return viewer.page("user.html", context)
+
+
 _SLOTS = {"A": 0, "B": 1}
 
 
@@ -383,6 +395,9 @@ def make_app(viewer: Viewer) -> web.Application:
     app.router.add_post("/run/{key}/pair", save_label)
     app.router.add_get("/run/{key}/pair/{pair_id:[^/]+}", pair_page)
     app.router.add_post("/run/{key}/pair/{pair_id:[^/]+}/label", save_label)
+    # A user id likewise ("." and ".." as /user?id=).
+    app.router.add_get("/run/{key}/user", user_page)
+    app.router.add_get("/run/{key}/user/{user_id:[^/]+}", user_page)
     app.router.add_get("/run/{key}/files/{path:.+}", run_file)
     app.router.add_get("/build/{key}", build_page)
     app.router.add_get(r"/build/{key}/sheet/{sheet}/{item}", sheet_item)

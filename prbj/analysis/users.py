@@ -1,0 +1,167 @@
+"""Figures per user, beside the figures per pair: personalization is about users, and on a benchmark where one
+user has many pairs, accuracy over pairs counts a user with ten pairs ten times and its bootstrap over pairs
+treats ten correlated outcomes as ten independent ones.
+
+Who a user is: the judgments' `user_id` column (prbj.data.user_columns); each pair is its own user in a run
+without one (runs made before it existed: runs.rundir reads them back so), and on PRB, where every pair is its
+own user; a judgment whose user id is null is its own user too.
+
+How a judgment counts for its user, by the rules of pair accuracy (prbj.analysis.stats):
+- decided = answered (status `ok`), ties included: a tie is decided and never correct;
+- failed judgments (parse and API errors, budget and cache skips, …) and withheld verdicts (`abstained`) are not
+  decided: they leave the user's count as they leave pair accuracy's;
+- a user's accuracy = their correct / their decided judgments; **user accuracy** = the mean of those over the
+  users with at least one decided judgment (macro). A user with none has no accuracy: counted in `n_users`, not
+  in `n_users_decided`, and left out of the mean (as a failed pair is left out of pair accuracy).
+
+Intervals, when users repeat (some user has two pairs or more): a cluster bootstrap over users
+(prbj.analysis.clusters: resample users with replacement, keep all their pairs), for user accuracy and for pair
+accuracy alike, seeded like every other interval. When no user repeats, every user has one pair and the user
+figures are the pair figures: the same numbers, given once, never resampled twice.
+
+Groups: every `group:<key>` column (a user's age band, a pair's tier, …) gives accuracy per value; a
+`user_seen` column gives seen and unseen users apart. These rows are summary.json's `users` section.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import polars as pl
+
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci
+from prbj.analysis.user_counts import (
+    USER_KEY,
+    Interval,
+    UserFigures,
+    group_columns,
+    user_expr,
+    user_figures,
+    users_repeat,
+)
+from prbj.data.user_columns import GROUP_PREFIX, USER_SEEN
+
+# How summary.json's `users` section names the resampling unit when users repeat.
+RESAMPLED_USERS = "users"
+
+@dataclass(frozen=True, slots=True)
+class UserSlice:
+    """Accuracy of one judge × context on the judgments of one group value (or of seen or unseen users)."""
+
+    judge: str
+    context: str
+    group: str
+    value: str
+    n: int
+    n_ok: int
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_users: int
+    n_users_decided: int
+    user_accuracy: float | None
+    user_ci_low: float | None
+    user_ci_high: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def slice_figures(
+    part: pl.DataFrame, *, judge: str, context: str, group: str, value: str, seed: int, repeat: bool
+) -> UserSlice:
+    ok = part.filter(pl.col("status") == "ok")
+    correct = int(ok["correct"].sum())
+    accuracy = correct / ok.height if ok.height else None
+    interval: Interval = (
+        bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
+    )
+    figures = (
+        user_figures(
+            part,
+            seed=seed,
+            accuracy=accuracy,
+            pair_interval=interval,
+            resamples=BOOTSTRAP_RESAMPLES,
+            confidence=CONFIDENCE,
+        )
+        if repeat
+        else _one_pair_each(part, accuracy, interval)
+    )
+    return UserSlice(
+        judge=judge,
+        context=context,
+        group=group,
+        value=value,
+        n=part.height,
+        n_ok=ok.height,
+        accuracy=accuracy,
+        ci_low=figures.ci_low,
+        ci_high=figures.ci_high,
+        n_users=figures.n_users,
+        n_users_decided=figures.n_users_decided,
+        user_accuracy=figures.user_accuracy,
+        user_ci_low=figures.user_ci_low,
+        user_ci_high=figures.user_ci_high,
+    )
+
+
+def _one_pair_each(part: pl.DataFrame, accuracy: float | None, interval: Interval) -> UserFigures:
+    users = part.select(user_expr(part)).n_unique()
+    decided = part.filter(pl.col("status") == "ok").select(user_expr(part)).n_unique()
+    return UserFigures(users, decided, accuracy, *interval, *interval)
+
+
+def _values(part: pl.DataFrame, column: str) -> list[tuple[str, pl.Expr]]:
+    if column == USER_SEEN:
+        present = set(part[column].drop_nulls().to_list())
+        return [(name, pl.col(column) == flag) for flag, name in ((True, "seen"), (False, "unseen")) if flag in present]
+    values = sorted(str(v) for v in part[column].drop_nulls().unique().to_list())
+    return [(value, pl.col(column).cast(pl.String) == value) for value in values]
+
+
+def group_slices(judgments: pl.DataFrame, columns: Sequence[str], *, seed: int, repeat: bool) -> list[UserSlice]:
+    """Rows per judge × context × column × value (over every subset), in a stable order."""
+    rows: list[UserSlice] = []
+    for judge, context in judgments.select("judge", "context").unique(maintain_order=True).iter_rows():
+        mine = judgments.filter(pl.col("judge") == judge, pl.col("context") == context)
+        for column in columns:
+            name = column.removeprefix(GROUP_PREFIX)
+            for value, condition in _values(mine, column):
+                rows.append(
+                    slice_figures(
+                        mine.filter(condition),
+                        judge=judge,
+                        context=context,
+                        group=name,
+                        value=value,
+                        seed=seed,
+                        repeat=repeat,
+                    )
+                )
+    return rows
+
+
+def users_section(judgments: pl.DataFrame, *, seed: int) -> dict[str, Any] | None:
+    """summary.json's `users` section: how many users and pairs per user, and accuracy per group value
+    (`groups`) and for seen and unseen users (`seen`). None when no user repeats and the run has no group and no
+    seen column, so that such a run's summary.json is what it always was."""
+    repeat = users_repeat(judgments)
+    groups = group_columns(judgments)
+    seen = USER_SEEN in judgments.columns and judgments[USER_SEEN].drop_nulls().len() > 0
+    if not (repeat or groups or seen) or judgments.height == 0:
+        return None
+    per_user = judgments.select(user_expr(judgments), pl.col("pair_id")).unique().group_by(USER_KEY).len()
+    section: dict[str, Any] = {
+        "n_users": per_user.height,
+        "max_pairs_per_user": int(per_user["len"].max() or 0),  # type: ignore[arg-type]  # a count column
+        "resampled": RESAMPLED_USERS if repeat else "pairs",
+    }
+    if groups:
+        section["groups"] = [row.as_dict() for row in group_slices(judgments, groups, seed=seed, repeat=repeat)]
+    if seen:
+        section["seen"] = [
+            row.as_dict() for row in group_slices(judgments, [USER_SEEN], seed=seed, repeat=repeat)
+        ]
+    return section
