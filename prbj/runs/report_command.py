@@ -68,7 +68,7 @@ def write_loaded_reports(
     )
     files = rundir.write_report(target, rendered)
     if console is not None:
-        print_report(rendered.content, console)
+        print_report(rendered.content, console, rendered.analyses)
     return files
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,16 +92,8 @@ def _search_texts(pairs: dict[str, Pair]) -> pl.DataFrame | None:
     return pl.DataFrame(rows, schema={"pair_id": pl.String, "text": pl.String}, orient="row")
 
 
-def _is_build(path: Path) -> bool:
+def is_build(path: Path) -> bool:
     return any((path / ANNOTATION_DIR).glob(SHEET_GLOB))
-
-
-def _expand(path: Path) -> list[Path]:
-    """A run directory or build folder as given; a folder of runs (reports/) as the runs in it."""
-    if rundir.is_run_dir(path) or _is_build(path) or not path.is_dir():
-        return [path]
-    inside = sorted(p for p in path.iterdir() if rundir.is_run_dir(p) or (p.is_dir() and _is_build(p)))
-    return inside or [path]
 
 
 @dataclass
@@ -115,12 +107,17 @@ class Catalog:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def open(cls, paths: Sequence[Path], *, dataset: str | None = None) -> Catalog:
-        for path in paths:
-            if not path.exists():
-                raise DataError(f"{path}: no such run directory")
+    def open(
+        cls,
+        paths: Sequence[Path],
+        *,
+        note: Callable[[str], None] | None = None,
+        dataset: str | None = None,
+    ) -> Catalog:
+        """The runs and builds the paths name, each a folder of its own or found under one at any depth
+        (rundir.select_run_dirs: a named folder that holds none is an error, or with several a `note`)."""
         catalog = cls(dataset=dataset)
-        for path in (p for given in paths for p in _expand(given)):
+        for path in rundir.select_run_dirs(paths, note or (lambda _message: None), also=is_build):
             catalog._add(path)
         return catalog
 
@@ -133,7 +130,7 @@ class Catalog:
         return key
 
     def _add(self, path: Path) -> None:
-        if _is_build(path) and not rundir.is_run_dir(path):
+        if is_build(path) and not rundir.is_run_dir(path):
             key = self._key(path.resolve().name, self.builds)
             sheets = sorted((path / ANNOTATION_DIR).glob(SHEET_GLOB))
             self.builds[key] = BuildEntry(key, path, sheets)
