@@ -115,6 +115,10 @@ def help_examples() -> Iterator[Example]:
                     kept.append(line)
             body = "\n".join(kept)
             yield from commands_of(body, "bash", " ".join([*path, "--help"]), 1)
+        # A command with its options in sections (prbj.cli.sections) shows its examples after them.
+        examples = getattr(command, "examples", ())
+        if examples:
+            yield from commands_of("\n".join(examples), "bash", " ".join([*path, "--help"]), 1)
 
 
 _SECRET = re.compile(r"^\$\{\{\s*secrets\.(\w+)\s*\}\}$")

@@ -21,6 +21,7 @@ import asyncio
 import itertools
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -58,6 +59,8 @@ class BatchService:
     jobs: dict[str, Job] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     unknown_paths: list[str] = field(default_factory=list)
+    # OpenAI result files served, by file id: a client that reads a file twice pays the transfer twice.
+    downloads: Counter[str] = field(default_factory=Counter)
     _ids: itertools.count = field(default_factory=itertools.count)
 
     def reset(self) -> None:
@@ -68,6 +71,7 @@ class BatchService:
         self.submitted.clear()
         self.jobs.clear()
         self.files.clear()
+        self.downloads.clear()
 
     def twice(self) -> list[str]:
         """custom_ids that some create call accepted more than once."""
@@ -279,6 +283,7 @@ class BatchService:
         data = self.files.get(request.match_info["id"])
         if data is None:
             return web.json_response({"error": {"message": "no such file"}}, status=404)
+        self.downloads[request.match_info["id"]] += 1
         return web.Response(body=data, content_type="application/octet-stream")
 
     # --- Anthropic -----------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Benchmark cards: the four shipped cards read their bundled samples (PRISM's ratings become pairs, ties dropped;
+"""Benchmark cards: the four shipped cards read their bundled samples (PRISM's ratings become pairs, ties within
+the card's margin dropped, each user's last conversation by start time judged;
 PersonaFeedback's personas joined by line; PersonalRewardBench's per-user rows), `prbj judge --benchmark X
 --dry-run` plans every shipped card's sample, a user's card maps in-house columns, and a card or a row given
 wrong is one line naming the file, the line and the field."""
@@ -36,7 +37,9 @@ def server() -> Iterator[ProviderServer]:
 def test_the_shipped_cards() -> None:
     assert shipped_cards() == ["persona-feedback", "personal-reward-bench", "prb", "prism"]
     prism = resolve_card("prism")
-    assert (prism.loader, prism.version, prism.profile) == ("prism", "1", ("history", "persona", "facts"))
+    assert (prism.loader, prism.version, prism.profile) == ("prism", "2", ("history", "persona", "facts"))
+    # The PRISM authors count two ratings 5 points apart or closer as a tie; no other shipped card has ties.
+    assert prism.tie_margin == 5 and resolve_card("personal-reward-bench").tie_margin == 0
     assert resolve_card("personal-reward-bench").profile_k == 15
 
 
@@ -54,7 +57,8 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     # One pairwise call per pair and context, nothing sent.
     assert int(row.split()[1]) == 2 * len(data.pairs) and server.count() == 0
     if name != "prb":
-        assert f"benchmark {name} 1: {len(data.pairs)} pairs of {data.users} users judged" in result.output
+        version = resolve_card(name).version
+        assert f"benchmark {name} {version}: {len(data.pairs)} pairs of {data.users} users judged" in result.output
     assert not (tmp_path / "out").exists()
 
 
@@ -67,10 +71,14 @@ def test_prism_ratings_become_pairs_the_higher_score_chosen_and_ties_dropped() -
     assert len(rust) == 2
     assert all("Rust, or iron oxide" in p.rejected for p in rust)
     assert {p.chosen.split(",")[0] for p in rust} == {"Soak them overnight in white vinegar", "Soak them in vinegar"}
-    assert data.notes == ("3 tied ratings made no pair (dropped)",)
-    # Four responses rated 92, 4, 30 and 88 in an opening turn make six pairs in that user's history.
+    # user9002's last conversation rates 88, 35 and 40: 40 over 35 is within the 5-point margin, no pair.
+    assert len([p for p in data.pairs if p.user_id == "user9002"]) == 2
+    assert data.notes == ("5 tied ratings (scores 5 points apart or closer) made no pair (dropped)",)
+    assert (len(data.pairs), data.history_rows) == (26, 24)
+    # Four responses rated 92, 4, 30 and 88 in an opening turn make five pairs in that user's history (92 and 88
+    # are a tie).
     opening = [h for h in by_id["c9102-0-1"].history if h.prompt == "Is it true that we only use 10% of our brains?"]
-    assert len(opening) == 6
+    assert len(opening) == 5
     # A later turn's question is the conversation so far: the earlier prompt and the response rated highest.
     later = by_id["c9102-1-1"]
     assert later.turns[0] == ("user", "Does raising the minimum wage cost jobs?")
@@ -85,6 +93,56 @@ def test_prism_ratings_become_pairs_the_higher_score_chosen_and_ties_dropped() -
     assert first.persona.startswith("I value honesty")
     assert ("importance: factual and informative (0-100)", "98") in first.facts
     assert dict(first.groups) == {"age": "25-34 years old", "gender": "Female", "region": "Northern Europe"}
+
+
+def _prism_folder(folder: Path, *, started: dict[str, str] | None) -> None:
+    """Two conversations of one user: c1 first in the file, c2 second; `started` gives the conversations file."""
+    rows = []
+    for conversation, prompt in (("c1", "first question"), ("c2", "second question")):
+        for n, (score, chosen) in enumerate(((90, True), (40, False), (43, False))):
+            rows.append({
+                "utterance_id": f"{conversation}-{n}", "conversation_id": conversation, "user_id": "u1", "turn": 0,
+                "conversation_type": "unguided", "user_prompt": prompt, "model_response": f"{prompt} answer {n}",
+                "score": score, "if_chosen": chosen,
+            })
+    folder.mkdir()
+    (folder / "utterances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if started is not None:
+        lines = [{"conversation_id": c, "user_id": "u1", "generated_datetime": t} for c, t in started.items()]
+        (folder / "conversations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+
+def test_prism_judges_each_users_latest_conversation_by_its_start_time(tmp_path: Path) -> None:
+    # Without a conversations file the file's order decides: c2 is judged.
+    _prism_folder(tmp_path / "plain", started=None)
+    plain = load_dataset(str(tmp_path / "plain"), "prism")
+    assert {p.question for p in plain.pairs} == {"second question"}
+    # The conversations file says c2 started first: c1 is the latest, judged, and c2 is its history.
+    _prism_folder(tmp_path / "timed", started={"c1": "2023-11-23 09:00:00", "c2": "2023-11-22 18:30:00"})
+    timed = load_dataset(str(tmp_path / "timed"), "prism")
+    assert {p.question for p in timed.pairs} == {"first question"}
+    assert all({h.prompt for h in p.history} == {"second question"} for p in timed.pairs)
+    # 90 over 40 and over 43 are pairs; 43 over 40 is within the margin.
+    assert len(timed.pairs) == 2 and timed.history_rows == 2
+
+
+def test_a_prism_card_sets_its_tie_margin(tmp_path: Path) -> None:
+    _prism_folder(tmp_path / "data", started=None)
+    shipped = (ROOT / "prbj" / "data" / "benchmarks" / "prism.toml").read_text()
+    exact = tmp_path / "exact.toml"
+    exact.write_text(shipped.replace('name = "prism"', 'name = "prism-exact"').replace("tie_margin = 5", ""))
+    data = load_dataset(str(tmp_path / "data"), read_card(exact))
+    # Only equal scores tie: 43 over 40 is a pair too.
+    assert len(data.pairs) == 3 and data.notes == ()
+
+
+def test_a_bad_start_time_names_the_conversations_file_line_and_field(tmp_path: Path) -> None:
+    _prism_folder(tmp_path / "data", started={"c1": "2023-11-23 09:00:00", "c2": "2023-11-22 18:30:00"})
+    lines = (tmp_path / "data" / "conversations.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({"conversation_id": "c2", "generated_datetime": 1700000000})
+    (tmp_path / "data" / "conversations.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=r"conversations.jsonl:2: field 'generated_datetime': expected a date and time"):
+        load_dataset(str(tmp_path / "data"), "prism")
 
 
 def test_persona_feedback_joins_each_persona_by_line_with_tracks_and_tiers() -> None:
@@ -153,6 +211,8 @@ prompt = "message"
         (('version = "1"', "version = 1.5"), ":3: field 'benchmark.version': expected a version string"),
         (('prompt = "message"', "prompt = 3"), ":9: field 'columns.prompt': expected a column name (a string), got 3"),
         (("[data]", "[dataset]"), ":5: field 'dataset': unknown field"),
+        (('loader = "per-user"', 'loader = "per-user"\ntie_margin = 5'), ":7: field 'data.tie_margin': only the prism"),
+        (('loader = "per-user"', 'loader = "prism"\ntie_margin = -1'), ":7: field 'data.tie_margin': expected a non"),
         (('name = "mine"', 'name = "My Bench"'), ":2: field 'benchmark.name': expected lower-case letters"),
     ],
 )
@@ -176,7 +236,7 @@ def test_an_unknown_benchmark_is_refused_with_the_shipped_names() -> None:
 
 
 def test_the_run_names_its_benchmark_and_its_pairs_read_back_the_same_way(tmp_path: Path) -> None:
-    for benchmark, expected in (("prism", {"name": "prism", "version": "1"}), (str(INHOUSE), None)):
+    for benchmark, expected in (("prism", {"name": "prism", "version": "2"}), (str(INHOUSE), None)):
         out = tmp_path / benchmark.replace("/", "_")
         args = ["judge", "--benchmark", benchmark, "-p", "length", "--out", str(out), "--no-progress"]
         result = CliRunner().invoke(main, args)

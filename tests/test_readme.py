@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -144,3 +146,15 @@ def test_every_link_of_the_readme_and_docs_leads_somewhere() -> None:
     """Sections moved from the README to docs/: no link may point at a heading or file that is gone."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     assert [broken for page in pages for broken in _broken_links(page)] == []
+
+
+def test_what_the_readme_examples_write_is_ignored_by_git() -> None:
+    """Issue 35: `prbj view --bundle site/` (README) left site/ as untracked files in a fresh clone."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = ["site/index.html", "reports/20260101-000000-abcdef/run.json", "cache/cache.db"]
+    done = subprocess.run(["git", "check-ignore", *written], cwd=ROOT, capture_output=True, text=True)
+    assert sorted(done.stdout.split()) == sorted(written), done.stdout + done.stderr

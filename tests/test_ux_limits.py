@@ -95,7 +95,7 @@ def test_unknown_provider_context_and_subset_suggest_the_nearest(tmp_path: Path)
     with pytest.raises(ConfigError, match="did you mean 'gemini-3-flash'"):
         resolve_profile("gemini-flash")
     result = CliRunner().invoke(main, ["judge", "--context", "profle", "--out", str(tmp_path)])
-    assert result.exit_code == 2 and "Did you mean 'profile'" in result.output
+    assert result.exit_code == 2 and "did you mean 'profile'" in result.output
     subsets = ["Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture"]
     with pytest.raises(DataError, match="did you mean 'Lifestyle_and_Personal_Development'"):
         match_subset("lifstyle", subsets)

@@ -17,6 +17,11 @@ from prbj.cli import main
 from prbj.data import load_dataset
 
 SAMPLE = load_dataset()
+SAMPLE_LINES = (
+    (Path(__file__).resolve().parents[1] / "prbj" / "data" / "sample" / "Art_and_Entertainment.jsonl")
+    .read_text(encoding="utf-8")
+    .splitlines(keepends=True)
+)
 CHOSEN = {pair.chosen for pair in SAMPLE.pairs}
 
 
@@ -109,19 +114,22 @@ def test_diff_lists_changed_verdicts_with_both_replies(runs) -> None:
     b = pl.read_parquet(Path(str(runs["b"])) / "judgments.parquet")
     changed = a.join(b, on="pair_id", suffix="_b").filter(pl.col("verdict") != pl.col("verdict_b")).height
     assert changed > 0
+    # Issue 35: the runs are named by their ids, never "A" and "B" (the letters of the answers' positions).
+    id_a, id_b = Path(str(runs["a"])).name, Path(str(runs["b"])).name
     assert (
-        f"{changed} of 60 shared judgments changed (0 now correct, {changed} no longer correct"
-        in result.output
+        f"{changed} of 60 shared judgments changed from {id_a} to {id_b} (0 now correct, {changed} no longer "
+        "correct)" in " ".join(result.output.split())
     )
-    assert (
-        "Reply in A" in result.output and "Reply in B" in result.output and "A looks better" in result.output
-    )
+    assert f"Reply of {id_a}" in result.output and f"Reply of {id_b}" in result.output
+    assert "Reply in A" not in result.output and "A looks better" in result.output
 
 
 def test_diff_refuses_runs_of_different_datasets(runs, tmp_path: Path) -> None:
     other = tmp_path / "other"
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(SAMPLE_LINES[:2]))
     ok = CliRunner().invoke(
-        main, ["judge", "--no-progress", "-p", "length", "--limit", "2", "--out", str(other)]
+        main, ["judge", "--no-progress", "-p", "length", "--dataset", str(pairs), "--out", str(other)]
     )
     assert ok.exit_code == 0, ok.output
     (run,) = list(other.iterdir())

@@ -56,12 +56,13 @@ from prbj.judges.official import Protocol, require_repo
 from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
 from prbj.llm.gateway import Gateway
+from prbj.llm.providers import missing_keys
 from prbj.llm.routing import POLICIES
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
 from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
 from prbj.report.fmt import SHORT_SUBSET
-from prbj.report.terminal import print_failure_causes, usage_table
+from prbj.report.terminal import print_failure_causes, print_missing_keys, usage_table
 from prbj.runs.rundir import package_versions
 
 
@@ -73,6 +74,8 @@ def _finish(gateway: Gateway, console: Console) -> list[dict[str, Any]]:
     usage = _usage(gateway)
     if usage:
         console.print(usage_table(usage, dry_run=gateway.mode == "dry_run"))
+    if gateway.mode == "dry_run":
+        print_missing_keys(missing_keys(gateway.providers()), console)
     return usage
 
 

@@ -29,9 +29,10 @@ from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.judges.setup import resolve_provider
 from prbj.llm.gateway import Gateway
+from prbj.llm.providers import missing_keys
 from prbj.llm.setup import GatewayOptions
 from prbj.privacy.guard import PrivacyOptions, guard_lamp, note_line
-from prbj.report.terminal import print_failure_causes, usage_table
+from prbj.report.terminal import print_failure_causes, print_missing_keys, usage_table
 from prbj.runs.engine import run_jobs
 
 
@@ -141,6 +142,7 @@ def run_build_command(
     usage = [s.as_dict() for s in gateway.stats()]
     if shared.dry_run:
         console.print(usage_table(usage, dry_run=True))
+        print_missing_keys(missing_keys(gateway.providers()), console)
         console.print(
             f"[dim]{len(lamp.records)} records; each needs up to 5 calls (plan, chosen, rejected, 2 checks), "
             "fewer with --plan gold or when a step is already cached.[/dim]"

@@ -23,13 +23,13 @@ from prbj.cli.power import power
 from prbj.cli.report import check, report
 from prbj.cli.run import run
 from prbj.cli.serve import serve
-from prbj.cli.support import EXIT_INTERRUPTED, friendly_errors
+from prbj.cli.support import EXIT_INTERRUPTED, PrbjGroup, friendly_errors
 from prbj.cli.view import view
 
 __all__ = ["EXIT_INTERRUPTED", "friendly_errors", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=PrbjGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="prbj")
 def main() -> None:
     """prbj runs Personalized RewardBench: does a reward model prefer the answer that fits one

@@ -31,11 +31,64 @@ from prbj.cli.options import (
     scalar_options,
     seed_option,
 )
+from prbj.cli.sections import SectionedCommand
 from prbj.cli.support import friendly_errors
 from prbj.data.schema import CONTEXTS
 
+# The options most runs use come first in --help; the rest follow by what they are for.
+JUDGE_SECTIONS = (
+    (
+        "Common options",
+        ["providers", "dataset", "benchmark", "subsets", "limit", "contexts", "max_cost", "dry_run", "out", "seed"],
+    ),
+    (
+        "How the judges are asked",
+        ["profile_k", "profile_order", "planner", "mode", "order", "repair", "retry_failed", "judge_template_system",
+         "judge_template_user", "protocol", "official_repo"],
+    ),
+    (
+        "Calls: cache, providers, limits, batch",
+        ["cache_only", "cache_dir", "api_base", "providers_dir", "env_file", "reasoning_effort", "rpm", "tpm",
+         "input_tpm", "output_tpm", "max_concurrency", "timeout", "batch", "wait", "concurrency", "fail_on_error",
+         "progress"],
+    ),
+    (
+        "Scalar reward models (hf:)",
+        ["dtype", "device", "trust_remote_code", "max_length", "batch_tokens", "scalar_input"],
+    ),
+    ("Beyond accuracy", ["samples", "temperature", "jury", "slices", "compare"]),
+    ("How sure is the judge", ["confidence", "selective", "escalate_to", "escalate_below"]),
+    ("Personal data (docs/privacy.md)", ["personal_data", "pseudonymize_answers", "ner_model", "private_dir"]),
+    ("Local models on a Ray cluster", ["ray", "gpus_per_model", "cpus_per_model", "replicas"]),
+)  # fmt: skip
 
-@click.command()
+# Shown after the options; tests/doc_examples.py runs each of them as written.
+JUDGE_EXAMPLES = (
+    "prbj judge                                   # offline baselines on the demo sample",
+    "prbj judge -p length -p bm25-profile --subset art --limit 5",
+    "prbj judge --dataset pairs.jsonl --seed 7 --out runs/",
+    "prbj judge --benchmark prism --dry-run          # a benchmark's bundled sample: what it would cost",
+    "prbj judge --benchmark personal-reward-bench -p bm25-profile -p length",
+    "GEMINI_API_KEY=... prbj judge -p gemini-3-flash --context none --context profile",
+    "prbj judge -p gpt-5.1 --order both --max-cost 2.50 --dry-run",
+    "prbj judge -p claude-sonnet-4-6 --context planner --planner gemini-3-flash",
+    "prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1",
+    "prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096",
+    "prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2",
+    "prbj judge -p litellm:openai/Qwen/Qwen3-8B --protocol official --official-repo"
+    " ../Personalized-RewardBench",
+    "prbj judge -p gemini-3-flash --context profile --context swapped-profile --context none",
+    "prbj judge -p gemini-3-flash -p gpt-5.1 -p claude-sonnet-4-6 --jury"
+    " trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-6",
+    "prbj judge -p gemini-3-flash --samples 5 --slice all --compare",
+    "prbj judge -p embed-profile --confidence available",
+    "prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1 --confidence logprobs",
+    "prbj judge -p gemini-3-flash --escalate-to gemini-3.1-pro --escalate-below 0.8 --confidence logprobs",
+    "prbj judge -p gpt-5.1 --dataset pairs.jsonl --personal-data pseudonymized",
+)
+
+
+@click.command(cls=SectionedCommand, sections=JUDGE_SECTIONS, examples=JUDGE_EXAMPLES)
 @click.option(
     "-p",
     "--provider",
@@ -115,28 +168,6 @@ def judge(**options: Any) -> None:
 
     Every model call goes through one cache: rerunning a command, or resuming after Ctrl-C, pays only
     for what is missing.
-
-    \b
-    Examples:
-      prbj judge                                   # offline baselines on the demo sample
-      prbj judge -p length -p bm25-profile --subset art --limit 5
-      prbj judge --dataset pairs.jsonl --seed 7 --out runs/
-      prbj judge --benchmark prism --dry-run          # a benchmark's bundled sample: what it would cost
-      prbj judge --benchmark personal-reward-bench -p bm25-profile -p length
-      GEMINI_API_KEY=... prbj judge -p gemini-3-flash --context none --context profile
-      prbj judge -p gpt-5.1 --order both --max-cost 2.50 --dry-run
-      prbj judge -p claude-sonnet-4-6 --context planner --planner gemini-3-flash
-      prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1
-      prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096
-      prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2
-      prbj judge -p litellm:openai/Qwen/Qwen3-8B --protocol official --official-repo ../Personalized-RewardBench
-      prbj judge -p gemini-3-flash --context profile --context swapped-profile --context none
-      prbj judge -p gemini-3-flash -p gpt-5.1 -p claude-sonnet-4-6 --jury trio=gemini-3-flash,gpt-5.1,claude-sonnet-4-6
-      prbj judge -p gemini-3-flash --samples 5 --slice all --compare
-      prbj judge -p embed-profile --confidence available
-      prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1 --confidence logprobs
-      prbj judge -p gemini-3-flash --escalate-to gemini-3.1-pro --escalate-below 0.8 --confidence logprobs
-      prbj judge -p gpt-5.1 --dataset pairs.jsonl --personal-data pseudonymized
     """
     from prbj.runs.collector import kept_for_the_run
 

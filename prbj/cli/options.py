@@ -430,15 +430,15 @@ privacy_options = stacked(
         help="What of the data's text may leave this machine: local (in-process models and profiles with local = "
         'true), zero-retention (also profiles with retention = "zero"; no --batch), pseudonymized (any provider, '
         "after emails, phones, URLs, IPs, card and account numbers, and names and places when a spaCy NER model "
-        "is installed, become per-user pseudonyms), any. Under every policy but any, run files keep pair ids, "
-        "not texts. Default: any on the bundled sample and the published benchmarks; on your own data nothing "
-        "goes to a remote model until you state it. See docs/privacy.md.",
+        "is installed, become per-user pseudonyms in every kind of profile text), any. Under every policy but any, "
+        "run files keep pair ids, not texts. Default: any on the bundled samples and the published benchmarks; "
+        "on your own data or card nothing goes to a remote model until you state it. See docs/privacy.md.",
     ),
     click.option(
         "--pseudonymize-answers",
         is_flag=True,
-        help="With --personal-data pseudonymized: the questions and answers hold personal data too, and are "
-        "pseudonymized like the profile (default: the profile, narrative and rubric only).",
+        help="With --personal-data pseudonymized: the questions, answers and conversation turns hold personal "
+        "data too, and are pseudonymized like the profile (default: the profile, narrative and rubric only).",
     ),
     click.option(
         "--ner-model",

@@ -3,12 +3,14 @@
 
 - `per-user`: records already in the layout, or mapped onto it by the card's [columns], [groups] and [facts]
   (a dotted column reads inside nested objects).
-- `prism`: PRISM's `survey` and `utterances` files (HannahRoseKirk/prism-alignment). Within one turn of one
-  conversation every two rated responses with different scores make a pair, the higher-rated one chosen; tied
-  scores make no pair (counted in a note). A later turn's question is the conversation up to it: the user's
-  earlier prompts and the response they rated highest at each. Each user's last conversation (in file order) is
-  judged, their earlier ones are their history; a user with earlier conversations is `seen`. The survey gives
-  the persona, facts and groups the card names.
+- `prism`: PRISM's `survey`, `utterances` and (optional) `conversations` files (HannahRoseKirk/prism-alignment).
+  Within one turn of one conversation every two rated responses make a pair, the higher-rated one chosen, unless
+  their scores are within the card's `tie_margin` of each other (a tie, as the PRISM authors count one when
+  ranking models: no pair, counted in a note). A later turn's question is the conversation up to it: the user's
+  earlier prompts and the response the conversation went on with (`if_chosen`) at each. Each user's last
+  conversation is judged, their earlier ones are their history; a user with earlier conversations is `seen`.
+  "Last" is by the conversations file's `generated_datetime` when every conversation of the user has one, else
+  by file order. The survey gives the persona, facts and groups the card names.
 - `persona-feedback`: PersonaFeedback's files, `data/<track>/<tier>.jsonl` (rows with `user_id`, the question and
   the two answers, mapped by [columns]) and a persona file (`persona/*.jsonl`, one persona per line: line n is
   user n). The track is the subset, the tier (easy, medium, hard) a group, the persona the profile.
@@ -193,6 +195,7 @@ def _rating(location: Location, record: Any) -> _Rating:
 
 def _prism(card: Card, blobs: Sequence[Blob]) -> Mapped:
     utterances, survey = _named(blobs, "utterances"), _named(blobs, "survey")
+    started = _prism_started(_named(blobs, "conversations"))
     if not utterances:
         names = ", ".join(b.name for b in blobs) or "none"
         raise DataError(f"prism: no utterances file (utterances.jsonl or utterances*.parquet) among: {names}")
@@ -213,13 +216,48 @@ def _prism(card: Card, blobs: Sequence[Blob]) -> Mapped:
                 problems.append(f"{location}: {err}")
     if problems:
         raise DataError(_summarise(problems))
-    records, ties = _prism_records(ratings, profiles, card)
-    notes = [f"{ties} tied rating{'s' if ties != 1 else ''} made no pair (dropped)"] if ties else []
+    records, ties = _prism_records(ratings, profiles, card, started)
+    notes = [_ties_note(ties, card.tie_margin)] if ties else []
     return Mapped(records, notes=notes)
 
 
+def _ties_note(ties: int, margin: float) -> str:
+    within = f" (scores {margin:g} points apart or closer)" if margin else ""
+    return f"{ties} tied rating{'s' if ties != 1 else ''}{within} made no pair (dropped)"
+
+
+def _prism_started(blobs: Sequence[Blob]) -> dict[str, str]:
+    """When each conversation started: the conversations file's `generated_datetime` (`2023-11-22 15:55:46`, which
+    sorts as text), by `conversation_id`."""
+    started: dict[str, str] = {}
+    problems: list[str] = []
+    for blob in blobs:
+        for location, record in blob_records(blob):
+            try:
+                if not isinstance(record, Mapping):
+                    raise RecordError("record", f"expected an object, got {_type_name(record)}")
+                conversation = str(_required(record, "conversation_id", (str, int), "a string"))
+                if record.get("generated_datetime") is not None:
+                    started[conversation] = _required(record, "generated_datetime", (str,), "a date and time")
+            except RecordError as err:
+                problems.append(f"{location}: {err}")
+    if problems:
+        raise DataError(_summarise(problems))
+    return started
+
+
+def _in_time_order(owned: list[str], started: Mapping[str, str]) -> list[str]:
+    """A user's conversations oldest first: by start time when every one has it, else as the file has them."""
+    if owned and all(c in started for c in owned):
+        return sorted(owned, key=lambda c: started[c])
+    return owned
+
+
 def _prism_records(
-    ratings: Sequence[_Rating], profiles: Mapping[str, Mapping[str, Any]], card: Card
+    ratings: Sequence[_Rating],
+    profiles: Mapping[str, Mapping[str, Any]],
+    card: Card,
+    started: Mapping[str, str],
 ) -> tuple[list[tuple[Location, Any]], int]:
     turns: dict[tuple[str, int], list[_Rating]] = {}
     conversations: dict[str, list[str]] = {}
@@ -228,9 +266,17 @@ def _prism_records(
         owned = conversations.setdefault(rating.user_id, [])
         if rating.conversation not in owned:
             owned.append(rating.conversation)
+    conversations = {user: _in_time_order(owned, started) for user, owned in conversations.items()}
+    # Records go user by user (as the file first names them), each user's conversations oldest first, turns in
+    # order: a user's history is then in time order, which `--profile-order newest` reads.
+    position = {
+        conversation: (number, rank)
+        for number, owned in enumerate(conversations.values())
+        for rank, conversation in enumerate(owned)
+    }
     records: list[tuple[Location, Any]] = []
     ties = 0
-    for (conversation, turn), rated in turns.items():
+    for (conversation, turn), rated in sorted(turns.items(), key=lambda item: (position[item[0][0]], item[0][1])):
         first = rated[0]
         owned = conversations[first.user_id]
         last = owned[-1] == conversation
@@ -239,7 +285,7 @@ def _prism_records(
         number = 0
         for i, a in enumerate(rated):
             for b in rated[i + 1 :]:
-                if a.score == b.score:
+                if abs(a.score - b.score) <= card.tie_margin:
                     ties += 1
                     continue
                 high, low = (a, b) if a.score > b.score else (b, a)
@@ -264,7 +310,8 @@ def _prism_records(
 def _prism_context(
     turns: Mapping[tuple[str, int], list[_Rating]], conversation: str, turn: int
 ) -> list[dict[str, str]]:
-    """The conversation up to `turn`: each earlier prompt and the response the user rated highest there."""
+    """The conversation up to `turn`: each earlier prompt and the response the conversation went on with there
+    (`if_chosen`: the highest-rated one, a tie broken at random by PRISM)."""
     context: list[dict[str, str]] = []
     for earlier in range(turn):
         rated = turns.get((conversation, earlier))

@@ -1,7 +1,8 @@
 """Benchmark cards: what a benchmark is, in one TOML file (docs/benchmarks.md has the full reference).
 
     [benchmark]  name, version, title, paper, source (where the full data lives), license, notes
-    [data]       loader (prb | per-user | prism | persona-feedback), sample (a folder of sample files)
+    [data]       loader (prb | per-user | prism | persona-feedback), sample (a folder of sample files),
+                 tie_margin (prism: two ratings this many points apart or closer are a tie and make no pair)
     [columns]    the per-user layout's fields read from other columns: field = "column" (a dotted path reads
                  inside nested objects: "meta.uid")
     [groups]     group name = "column": the user's groups for per-group statistics
@@ -56,6 +57,8 @@ class Card:
     profile: tuple[str, ...] = ()
     profile_k: int | None = None
     profile_order: str | None = None
+    # PRISM: ratings within this many points of each other are a tie (no pair); 0 = only equal scores.
+    tie_margin: float = 0.0
     # The user's card file; None for a card shipped with prbj.
     path: Path | None = None
     # The sample's folder: shipped with prbj, or beside a user's card.
@@ -127,13 +130,16 @@ def parse_card(
     for key in ("title", "paper", "source", "license", "notes"):
         fields.string(about, key, "benchmark")
     data = fields.table(doc, "data", "data")
-    fields.keys(data, "data", ("loader", "sample"))
+    fields.keys(data, "data", ("loader", "sample", "tie_margin"))
     loader = str(fields.string(data, "loader", "data", required=True))
     if loader not in LOADERS:
         raise fields.error(
             "data.loader",
             f"unknown loader {loader!r};{did_you_mean(loader, LOADERS)} expected one of {', '.join(LOADERS)}",
         )
+    tie_margin = fields.number(data, "tie_margin", "data")
+    if tie_margin is not None and loader != "prism":
+        raise fields.error("data.tie_margin", f"only the prism loader rates answers; the {loader} loader has no ties")
     if user_file:
         sample = _user_sample(fields, data, path)
     columns = _mapping(fields, doc, "columns")
@@ -168,6 +174,7 @@ def parse_card(
         profile=kinds,
         profile_k=fields.integer(profile, "k", "profile", minimum=1),
         profile_order=order,
+        tie_margin=tie_margin or 0.0,
         path=path if user_file else None,
         sample=sample,
         digest=hashlib.sha256(text.encode()).hexdigest(),

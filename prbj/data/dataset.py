@@ -34,6 +34,8 @@ class Dataset:
     history_rows: int = 0
     # What reading the data decided that a reader should know (e.g. tied ratings dropped).
     notes: tuple[str, ...] = ()
+    # The fingerprint of the whole dataset a selection was taken from (None when this is the whole of it).
+    selected_from: str | None = None
 
     @property
     def benchmark_record(self) -> dict[str, str]:
@@ -69,7 +71,12 @@ class Dataset:
         for pair in kept:
             digest.update(b"\n" + pair.id.encode())
         # A fresh instance: the parent's remembered fingerprint must not carry over.
-        return replace(self, pairs=kept, content_hash=digest.hexdigest())
+        return replace(
+            self,
+            pairs=kept,
+            content_hash=digest.hexdigest(),
+            selected_from=self.selected_from or self.fingerprint(),
+        )
 
     def select(self, subsets: Sequence[str] = (), limit: int | None = None) -> Dataset:
         """Keep the named subsets (all when none are named), then the first `limit` pairs of each subset."""

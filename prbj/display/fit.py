@@ -6,7 +6,8 @@ figure, so a table is drawn, in this order of preference,
 
 1. whole, when its natural width fits;
 2. with a lighter frame and cells wrapped between words (never inside one), when every column still gets its
-   longest word;
+   longest word; a row's name (a key column) may also break after a "/", so that a path or a hub id
+   (`hf:/models/Skywork-Reward-V2-Qwen3-0.6B`) wraps inside its cell instead of stacking the whole table;
 3. stacked, one block per row: the row's name, then `column  value` lines.
 
 Titles and captions are printed as paragraphs of their own, wrapped at the console's width, so a long title
@@ -18,9 +19,11 @@ The width comes from prbj.display.width.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Column, Table
@@ -56,17 +59,54 @@ class _Room:
     narrowest: int
 
 
-def _room(console: Console, column: Column) -> _Room:
+# Where a row's name may break when it is longer than its column: after each "/" of a path or a model id.
+_NAME_PIECE = re.compile(r"[^/]*/|[^/]+$")
+
+
+def _name_pieces(word: str) -> list[str]:
+    return _NAME_PIECE.findall(word) or [word]
+
+
+def _narrowest_name(cell: RenderableType | None) -> int:
+    """The narrowest a row's name can be when its long words break after a "/"."""
+    return max(
+        (cell_len(piece) for word in _text(cell).plain.split() for piece in _name_pieces(word)), default=0
+    )
+
+
+def _room(console: Console, column: Column, *, is_name: bool = False) -> _Room:
     options = console.options.update_width(_ROOMY)
     header = Measurement.get(console, options, column.header)
     cells = [Measurement.get(console, options, cell) for cell in column.cells]
     widest_cell = max((m.maximum for m in cells), default=0)
-    longest_word = max((m.minimum for m in cells), default=0)
+    if is_name:
+        longest_word = max((_narrowest_name(cell) for cell in column.cells), default=0)
+    else:
+        longest_word = max((m.minimum for m in cells), default=0)
     return _Room(
         natural=max(header.maximum, widest_cell, 1),
         header_wrapped=max(header.minimum, widest_cell, 1),
         narrowest=max(header.minimum, longest_word, 1),
     )
+
+
+def _broken_name(cell: RenderableType | None, width: int) -> Text:
+    """A row's name with each word longer than `width` broken into lines after a "/" (styles kept)."""
+    text = _text(cell).copy()
+    cuts: list[int] = []
+    for word in re.finditer(r"\S+", text.plain):
+        if cell_len(word.group()) <= width:
+            continue
+        at, line = word.start(), 0
+        for piece in _name_pieces(word.group()):
+            if line and line + cell_len(piece) > width:
+                cuts.append(at)
+                line = 0
+            line += cell_len(piece)
+            at += len(piece)
+    if not cuts:
+        return text
+    return Text("\n").join(text.divide(cuts))
 
 
 def _compact(table: Table) -> Table:
@@ -80,14 +120,14 @@ def _compact(table: Table) -> Table:
     return drawn
 
 
-def _wrapped_widths(console: Console, compact: Table, width: int) -> list[int] | None:
+def _wrapped_widths(console: Console, compact: Table, width: int, key_columns: int) -> list[int] | None:
     """Content widths with which `compact` fits `width`: headers wrap first, then the widest cells, never
-    inside a word; None when even that is too wide."""
+    inside a word (a row's name: never but after a "/"); None when even that is too wide."""
     probe = _columns_copy(compact)
     for column in probe.columns:
         column.width = 1
     frame = Measurement.get(console, console.options.update_width(_ROOMY), probe).maximum - len(probe.columns)
-    rooms = [_room(console, column) for column in compact.columns]
+    rooms = [_room(console, column, is_name=i < key_columns) for i, column in enumerate(compact.columns)]
     widths = [room.natural for room in rooms]
     for floors in ([r.header_wrapped for r in rooms], [r.narrowest for r in rooms]):
         while sum(widths) + frame > width:
@@ -98,11 +138,13 @@ def _wrapped_widths(console: Console, compact: Table, width: int) -> list[int] |
     return widths if sum(widths) + frame <= width else None
 
 
-def _wrapped(compact: Table, widths: list[int]) -> Table:
-    for column, width in zip(compact.columns, widths, strict=True):
+def _wrapped(compact: Table, widths: list[int], key_columns: int) -> Table:
+    for index, (column, width) in enumerate(zip(compact.columns, widths, strict=True)):
         column.width = width
         column.no_wrap = False
         column.overflow = "fold"
+        if index < key_columns:
+            column._cells = [_broken_name(cell, width) for cell in column.cells]
     return compact
 
 
@@ -153,9 +195,9 @@ class FittingTable:
         if self.fits(console, width):
             return _columns_copy(self.table)
         compact = _compact(self.table)
-        widths = _wrapped_widths(console, compact, width)
+        widths = _wrapped_widths(console, compact, width, self.key_columns)
         if widths is not None:
-            return _wrapped(compact, widths)
+            return _wrapped(compact, widths, self.key_columns)
         return stacked(self.table, key_columns=self.key_columns)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

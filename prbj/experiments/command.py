@@ -16,6 +16,7 @@ from prbj.experiments.runner import Runner, RunOptions
 from prbj.experiments.schema import load_experiment
 from prbj.experiments.stages import Stage
 from prbj.experiments.usage import StageUsage, totals
+from prbj.report.terminal import print_missing_keys
 
 EXPERIMENTS_FOLDER = Path("reports") / "experiments"
 
@@ -47,10 +48,7 @@ def run_experiment_command(
                 console.print(f"[dim]{stage.name}: {usage.note}[/dim]")
         if estimate:
             console.print(f"[yellow]{estimate}[/yellow]")
-        if missing:
-            console.print(
-                f"[yellow]API keys not set (a real run needs them): {', '.join(missing)}[/yellow]",
-            )
+        print_missing_keys(missing, console)
         return 0
     return runner.run()
 

@@ -11,7 +11,6 @@ free.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from prbj.experiments.stages import BON_EVALUATE_STAGE, BON_SAMPLE_STAGE, BON_SC
 from prbj.experiments.usage import ProviderPlan, StageUsage, estimate_seconds, stage_usage
 from prbj.judges.baselines import BASELINES
 from prbj.llm import providers
-from prbj.llm.gateway import Gateway, planned_keys
+from prbj.llm.gateway import planned_keys
 from prbj.llm.setup import watched_gateways
 
 if TYPE_CHECKING:
@@ -142,16 +141,6 @@ def _checked(runner: Runner, invocation: Any) -> None:
         raise ConfigError(f"dry run of '{invocation.shell()}' failed (exit {code}); see above")
 
 
-def missing_keys(gateways: Sequence[Gateway]) -> list[str]:
-    """`VARIABLE (providers)` for every key a real run would need and the environment lacks."""
-    needed: dict[str, set[str]] = {}
-    for gateway in gateways:
-        for spec in gateway.providers():
-            if spec.api_key_env and spec.api_key_required and not spec.key_is_set():
-                needed.setdefault(spec.api_key_env, set()).add(spec.name)
-    return [f"{env} ({', '.join(sorted(names))})" for env, names in sorted(needed.items())]
-
-
 def scaled(usage: StageUsage, factor: float) -> StageUsage:
     plans = [
         replace(
@@ -218,4 +207,4 @@ def plan_stages(runner: Runner) -> tuple[list[tuple[Stage, StageUsage]], list[st
                 plans.append((stage, scaled(usage, factor) if factor != 1.0 else usage))
     finally:
         planned_keys.reset(token)
-    return plans, missing_keys(everything), note
+    return plans, providers.missing_keys(spec for g in everything for spec in g.providers()), note

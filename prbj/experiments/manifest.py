@@ -18,8 +18,8 @@ from typing import Any, Literal
 from prbj import __version__
 from prbj.data.files import read_json, write_json
 from prbj.errors import DataError
+from prbj.runs.rundir import EXPERIMENT_MANIFEST_FILE as MANIFEST_FILE
 
-MANIFEST_FILE = "manifest.json"
 State = Literal["running", "done", "failed", "waiting"]
 STATES: tuple[str, ...] = ("running", "done", "failed", "waiting")
 

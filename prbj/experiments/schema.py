@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from prbj.bon.demo import DEMO
 from prbj.data.cards import PRB, resolve_card, shipped_cards
 from prbj.data.names import did_you_mean
 from prbj.data.toml_lines import TomlFields, key_lines, kind, read_toml
@@ -42,6 +43,8 @@ from prbj.experiments.commandline import (
     option_index,
     resolve_path,
 )
+from prbj.judges.registry import judge_factory
+from prbj.llm.providers import check_provider_name
 
 JUDGE: CommandPath = ("judge",)
 BON_SAMPLE: CommandPath = ("bon", "sample")
@@ -280,8 +283,9 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
     dataset = reader.string(experiment, "dataset", "experiment") or "sample"
     benchmarks = _benchmarks(reader, experiment, base)
     defaults = _defaults(reader, doc, cli)
-    judges = _judges(reader, doc, cli, base)
-    bon = _bon(reader, doc, cli, base, judges)
+    names = _Names(reader, base, defaults.get("providers_dir"))
+    judges = _judges(reader, doc, cli, base, names)
+    bon = _bon(reader, doc, cli, base, judges, names)
     report = reader.table(doc, "report", "report")
     reader.keys(report, "report", ("title", "slices"))
     loaded = Experiment(
@@ -295,7 +299,7 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
         max_cost=reader.number(experiment, "max_cost", "experiment"),
         expected_pairs=reader.integer(experiment, "expected_pairs", "experiment", minimum=1),
         defaults=defaults,
-        planner=_planner(reader, doc),
+        planner=_planner(reader, doc, names),
         judges=judges,
         bon=bon,
         downstream=_downstream(reader, doc, base),
@@ -398,7 +402,38 @@ def _defaults(reader: _Reader, doc: Mapping[str, Any], cli: CommandLine) -> dict
     return reader.options(table, "defaults", known, command="judge|bon|correlate")
 
 
-def _judges(reader: _Reader, doc: Mapping[str, Any], cli: CommandLine, base: Path) -> tuple[JudgeEntry, ...]:
+class _Names:
+    """Judge and provider names checked when the file is read (a typo in a provider is one line naming the
+    file, line and field before any folder is made), against the profiles a run would read: the entry's own
+    providers_dir, else [defaults]', else the bundled ones and PRBJ_PROVIDERS_DIR."""
+
+    def __init__(self, reader: _Reader, base: Path, providers_dir: Any) -> None:
+        self.reader = reader
+        self.base = base
+        self.providers_dir = providers_dir
+
+    def _folder(self, own: Any) -> Path | None:
+        value = own if own is not None else self.providers_dir
+        return Path(resolve_path(str(value), self.base)) if value is not None else None
+
+    def judge(self, spec: str, where: str, own_providers_dir: Any = None) -> None:
+        try:
+            judge_factory(spec, self._folder(own_providers_dir))
+        except ConfigError as err:
+            raise self.reader.error(where, str(err)) from None
+
+    def provider(self, spec: str, where: str, *, demo: bool = False, own_providers_dir: Any = None) -> None:
+        if demo and spec == DEMO:
+            return
+        try:
+            check_provider_name(spec, self._folder(own_providers_dir))
+        except ConfigError as err:
+            raise self.reader.error(where, str(err)) from None
+
+
+def _judges(
+    reader: _Reader, doc: Mapping[str, Any], cli: CommandLine, base: Path, names: _Names
+) -> tuple[JudgeEntry, ...]:
     raw = doc.get("judges", [])
     if not isinstance(raw, list):
         raise reader.error("judges", "expected [[judges]] tables")
@@ -421,6 +456,7 @@ def _judges(reader: _Reader, doc: Mapping[str, Any], cli: CommandLine, base: Pat
             table, where, known, skip=("provider", "name", "params_b", "max_cost"), command="judge"
         )
         settings = Settings(where, options)
+        names.judge(provider, f"{where}.provider", options.get("providers_dir"))
         reader.checked(cli, JUDGE, settings, base, ["--provider", provider])
         judges.append(
             JudgeEntry(
@@ -434,7 +470,7 @@ def _judges(reader: _Reader, doc: Mapping[str, Any], cli: CommandLine, base: Pat
     return tuple(judges)
 
 
-def _planner(reader: _Reader, doc: Mapping[str, Any]) -> PlannerEntry | None:
+def _planner(reader: _Reader, doc: Mapping[str, Any], names: _Names) -> PlannerEntry | None:
     if "planner" not in doc:
         return None
     table = reader.table(doc, "planner", "planner")
@@ -444,6 +480,7 @@ def _planner(reader: _Reader, doc: Mapping[str, Any]) -> PlannerEntry | None:
     if not isinstance(repair, bool):
         raise reader.error("planner.repair", f"expected true or false, got {repair!r}")
     assert provider is not None
+    names.provider(provider, "planner.provider")
     return PlannerEntry(
         provider=provider,
         profile_k=reader.integer(table, "profile_k", "planner", minimum=1) or 10,
@@ -453,7 +490,12 @@ def _planner(reader: _Reader, doc: Mapping[str, Any]) -> PlannerEntry | None:
 
 
 def _bon(
-    reader: _Reader, doc: Mapping[str, Any], cli: CommandLine, base: Path, judges: Sequence[JudgeEntry]
+    reader: _Reader,
+    doc: Mapping[str, Any],
+    cli: CommandLine,
+    base: Path,
+    judges: Sequence[JudgeEntry],
+    names: _Names,
 ) -> BonEntry | None:
     if "bon" not in doc:
         return None
@@ -465,6 +507,8 @@ def _bon(
     if not rms:
         raise reader.error("bon.rms", "name at least one reward model (a judge's provider, e.g. 'length')")
     rms = tuple(_local_rm(rm, base, judges) for rm in rms)
+    for number, rm in enumerate(rms, start=1):
+        names.judge(rm, f"bon.rms[{number}]")
     k = table.get("k", "max")
     if not (k in ("max", "all") or (isinstance(k, int) and not isinstance(k, bool) and k >= 1)):
         raise reader.error("bon.k", f"expected 'max', 'all' or a whole number ≥ 1, got {k!r}")
@@ -488,6 +532,9 @@ def _bon(
         # bon score/evaluate take the run directory as an argument: check their options against a stand-in.
         stand_in = [] if step == "sample" else [str(base)]
         reader.checked(cli, command, parts[step], base, [*stand_in, *fixed])
+    for key, value, step in (("policy", policy, "sample"), ("gold", gold, "evaluate")):
+        own = parts[step].options.get("providers_dir")
+        names.provider(str(value), f"bon.{key}", demo=True, own_providers_dir=own)
     return BonEntry(
         policy=str(policy),
         gold=str(gold),

@@ -11,6 +11,7 @@ Every factory is built from what the user asked (JudgeOptions), the run's Gatewa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from prbj.context.planner import Planner
 from prbj.data.names import did_you_mean
@@ -129,17 +130,23 @@ BY_PREFIX: dict[str, JudgeFactory] = {HF_PREFIX: _scalar, LOCAL_PREFIX: _llm, LI
 
 
 def factory_for(spec: str, shared: GatewayOptions) -> JudgeFactory:
+    return judge_factory(spec, shared.providers_dir)
+
+
+def judge_factory(spec: str, providers_dir: Path | None) -> JudgeFactory:
+    """What builds the judge `spec` names; a name that is no judge is a one-line ConfigError with the nearest
+    names. Nothing is loaded or called, so an experiment file checks its names with it when it is read."""
     if spec in BY_NAME:
         return BY_NAME[spec]
     for prefix, factory in BY_PREFIX.items():
         if spec.startswith(prefix):
             return factory
-    if is_provider_name(spec, shared.providers_dir):
+    if is_provider_name(spec, providers_dir):
         return _llm
-    retired = retired_profile_message(spec, shared.providers_dir)
+    retired = retired_profile_message(spec, providers_dir)
     if retired is not None:
         raise ConfigError(retired)
-    near = did_you_mean(spec, [*BASELINES, *profile_names(shared.providers_dir)])
+    near = did_you_mean(spec, [*BASELINES, *profile_names(providers_dir)])
     raise ConfigError(
         f"--provider {spec!r}: unknown judge;{near} offline judges are {', '.join(BASELINES)}; LLM judges are the "
         f"profiles listed by `prbj providers`, litellm:<model-id> or hf-local:<path-or-id>; scalar RMs are "

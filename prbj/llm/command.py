@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from prbj.display.width import output_console, print_whole
 from prbj.llm import lifecycle
@@ -112,6 +113,10 @@ def print_providers(providers: Sequence[ProviderSpec], console: Console, on: dat
             + ("" if p.api_key_required else " (optional)")
         )
         console.print(f"\n[bold]{p.name}[/bold]", highlight=False)
+        # Label and value side by side: a value wrapped at the console's width continues under itself.
+        block = Table.grid(padding=(0, 0), pad_edge=False)
+        block.add_column(no_wrap=True)
+        block.add_column()
         for label, value in (
             ("model", p.model),
             ("from", _where(p)),
@@ -120,7 +125,8 @@ def print_providers(providers: Sequence[ProviderSpec], console: Console, on: dat
             ("price", _listed_price(p, price_map)),
             ("retires", _retires(p, price_map, on)),
         ):
-            console.print(f"  {label:<8}{value}", highlight=False)
+            block.add_row(f"  {label:<8}", value)
+        console.print(block, highlight=False)
     console.print(
         "\n[dim]prices: USD per million tokens in / out; retires: the model's deprecation date in LiteLLM's "
         "model map (a run warns within 30 days of it); keys are never shown; limits a provider states in its "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -268,6 +269,13 @@ def is_provider_name(spec: str, user_dir: Path | None = None) -> bool:
     return spec.startswith((LITELLM_PREFIX, LOCAL_PREFIX)) or spec in _profile_files(user_dir)
 
 
+def check_provider_name(spec: str, user_dir: Path | None = None) -> None:
+    """A one-line ConfigError when `spec` names no provider (a profile, litellm:<id> or hf-local:<path>);
+    nothing is loaded, priced or key-checked."""
+    if not is_provider_name(spec, user_dir):
+        raise ConfigError(unknown_provider_message(spec, profile_names(user_dir), user_dir))
+
+
 def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | None = None) -> ProviderSpec:
     if spec.startswith(LITELLM_PREFIX):
         provider = _adhoc(spec[len(LITELLM_PREFIX) :], self_hosted=api_base is not None)
@@ -512,3 +520,14 @@ def _with_litellm_price(spec: ProviderSpec, *, required: bool) -> ProviderSpec:
         output_price=spec.output_price if spec.output_price is not None else found[1],
         price_source="litellm",
     )
+
+
+def missing_keys(specs: Iterable[ProviderSpec]) -> list[str]:
+    """`VARIABLE (providers)` for every key a real run of these providers needs and the environment lacks: what
+    a dry run (which sends nothing, so needs no key) says before the user pays for a run that would fail."""
+    needed: dict[str, set[str]] = {}
+    for spec in specs:
+        if spec.api_key_env and spec.api_key_required and not spec.key_is_set():
+            needed.setdefault(spec.api_key_env, set()).add(spec.name)
+    return [f"{env} ({', '.join(sorted(names))})" for env, names in sorted(needed.items())]
+

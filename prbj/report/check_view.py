@@ -47,7 +47,7 @@ def check_table(report: CheckReport) -> Table:
         ("−/+", True),
         ("p", True),
         ("failed %", True),
-        ("", False),
+        ("verdict", False),
     ):
         table.add_column(header, justify="right" if numeric else "left", no_wrap=not numeric)
     for group in report.groups:

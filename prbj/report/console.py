@@ -37,11 +37,11 @@ def _key_columns(table: TextTable) -> int:
     return max(1, min(count, len(table.headers) - 1))
 
 
-def print_report(content: ReportContent, console: Console, extra: Sequence[Section] = ()) -> None:
-    """The report's main sections on the terminal, then `extra` (sections computed from the runs, such as what
-    privacy costs)."""
+def print_report(content: ReportContent, console: Console, analyses: Sequence[Section] = ()) -> None:
+    """The report's tables; `analyses` (the figures beyond accuracy a run or `--slice` asked for, calibration)
+    follow the standard sections, as in report.md."""
     console.rule(content.title)
-    sections: Sequence[Section] = [*report_sections(content, terse=True), *extra]
+    sections: Sequence[Section] = [*report_sections(content, terse=True), *analyses]
     for run in content.runs:
         console.print(
             f"[bold]{run.run_id}[/bold]  dataset {run.dataset_label} ({run.n_pairs} pairs, "

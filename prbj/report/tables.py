@@ -61,6 +61,8 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
     several = len(content.runs) > 1
     per_user = content.per_user
     costs = {row.entry: row for row in content.costs}
+    # After --selective: the verdicts each judge withheld, beside an accuracy over the kept ones only.
+    withheld = any(row.overall.abstained for row in content.leaderboard)
     # The run is not a ranking column: it comes last, after the figures.
     headers = [
         "#",
@@ -71,6 +73,7 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
         "ties %",
         "LC acc %",
         "failed",
+        *(["abstained"] if withheld else []),
         "$ / 100",
         *(["run"] if several else []),
     ]
@@ -94,6 +97,7 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
                 fmt.percent(row.overall.tie_rate),
                 fmt.percent(row.overall.length_controlled_accuracy),
                 fmt.failed_of(row.failed, row.overall.n),
+                *([fmt.failed_of(row.overall.abstained or 0, row.overall.n)] if withheld else []),
                 fmt.usd(cost.per_100_usd if cost else None),
                 *([e.run] if several else []),
             ]
@@ -116,6 +120,11 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
         "length-controlled accuracy. $ / 100: cost per 100 judgments at the price each answer was first "
         "bought for (what the run costs uncached; n/a when not recorded). "
         + (USER_NOTE if per_user else ONE_PAIR_NOTE)
+        + (
+            " abstained: verdicts withheld below the --selective threshold; accuracy is over those kept."
+            if withheld
+            else ""
+        )
         + (
             f" {UPPER_BOUND_MARK}: the oracle context shows the judge the scoring rubric; an upper bound, not "
             "ranked with the fair settings."

@@ -34,12 +34,19 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     )
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
     per_user = any(r.user_accuracy is not None for r in overall)
+    # After --selective: how many verdicts each judge withheld, beside an accuracy over the kept ones only.
+    withheld = any(r.abstained for r in overall)
     table = Table(
         title=title,
         caption=(
             "accuracy % over successful judgments only (ties count as not correct); failures are not in it, "
             "they are counted apart under 'failed'; LC = length-controlled; "
             + (USER_CAPTION if per_user else ONE_PAIR_CAPTION)
+            + (
+                "; abstained = verdicts withheld below the --selective threshold (acc is over those kept)"
+                if withheld
+                else ""
+            )
         ),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -58,6 +65,8 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     table.add_column("ties", justify="right", no_wrap=True)
     table.add_column("LC", justify="right", no_wrap=True)
     table.add_column("failed", justify="right", no_wrap=True)
+    if withheld:
+        table.add_column("abstained", justify="right", no_wrap=True)
     for row in overall:
         upper = " (upper bound)" if row.context == "oracle" else ""
         cells = [
@@ -75,6 +84,8 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
             fmt.percent(row.length_controlled_accuracy),
             fmt.failed_of(row.failed, row.n),
         ]
+        if withheld:
+            cells.append(fmt.failed_of(row.abstained or 0, row.n))
         table.add_row(*cells)
     return table
 
@@ -144,6 +155,16 @@ def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], con
         why = f": {item.not_sent_why}" if item.not_sent_why else ""
         unsent = f" ({item.not_sent} not sent{why})" if item.not_sent else ""
         console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{unsent}: {escape(item.first_message)}")
+
+
+def print_missing_keys(missing: Sequence[str], console: Console) -> None:
+    """Under a dry run's plan: the API keys a real run needs and the environment lacks (`VARIABLE (providers)`,
+    prbj.llm.providers.missing_keys), so the plan does not pass for a run that would fail."""
+    if missing:
+        console.print(
+            f"[yellow]API keys not set (a real run needs them): {escape(', '.join(missing))}[/yellow]",
+            highlight=False,
+        )
 
 
 def usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> FittingTable:

@@ -27,6 +27,9 @@ class RenderedReport:
     # Chart name -> standalone SVG document, in the order the report shows them.
     plots: dict[str, str]
     content: ReportContent
+    # The sections beyond the standard report (slices, reliance, judges compared, calibration, ...) that the
+    # runs or the caller asked for: the terminal report prints them after its own.
+    analyses: tuple[Section, ...] = ()
 
 
 def all_sections(
@@ -34,10 +37,16 @@ def all_sections(
 ) -> list[Section]:
     """Every section of the report of `runs`, in order: what report.md and report.html render, and what the
     viewer's Run page shows."""
+    return report_sections(content) + analysis_sections(runs, content, slices=slices)
+
+
+def analysis_sections(
+    runs: Sequence[RunData], content: ReportContent, *, slices: Sequence[str] = ()
+) -> list[Section]:
+    """The sections after the standard ones: figures beyond accuracy, then how sure the judges are."""
     labels = [run.run_id for run in content.runs]
     return (
-        report_sections(content)
-        + across_sections(runs)
+        across_sections(runs)
         + user_sections(runs, labels)
         + beyond_sections(runs, labels, slices=slices)
         + confidence_sections(runs, labels)
@@ -62,7 +71,8 @@ def render_report(
         raise ValueError("a report needs at least one run")
     extra = pl.concat(extra_downstream) if extra_downstream else None
     content = build_content(runs, title=title, extra_downstream=extra)
-    sections = [*leading, *all_sections(runs, content, slices=slices)]
+    analyses = analysis_sections(runs, content, slices=slices)
+    sections = [*leading, *report_sections(content), *analyses]
     plots = {
         figure.name: figure.svg(standalone=True) + "\n" for section in sections for figure in section.figures
     }
@@ -71,4 +81,5 @@ def render_report(
         html=render_html(content, sections),
         plots=plots,
         content=content,
+        analyses=tuple(analyses),
     )

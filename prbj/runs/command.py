@@ -23,10 +23,11 @@ from prbj.judges.base import Judge
 from prbj.judges.registry import build_judges, resolve_judges
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.gateway import Gateway
+from prbj.llm.providers import missing_keys
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
 from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
-from prbj.report.terminal import print_failure_causes, print_leaderboard, usage_table
+from prbj.report.terminal import print_failure_causes, print_leaderboard, print_missing_keys, usage_table
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.collector import kept_for_the_run
 from prbj.runs.confidence import ConfidenceOptions
@@ -94,6 +95,7 @@ def run_judge_command(
     _print_benchmark(data, console)
     if dry_run:
         console.print(usage_table(usage, dry_run=True))
+        print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
     print_leaderboard(result.summary, console, title=_title(card, data))
     for note in result.extra.get("selective_notes", []):

@@ -19,7 +19,6 @@ from prbj.report.across import across_text_table, render_across
 from prbj.report.check_view import check_json, print_check
 from prbj.report.console import print_report, rich_table
 from prbj.report.layout import Section
-from prbj.report.privacy import privacy_sections
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import expand_slices
@@ -69,7 +68,7 @@ def write_loaded_reports(
     )
     files = rundir.write_report(target, rendered)
     if console is not None:
-        print_report(rendered.content, console, privacy_sections(runs))
+        print_report(rendered.content, console, rendered.analyses)
     return files
 
 

@@ -100,12 +100,17 @@ def new_run_dir(out_dir: Path, started: datetime, config_hash: str, *, prefix: s
 
 
 def dataset_record(dataset: Dataset) -> dict[str, Any]:
-    return {
+    """What a run records of its data; a selection (--subset, --limit) also names the dataset it was taken
+    from, so that `prbj diff` can compare it with a run on the whole of it, pair by pair."""
+    record: dict[str, Any] = {
         "source": dataset.source,
         "fingerprint": dataset.fingerprint(),
         "n_pairs": len(dataset.pairs),
         "subsets": dataset.subsets,
     }
+    if dataset.selected_from is not None:
+        record["source_fingerprint"] = dataset.selected_from
+    return record
 
 
 def summary_document(
@@ -190,12 +195,15 @@ OTHER_KINDS = {
     "prbj downstream add reads its outcomes",
     "build": "a build directory (prbj build), not a judge run: judge its pairs with prbj judge --dataset "
     "DIR/pairs.jsonl",
+    "experiment": "an experiment directory (prbj run), not a judge run: its judge runs are under judges/",
 }
+# What `prbj run` keeps at the top of an experiment directory (beside a summary.json of its own figures).
+EXPERIMENT_MANIFEST_FILE = "manifest.json"
 
 
 def run_kind(path: Path) -> str | None:
-    """"judge" for a judge run (an Every Eval Ever aggregate file is one: prbj.export.eee_read), "bon" or
-    "build" for those commands' directories, None for anything else."""
+    """"judge" for a judge run (an Every Eval Ever aggregate file is one: prbj.export.eee_read), "bon",
+    "build" or "experiment" for those commands' directories, None for anything else."""
     if looks_like_eee(path):
         return "judge"
     if not path.is_dir():
@@ -208,6 +216,8 @@ def run_kind(path: Path) -> str | None:
             command = None
         if command in OTHER_KINDS:
             return str(command)
+    elif (path / EXPERIMENT_MANIFEST_FILE).is_file():
+        return "experiment"
     return "judge" if (path / SUMMARY_FILE).exists() else None
 
 
@@ -215,26 +225,57 @@ def is_run_dir(path: Path) -> bool:
     return run_kind(path) == "judge"
 
 
-def select_run_dirs(paths: Sequence[Path], note: Callable[[str], None]) -> list[Path]:
-    """Every path must exist; with several (a shell glob over reports/*), folders that are not judge runs, such
-    as reports/baselines, an earlier leaderboard or a BoN run, are skipped with a `note` instead of stopping the
-    command."""
+def find_run_dirs(folder: Path, *, also: Callable[[Path], bool] | None = None) -> list[Path]:
+    """The judge run directories under `folder` at any depth (`--out reports/sure`, an experiment's
+    judges/<name>/<run-id>), and the folders `also` accepts, in path order. It never looks inside a run, a
+    best-of-N or a build directory, a hidden folder or a symbolic link."""
+    found: list[Path] = []
+    for current, folders, _files in os.walk(folder):
+        here = Path(current)
+        kept = []
+        for name in sorted(folders):
+            path = here / name
+            if name.startswith(".") or path.is_symlink():
+                continue
+            kind = run_kind(path)
+            if kind == "judge" or (also is not None and also(path)):
+                found.append(path)
+            elif kind in (None, "experiment"):
+                kept.append(name)
+        folders[:] = kept
+    return sorted(found)
+
+
+def select_run_dirs(
+    paths: Sequence[Path], note: Callable[[str], None], *, also: Callable[[Path], bool] | None = None
+) -> list[Path]:
+    """The runs the paths name: a run directory as given, any other folder as the runs under it at any depth
+    (reports/, an experiment directory). Every path must exist. With several paths (a shell glob over
+    reports/*), those holding no judge run, such as reports/baselines, an earlier leaderboard or a BoN run, are
+    skipped with a `note`; a lone path that holds none is an error."""
     for path in paths:
         if not path.exists():
             raise DataError(f"{path}: no such run directory")
-    if len(paths) == 1:
-        return list(paths)
-    runs = []
+    runs: list[Path] = []
     for path in paths:
         kind = run_kind(path)
-        if kind == "judge":
+        if kind == "judge" or (also is not None and also(path)):
             runs.append(path)
-        elif kind in OTHER_KINDS:
-            note(f"skipped {path}: {OTHER_KINDS[kind]}")
+            continue
+        found = find_run_dirs(path, also=also) if kind in (None, "experiment") else []
+        if found:
+            runs += found
+            continue
+        if kind in OTHER_KINDS:
+            why = OTHER_KINDS[kind]
         else:
-            note(f"skipped {path}: not a run directory ({SUMMARY_FILE} missing)")
+            why = f"not a run directory ({SUMMARY_FILE} missing)"
+            why += ", and no run directory under it" if path.is_dir() else ""
+        if len(paths) == 1:
+            raise DataError(f"{path}: {why}")
+        note(f"skipped {path}: {why}")
     if not runs:
-        raise DataError(f"none of the {len(paths)} paths is a judge run directory")
+        raise DataError(f"none of the {len(paths)} paths is or holds a judge run directory")
     return runs
 
 

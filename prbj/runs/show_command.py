@@ -15,6 +15,8 @@ from typing import Any, Literal
 import polars as pl
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
+from rich.text import Text
 
 from prbj.analysis.compare import Comparison, compare_runs
 from prbj.analysis.mcnemar import McNemarResult
@@ -32,6 +34,9 @@ from prbj.privacy.store import PrivateStore
 from prbj.report import fmt
 from prbj.runs import rundir
 from prbj.runs.run_pairs import read_run_pairs
+
+# How far a question, an answer or a reply sits under its label.
+BLOCK_INDENT = 2
 
 Outcome = Literal["correct", "incorrect", "failed", "abstained"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "incorrect", "failed", "abstained")
@@ -133,11 +138,10 @@ def _verdict_line(row: dict[str, Any]) -> str:
 
 
 def _block(console: Console, label: str, text: str | None) -> None:
+    """A label, then the text indented under it: a line wrapped at the console's width keeps the indent."""
     console.print(f"[bold]{label}[/bold]", highlight=False)
     body = (text or "").strip() or "(empty)"
-    console.print(
-        escape("\n".join(f"  {line}" for line in body.splitlines())), highlight=False
-    )
+    console.print(Padding(Text(body), (0, 0, 0, BLOCK_INDENT), expand=False))
 
 
 def print_judgment(row: dict[str, Any], pair: Pair | None, console: Console, *, user: bool = False) -> None:
@@ -233,6 +237,39 @@ def changed_verdicts(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     return joined.filter(changed).sort(_KEY)
 
 
+def run_names(first: RunData, second: RunData) -> tuple[str, str]:
+    """How diff names the two runs: by their ids (by the folders given when both have one id)."""
+    if first.run_id != second.run_id:
+        return first.run_id, second.run_id
+    return str(first.run_dir), str(second.run_dir)
+
+
+def shared_pairs(first: RunData, second: RunData, names: tuple[str, str]) -> tuple[set[str] | None, str]:
+    """The pairs two runs can be compared on: all of them on one dataset (None, and no note); on two selections
+    of one dataset (a full run and a --subset or --limit run of the same file), the pairs both judged, with a
+    note saying how many. Runs of different datasets cannot be compared pair by pair."""
+    fp_a, fp_b = first.dataset.get("fingerprint"), second.dataset.get("fingerprint")
+    if fp_a == fp_b:
+        return None, ""
+    source_a = first.dataset.get("source_fingerprint") or fp_a
+    source_b = second.dataset.get("source_fingerprint") or fp_b
+    if source_a != source_b:
+        raise DataError(
+            f"{names[0]} and {names[1]} were made on different datasets (fingerprints {fp_a} and {fp_b}); "
+            "their verdicts cannot be compared pair by pair"
+        )
+    pairs_a = set(first.judgments["pair_id"].to_list())
+    pairs_b = set(second.judgments["pair_id"].to_list())
+    shared = pairs_a & pairs_b
+    if not shared:
+        raise DataError(f"{names[0]} and {names[1]} judged no pair in common (two selections of one dataset)")
+    note = (
+        f"{names[0]} judged {len(pairs_a)} pairs and {names[1]} {len(pairs_b)} (two selections of one "
+        f"dataset): comparing the {len(shared)} they share"
+    )
+    return shared, note
+
+
 def run_diff_command(
     run_a: Path,
     run_b: Path,
@@ -243,13 +280,12 @@ def run_diff_command(
 ) -> int:
     console = console or output_console(highlight=False)
     first, second = rundir.load_run(run_a), rundir.load_run(run_b)
-    fp_a, fp_b = first.dataset.get("fingerprint"), second.dataset.get("fingerprint")
-    if fp_a != fp_b:
-        raise DataError(
-            f"{first.run_id} and {second.run_id} were made on different datasets (fingerprints {fp_a} and "
-            f"{fp_b}); their verdicts cannot be compared pair by pair"
-        )
+    names = run_names(first, second)
+    shared, note = shared_pairs(first, second, names)
     a, b = first.judgments, second.judgments
+    if shared is not None:
+        a, b = (frame.filter(pl.col("pair_id").is_in(sorted(shared))) for frame in (a, b))
+        output_console(stderr=True, highlight=False).print(f"note: {note}")
     if judges:
         _check_names("--judge", judges, sorted(set(a["judge"].to_list()) | set(b["judge"].to_list())))
         a, b = a.filter(pl.col("judge").is_in(list(judges))), b.filter(pl.col("judge").is_in(list(judges)))
@@ -262,22 +298,22 @@ def run_diff_command(
             f"{escape(row['context'])}",
             align="left",
         )
-        for label, suffix, run in (("A", "", first), ("B", "_b", second)):
+        for name, suffix in zip(names, ("", "_b"), strict=True):
             outcome = outcome_of({"status": row[f"status{suffix}"], "correct": row[f"correct{suffix}"]})
             console.print(
-                f"[bold]{label}[/bold] {escape(run.run_id)}: {outcome}, verdict {row[f'verdict{suffix}'] or '—'}"
+                f"[bold]{escape(name)}[/bold]: {outcome}, verdict {row[f'verdict{suffix}'] or '—'}"
                 f" (status {row[f'status{suffix}']})",
                 highlight=False,
             )
-        for label, suffix in (("A", ""), ("B", "_b")):
+        for name, suffix in zip(names, ("", "_b"), strict=True):
             reply = row[f"reply{suffix}"]
             if reply is not None:
-                _block(console, f"Reply in {label}", reply)
+                _block(console, f"Reply of {escape(name)}", reply)
     better = sum(1 for r in rows if r["correct_b"] and not r["correct"])
     worse = sum(1 for r in rows if r["correct"] and not r["correct_b"])
     console.print(
-        f"{len(rows)} of {common} shared judgments changed ({better} now correct, {worse} no longer correct; "
-        f"A = {first.run_id}, B = {second.run_id})",
+        f"{len(rows)} of {common} shared judgments changed from {names[0]} to {names[1]} ({better} now "
+        f"correct, {worse} no longer correct)",
         highlight=False,
     )
     seed = first.summary.get("seed")

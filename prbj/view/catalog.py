@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -101,16 +101,8 @@ def _private_planner(store: PrivateStore, run_id: str) -> dict[str, list[str]]:
     return {str(p): [str(a) for a in aspects or []] for p, aspects in frame.select("pair_id", "aspects").iter_rows()}
 
 
-def _is_build(path: Path) -> bool:
+def is_build(path: Path) -> bool:
     return any((path / ANNOTATION_DIR).glob(SHEET_GLOB))
-
-
-def _expand(path: Path) -> list[Path]:
-    """A run directory or build folder as given; a folder of runs (reports/) as the runs in it."""
-    if rundir.is_run_dir(path) or _is_build(path) or not path.is_dir():
-        return [path]
-    inside = sorted(p for p in path.iterdir() if rundir.is_run_dir(p) or (p.is_dir() and _is_build(p)))
-    return inside or [path]
 
 
 @dataclass
@@ -129,12 +121,19 @@ class Catalog:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def open(cls, paths: Sequence[Path], *, dataset: str | None = None, **privacy: Any) -> Catalog:
-        for path in paths:
-            if not path.exists():
-                raise DataError(f"{path}: no such run directory")
+    def open(
+        cls,
+        paths: Sequence[Path],
+        *,
+        note: Callable[[str], None] | None = None,
+        dataset: str | None = None,
+        **privacy: Any,
+    ) -> Catalog:
+        """The runs and builds the paths name, each a folder of its own or found under one at any depth
+        (rundir.select_run_dirs: a named folder that holds none is an error, or with several a `note`). `privacy`:
+        the fields private, reveal and private_dir (how guarded runs are shown)."""
         catalog = cls(dataset=dataset, **privacy)
-        for path in (p for given in paths for p in _expand(given)):
+        for path in rundir.select_run_dirs(paths, note or (lambda _message: None), also=is_build):
             catalog._add(path)
         return catalog
 
@@ -147,7 +146,7 @@ class Catalog:
         return key
 
     def _add(self, path: Path) -> None:
-        if _is_build(path) and not rundir.is_run_dir(path):
+        if is_build(path) and not rundir.is_run_dir(path):
             key = self._key(path.resolve().name, self.builds)
             sheets = sorted((path / ANNOTATION_DIR).glob(SHEET_GLOB))
             self.builds[key] = BuildEntry(key, path, sheets)

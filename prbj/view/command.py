@@ -17,8 +17,9 @@ from rich.console import Console
 from prbj.data.labels import check_reviewer
 from prbj.display.width import print_whole
 from prbj.errors import ConfigError, DataError
+from prbj.runs.rundir import find_run_dirs
 from prbj.view.bundle import write_bundle
-from prbj.view.catalog import Catalog
+from prbj.view.catalog import Catalog, is_build
 from prbj.view.server import Viewer, make_app
 from prbj.web.access import HostPolicy, is_loopback, is_wildcard
 
@@ -32,15 +33,23 @@ def default_reviewer() -> str:
         return "reviewer"
 
 
-def open_catalog(paths: Sequence[Path], dataset: str | None, **privacy: Any) -> Catalog:
+def open_catalog(paths: Sequence[Path], dataset: str | None, console: Console, **privacy: Any) -> Catalog:
+    """A named folder that holds no run is an error (as for `prbj show`); a run that cannot be read gets a page
+    saying why. Without paths, every run under reports/, which must hold some. `privacy`: how guarded runs are
+    shown (Catalog's private, reveal)."""
+    def note(message: str) -> None:
+        print_whole(console, f"note: {message}")
+
     if paths:
-        return Catalog.open(paths, dataset=dataset, **privacy)
+        return Catalog.open(paths, note=note, dataset=dataset, **privacy)
     if not DEFAULT_FOLDER.is_dir():
         raise DataError(f"no {DEFAULT_FOLDER}/ folder here: name the run directories to view")
-    catalog = Catalog.open([DEFAULT_FOLDER], dataset=dataset, **privacy)
-    # Named folders that are not runs get a page saying why; the default folder must hold some runs.
-    if not any(entry.header is not None for entry in catalog.runs.values()) and not catalog.builds:
+    found = find_run_dirs(DEFAULT_FOLDER, also=is_build)
+    if not found:
         raise DataError(f"no run directory in {DEFAULT_FOLDER}/: run `prbj judge` first")
+    catalog = Catalog.open(found, note=note, dataset=dataset, **privacy)
+    if not any(entry.header is not None for entry in catalog.runs.values()) and not catalog.builds:
+        raise DataError(f"no readable run directory in {DEFAULT_FOLDER}/: run `prbj judge` first")
     return catalog
 
 
@@ -118,7 +127,9 @@ def run_view_command(
     # Checked as the label reader checks it, before anything is served: a name it refuses could label nothing.
     name = check_reviewer(reviewer if reviewer is not None else default_reviewer(), "--reviewer")
     # A bundle is made to be shared: it carries no text of a guarded run (prbj.privacy.guard.shown_pairs).
-    catalog = open_catalog(paths, dataset, private=bundle is None, reveal=reveal)
+    catalog = open_catalog(
+        paths, dataset, Console(stderr=True, highlight=False), private=bundle is None, reveal=reveal
+    )
     if bundle is not None:
         pages = write_bundle(catalog, bundle)
         print_whole(console, f"wrote {pages} pages to {bundle} (open {bundle / 'index.html'})")

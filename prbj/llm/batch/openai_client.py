@@ -114,7 +114,15 @@ class OpenAIBatchClient:
 
     async def _retrieve(self, record: JobRecord) -> Any:
         assert record.provider_job_id is not None
-        return await litellm().aretrieve_batch(batch_id=record.provider_job_id, **self._auth(record))
+        # LiteLLM's success logging of an ended batch downloads its output file again, to price it, in a task of
+        # its own that nothing awaits: prbj reads and prices the results itself, and that task, cut short when
+        # the run's event loop closes, left a 'coroutine OpenAIFilesAPI.afile_content was never awaited' behind
+        # (and a second download of the file when it was not).
+        return await litellm().aretrieve_batch(
+            batch_id=record.provider_job_id,
+            litellm_metadata={"batch_ignore_default_logging": True},
+            **self._auth(record),
+        )
 
     async def results(self, record: JobRecord) -> list[Outcome]:
         batch = await self._retrieve(record)
