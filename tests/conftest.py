@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Pseudonym tables and a guarded run's texts go to an owner-only store outside the project (by default under the
+# home folder): the tests', and the prbj processes they start, get one of their own.
+os.environ.setdefault("PRBJ_PRIVATE_DIR", tempfile.mkdtemp(prefix="prbj-private-"))
 
 SUBSET_NAMES = ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture")
 

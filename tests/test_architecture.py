@@ -23,6 +23,8 @@ LAYERS: dict[str, int] = {
     "web": 0,
     "llm": 1,
     "local": 2,
+    # Pseudonyms and the private store: data and the routing below, read by runs, judges' callers and the viewer.
+    "privacy": 2,
     "context": 3,
     "judges": 4,
     "analysis": 5,

@@ -330,6 +330,40 @@ def test_a_manifest_pointing_outside_the_experiment_is_refused(tmp_path: Path) -
         Manifest.open(directory, {})
 
 
+def test_personal_data_is_one_field_of_the_experiment_passed_to_every_stage(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+        [experiment]
+        dataset = "pairs.jsonl"
+        personal_data = "pseudonymized"
+
+        [[judges]]
+        provider = "gpt-5.1"
+
+        [bon]
+        policy = "gpt-5.1"
+        n = 2
+        gold = "gpt-5.1"
+        rms = ["length"]
+        """,
+    )
+    (tmp_path / "pairs.jsonl").write_text("")
+    experiment = load_experiment(path, CLI)
+    build = CommandBuilder(experiment, CLI, tmp_path / "out")
+    stages = {stage.kind: stage for stage in stage_graph(experiment)}
+    for kind, make in (("judge", build.judge), ("bon-sample", build.bon_sample)):
+        argv = make(stages[kind], max_cost=None, dry_run=True).argv
+        assert " ".join(argv).count("--personal-data pseudonymized") == 1, kind
+        assert CLI.check(("judge",) if kind == "judge" else ("bon", "sample"), argv) is None
+    assert "personal_data" in error_of(
+        tmp_path, '[experiment]\npersonal_data = "private"\n[[judges]]\nprovider = "length"\n'
+    )
+    assert "set it once in [experiment]" in error_of(
+        tmp_path, '[experiment]\n[[judges]]\nprovider = "gpt-5.1"\npersonal_data = "any"\n'
+    )
+
+
 def test_a_dry_run_on_the_sample_is_scaled_to_the_expected_pairs(tmp_path: Path) -> None:
     """Issue 31 (a mutation the suite let through): a dataset not on this machine is planned on the bundled
     sample and every count scaled to `expected_pairs`; its cost must be scaled too (no test set it before)."""

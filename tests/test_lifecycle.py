@@ -59,7 +59,8 @@ def judge(
 ) -> tuple[int, str]:
     dataset = write_jsonl(tmp_path / "pairs.jsonl", [make_record(i) for i in range(1, 4)])
     return prbj(
-        "judge", "--no-progress", "--dataset", str(dataset), "--out", str(tmp_path / "out"), "-p", provider,
+        "judge", "--no-progress", "--dataset", str(dataset), "--personal-data", "any",
+        "--out", str(tmp_path / "out"), "-p", provider,
         "--context", "none", "--api-base", server.url, "--cache-dir", str(tmp_path / "cache"),
         "--providers-dir", str(profiles), *extra,
     )  # fmt: skip

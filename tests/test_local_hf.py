@@ -137,7 +137,7 @@ def test_hf_local_resolves_to_a_free_provider(random_llama: Path) -> None:
     spec = f"hf-local:{random_llama}"
     assert is_provider_name(spec)
     gateway = Gateway()
-    provider = resolve_provider(spec, providers_dir=None, api_base=None, gateway=gateway, require_key=True)
+    provider = resolve_provider(spec, providers_dir=None, api_base=None, gateway=gateway)
     assert gateway.transport(provider.transport) is local_models(gateway)
     assert provider.model == f"prbj-local/{random_llama.resolve()}"
     assert not provider.paid and provider.cost(10_000, 10_000) == 0.0
@@ -230,7 +230,7 @@ def test_a_model_that_cannot_load_fails_each_call_once_without_retries(tmp_path:
     async def go() -> list[object]:
         gateway = Gateway()
         provider = resolve_provider(
-            f"hf-local:{broken}", providers_dir=None, api_base=None, gateway=gateway, require_key=True
+            f"hf-local:{broken}", providers_dir=None, api_base=None, gateway=gateway
         )
         return await asyncio.gather(
             *(gateway.call(provider, LLMRequest.chat(None, f"q{i}")) for i in range(2))
@@ -252,7 +252,7 @@ def test_local_calls_go_through_the_gateway_cache_and_cost_nothing(
     cache = ResponseCache(tmp_path / "cache")
     gateway = Gateway(cache)
     provider = resolve_provider(
-        f"hf-local:{says_b_llama}", providers_dir=None, api_base=None, gateway=gateway, require_key=True
+        f"hf-local:{says_b_llama}", providers_dir=None, api_base=None, gateway=gateway
     )
     generator = local_models(gateway).generator(str(says_b_llama.resolve()))
 
@@ -277,7 +277,7 @@ def test_local_calls_go_through_the_gateway_cache_and_cost_nothing(
 def test_generation_leaves_the_event_loop_free(random_llama: Path) -> None:
     gateway = Gateway()
     provider = resolve_provider(
-        f"hf-local:{random_llama}", providers_dir=None, api_base=None, gateway=gateway, require_key=True
+        f"hf-local:{random_llama}", providers_dir=None, api_base=None, gateway=gateway
     )
 
     async def go() -> tuple[int, object]:

@@ -114,6 +114,8 @@ def test_served_llm_scores_equal_prbj_judge_and_come_from_its_cache(
             "pointwise",
             "--dataset",
             str(small_dataset),
+            "--personal-data",
+            "any",
             "--out",
             str(tmp_path / "out"),
             *common,

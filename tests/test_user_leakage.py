@@ -89,6 +89,7 @@ def users(tmp_path: Path) -> Path:
 def ask(server: ProviderServer, openai_profiles: Path, tmp_path: Path, *args: str) -> list[ChatRequest]:
     server.reset()
     shared = ["--api-base", server.url, "--providers-dir", str(openai_profiles), "--cache-dir", str(tmp_path / "cache")]
+    shared += ["--personal-data", "any"]  # made-up users
     result = CliRunner().invoke(main, ["judge", *args, *shared, "--out", str(tmp_path / "out"), "--no-progress"])
     assert result.exit_code == 0, result.output
     return list(server.requests)

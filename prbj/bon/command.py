@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ from prbj.bon.rundir import (
 )
 from prbj.bon.sample import DemoPolicy, Policy, SamplingSettings, sample_answers
 from prbj.bon.score import TIE_BREAK, best_of_k, reward_models, score_samples, upsert
+from prbj.data.loaders import Dataset, is_public
+from prbj.data.schema import Pair
 from prbj.display.fit import FittingTable
 from prbj.display.width import output_console, print_error, print_whole
 from prbj.judges.official import Protocol, require_repo
@@ -54,8 +57,10 @@ from prbj.judges.registry import build_judges
 from prbj.judges.setup import JudgeOptions, resolve_provider
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import missing_keys
+from prbj.llm.routing import POLICIES
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
+from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
 from prbj.report.fmt import SHORT_SUBSET
 from prbj.report.terminal import print_failure_causes, print_missing_keys, usage_table
 from prbj.runs.rundir import package_versions
@@ -98,7 +103,8 @@ def run_sample_command(
     progress: bool,
     **gateway_options: Any,
 ) -> int:
-    shared = GatewayOptions.pop_from(gateway_options)
+    shared = GatewayOptions.pop_from(gateway_options).for_data(dataset, public=is_public(dataset))
+    privacy = PrivacyOptions.pop_from(gateway_options)
     on_ray = RayOptions.pop_from(gateway_options)
     console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
@@ -111,6 +117,7 @@ def run_sample_command(
             else Policy(resolve_provider(policy, shared, gateway, settings.asked()), settings)
         )
         questions = load_questions(dataset, subsets, limit)
+        shown, guard = guard_dataset(questions, shared.routed, privacy, note=note_line)
         started = now()
         try:
             frame = asyncio.run(
@@ -119,7 +126,7 @@ def run_sample_command(
                         sample_answers,
                         sampler,
                         gateway,
-                        questions.pairs,
+                        shown.pairs,
                         concurrency=concurrency,
                         show_progress=progress,
                     )
@@ -146,6 +153,8 @@ def run_sample_command(
     run.write(SAMPLES_FILE, frame)
     counts = _counts(frame)
     run.meta["sample"] = {**sampler.describe(), "counts": counts}
+    # Later steps show their models the questions as sampling did: same policy, same pseudonyms.
+    run.meta["privacy"] = guard.record()
     run.log("sample", {"started": started, "finished": now(), "mode": gateway.mode, "usage": usage})
     run.save()
     ok = counts.get("ok", 0)
@@ -196,6 +205,31 @@ def _report_failures(frame: pl.DataFrame, console: Console, *, what: str) -> Non
         console.print("[yellow]some answers were not in the cache (--cache-only): rerun without it.[/yellow]")
 
 
+def _guarded_questions(
+    run: BonRun, dataset: str | None, options: dict[str, Any]
+) -> tuple[GatewayOptions, dict[str, Pair]]:
+    """The shared options (their routing that of the run's data) and the run's questions as its models may see
+    them: a step after sampling keeps the policy and the pseudonym settings sampling recorded, unless given."""
+    recorded = run.meta.get("privacy") or {}
+    shared = GatewayOptions.pop_from(options)
+    privacy = PrivacyOptions.pop_from(options)
+    if shared.personal_data is None and recorded.get("personal_data") in POLICIES:
+        shared = replace(shared, personal_data=recorded["personal_data"])
+    if not privacy.pseudonymize_answers and privacy.ner_model is None:
+        ner = recorded.get("ner")
+        privacy = replace(
+            privacy,
+            pseudonymize_answers=recorded.get("questions_and_answers") is True,
+            ner_model=ner if isinstance(ner, str) else None,
+        )
+    spec = str(run.meta["dataset"]["spec"])
+    shared = shared.for_data(spec, public=is_public(spec))
+    questions = run.questions(dataset)
+    data = Dataset(spec, tuple(questions.values()), str(run.meta["dataset"]["fingerprint"]))
+    shown, _ = guard_dataset(data, shared.routed, privacy, note=note_line)
+    return shared, {pair.id: pair for pair in shown.pairs}
+
+
 # --- score ----------------------------------------------------------------------------------------------
 
 
@@ -210,13 +244,12 @@ def run_score_command(
 ) -> int:
     """The body of `prbj bon score`: the remaining keyword arguments are the judge options (JudgeOptions;
     --mode is pointwise, the only mode a best-of-N ranking can use) and the shared model options."""
-    shared = GatewayOptions.pop_from(options)
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
     console = output_console()
     run = BonRun.open(run_dir)
     samples = run.read(SAMPLES_FILE)
-    questions = run.questions(dataset)
+    shared, questions = _guarded_questions(run, dataset, options)
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
         judges, _ = build_judges(providers, judging, shared, gateway)
         rms = reward_models(judges)
@@ -297,13 +330,12 @@ def run_evaluate_command(
     **gateway_options: Any,
 ) -> int:
     del scalar_input  # grading calls no reward model; the option is shared with `bon score`
-    shared = GatewayOptions.pop_from(gateway_options)
     repo = require_repo(official_repo, protocol)  # before any call: a missing file stops the run first
     console = output_console()
     run = BonRun.open(run_dir)
     picks = run.read(PICKS_FILE)
     samples = run.read(SAMPLES_FILE)
-    questions = run.questions(dataset)
+    shared, questions = _guarded_questions(run, dataset, gateway_options)
     with shared.open() as gateway:
         judge = (
             DemoGoldJudge(gateway)

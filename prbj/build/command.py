@@ -22,7 +22,8 @@ from prbj.build.output import (
 from prbj.build.pipeline import Builder, BuildSettings, Outcome, Roles
 from prbj.build.report import length_note, markdown, outcome_table
 from prbj.build.summary import summarize
-from prbj.data.lamp import LampRecord, load_lamp
+from prbj.data.lamp import SHIPPED_FINGERPRINTS, LampRecord, load_lamp
+from prbj.data.loaders import is_public
 from prbj.display.fit import FittingTable
 from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
@@ -30,6 +31,7 @@ from prbj.judges.setup import resolve_provider
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import missing_keys
 from prbj.llm.setup import GatewayOptions
+from prbj.privacy.guard import PrivacyOptions, guard_lamp, note_line
 from prbj.report.terminal import print_failure_causes, print_missing_keys, usage_table
 from prbj.runs.engine import run_jobs
 
@@ -92,11 +94,15 @@ def run_build_command(
 ) -> int:
     from prbj.runs.rundir import package_versions
 
-    shared = GatewayOptions.pop_from(gateway_options)
+    loaded = load_lamp(input_spec, subsets=subsets, split=split)
+    public = is_public(input_spec) or loaded.fingerprint() in SHIPPED_FINGERPRINTS
+    shared = GatewayOptions.pop_from(gateway_options).for_data(input_spec, public=public)
+    privacy = PrivacyOptions.pop_from(gateway_options)
     console = output_console()
-    lamp = load_lamp(input_spec, subsets=subsets, split=split).select(subsets, limit)
+    lamp = loaded.select(subsets, limit)
     if not lamp.records:
         raise DataError(f"--input {input_spec}: no records to build from")
+    lamp, guard = guard_lamp(lamp, shared.routed, privacy, note=note_line)
     thresholds = Thresholds(max_words=max_words, min_quality=min_quality, min_gap=min_gap)
     # click.Choice(['planner', 'gold']) has already narrowed --plan to a PlanSource.
     settings = BuildSettings(plan=plan, profile_k=profile_k, thresholds=thresholds)  # type: ignore[arg-type]
@@ -155,6 +161,7 @@ def run_build_command(
         max_cost=gateway.budget.max_cost,
         versions=package_versions(),
     )
+    run["privacy"] = guard.record()
     write_build(out, outcomes, builder, summary, markdown(summary), run)
     console.print(FittingTable(outcome_table(summary)))
     if usage:

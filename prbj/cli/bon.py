@@ -19,6 +19,7 @@ from prbj.cli.options import (
     mode_option,
     out_option,
     planner_option,
+    privacy_options,
     profile_k_option,
     progress_option,
     protocol_options,
@@ -98,6 +99,7 @@ def bon() -> None:
     limit="At most this many questions per subset.",
 )
 @gateway_options
+@privacy_options
 @batch_options
 @out_option("Folder in which the run directory bon-<id>/ is written.", default=BON_RUNS_FOLDER)
 @concurrency_option(fanned_out("Samples requested"))
@@ -172,6 +174,7 @@ _bon_dataset_option = click.option(
 @seed_option("Seed of the random RM.")
 @protocol_options
 @gateway_options
+@privacy_options
 @batch_options
 @concurrency_option(fanned_out("Scoring jobs"))
 @progress_option
@@ -214,6 +217,7 @@ def bon_score(**options: Any) -> None:
 @seed_option("Seed of the bootstrap intervals.")
 @protocol_options
 @gateway_options
+@privacy_options
 @batch_options
 @concurrency_option(fanned_out("Picks graded"))
 @progress_option

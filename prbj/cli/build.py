@@ -16,6 +16,7 @@ from prbj.cli.options import (
     gateway_options,
     limit_option,
     out_option,
+    privacy_options,
     profile_k_option,
     progress_option,
     seed_option,
@@ -108,6 +109,7 @@ def _role_provider_option(role: str, what: str) -> Callable[[F], F]:
     help="Warn when the chosen answer is longer in more than 60% of kept pairs (regenerates nothing).",
 )
 @gateway_options
+@privacy_options
 @batch_options
 @concurrency_option(fanned_out("Records built"), default=8)
 @progress_option

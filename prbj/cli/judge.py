@@ -22,6 +22,7 @@ from prbj.cli.options import (
     order_option,
     out_option,
     planner_option,
+    privacy_options,
     profile_k_option,
     progress_option,
     protocol_options,
@@ -57,6 +58,7 @@ JUDGE_SECTIONS = (
     ),
     ("Beyond accuracy", ["samples", "temperature", "jury", "slices", "compare"]),
     ("How sure is the judge", ["confidence", "selective", "escalate_to", "escalate_below"]),
+    ("Personal data (docs/privacy.md)", ["personal_data", "pseudonymize_answers", "ner_model", "private_dir"]),
     ("Local models on a Ray cluster", ["ray", "gpus_per_model", "cpus_per_model", "replicas"]),
 )  # fmt: skip
 
@@ -82,6 +84,7 @@ JUDGE_EXAMPLES = (
     "prbj judge -p embed-profile --confidence available",
     "prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1 --confidence logprobs",
     "prbj judge -p gemini-3-flash --escalate-to gemini-3.1-pro --escalate-below 0.8 --confidence logprobs",
+    "prbj judge -p gpt-5.1 --dataset pairs.jsonl --personal-data pseudonymized",
 )
 
 
@@ -145,6 +148,7 @@ JUDGE_EXAMPLES = (
     help="Exit 1 when the share of parse, API and skipped judgments exceeds FRACTION (e.g. 0.02).",
 )
 @gateway_options
+@privacy_options
 @batch_options
 @out_option("Folder in which the run directory <run-id>/ is written.")
 @concurrency_option(fanned_out("Pairs judged"))

@@ -418,3 +418,44 @@ batch_options = stacked(
     ),
 )
 """--batch, --wait/--no-wait: the command receives them as keyword arguments for GatewayOptions."""
+
+
+# --- personal data (judge, build, bon) -----------------------------------------------------------------------
+
+privacy_options = stacked(
+    click.option(
+        "--personal-data",
+        type=NearChoice(["local", "zero-retention", "pseudonymized", "any"]),
+        default=None,
+        help="What of the data's text may leave this machine: local (in-process models and profiles with local = "
+        'true), zero-retention (also profiles with retention = "zero"; no --batch), pseudonymized (any provider, '
+        "after emails, phones, URLs, IPs, card and account numbers, and names and places when a spaCy NER model "
+        "is installed, become per-user pseudonyms in every kind of profile text), any. Under every policy but any, "
+        "run files keep pair ids, not texts. Default: any on the bundled samples and the published benchmarks; "
+        "on your own data or card nothing goes to a remote model until you state it. See docs/privacy.md.",
+    ),
+    click.option(
+        "--pseudonymize-answers",
+        is_flag=True,
+        help="With --personal-data pseudonymized: the questions, answers and conversation turns hold personal "
+        "data too, and are pseudonymized like the profile (default: the profile, narrative and rubric only).",
+    ),
+    click.option(
+        "--ner-model",
+        metavar="NAME|PATH",
+        default=None,
+        help="spaCy pipeline that finds names and places for --personal-data pseudonymized (installed package "
+        "or folder; never downloaded) [default: the first of en_core_web_lg, _trf, _md, _sm installed, else "
+        "none: names and places stay].",
+    ),
+    click.option(
+        "--private-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="PRBJ_PRIVATE_DIR",
+        default=None,
+        help="Owner-only folder for pseudonym tables and the texts a guarded run keeps out of its run directory "
+        "[env: PRBJ_PRIVATE_DIR; default: ~/.local/share/prbj/private].",
+    ),
+)
+"""--personal-data, --pseudonymize-answers, --ner-model, --private-dir: the command hands the first to
+GatewayOptions (routing) and the rest to prbj.privacy.guard.PrivacyOptions."""

@@ -38,6 +38,13 @@ from prbj.cli.support import friendly_errors
     metavar="SOURCE",
     help="Where to read questions and answers [default: the dataset named in each run.json].",
 )
+@click.option(
+    "--reveal",
+    is_flag=True,
+    help="Show the pairs of a --personal-data pseudonymized run in clear, from its pseudonym table in the "
+    "private store (only on this machine: never with --bundle or another --host) [default: as the judges saw "
+    "them].",
+)
 @friendly_errors
 def view(
     run_dirs: tuple[Path, ...],
@@ -48,6 +55,7 @@ def view(
     reviewer: str | None,
     bundle: Path | None,
     dataset: str | None,
+    reveal: bool,
 ) -> None:
     """Browse runs in a browser: leaderboards, each run's figures, its judgments (filters, search,
     paging) and every pair as the judges saw it; label pairs and fill annotation sheets.
@@ -62,6 +70,7 @@ def view(
       prbj view
       prbj view reports/<run-id> --reviewer alice --open
       prbj view reports/ --bundle site/
+      prbj view reports/<run-id> --reveal
     """
     from prbj.view.command import run_view_command
 
@@ -75,5 +84,6 @@ def view(
             reviewer=reviewer,
             bundle=bundle,
             dataset=dataset,
+            reveal=reveal,
         )
     )

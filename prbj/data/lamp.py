@@ -8,12 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from prbj.data.loaders import HF_PREFIX, match_subset, records_from_files
-from prbj.data.schema import SUBSETS, Context, JudgeView, ProfilePost, RubricAspect
+from prbj.data.schema import SUBSETS, Context, JudgeView, ProfilePost, RubricAspect, UserProfile
 from prbj.data.validate import (
     Location,
     RecordError,
@@ -27,6 +27,9 @@ from prbj.data.validate import (
 from prbj.errors import DataError
 
 LAMP_QA_HF_DATASET = "alireza7/LaMP-QA"
+# Records shipped with prbj to try `prbj build` on (examples/lamp_qa.jsonl, made up), by fingerprint: public, as
+# the published benchmarks are (prbj.data.loaders.is_public). An edited copy is someone's own data.
+SHIPPED_FINGERPRINTS = frozenset({"210390c0a62b80ff"})
 SPLITS = ("train", "validation", "test")
 _SUFFIXES = {".jsonl", ".json", ".parquet"}
 
@@ -49,6 +52,14 @@ class LampRecord:
             profile=self.profile if context != "none" else (),
             context=context,
         )
+
+    @property
+    def user_profile(self) -> UserProfile:
+        """The asker's past posts: all a LaMP-QA record knows of its user (read as a Pair's profile is)."""
+        return UserProfile(posts=self.profile)
+
+    def with_user_profile(self, profile: UserProfile) -> LampRecord:
+        return replace(self, profile=profile.posts)
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,15 @@ names the loader instead, and its bundled sample stands for `--dataset sample`.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from prbj.data.benchmark_loaders import read_with_card, sample_blobs
-from prbj.data.cards import PRB, Card, resolve_card
+from prbj.data.cards import PRB, Card, resolve_card, shipped_cards
 from prbj.data.dataset import (
     Dataset,
     _hash_file,
@@ -45,6 +47,36 @@ __all__ = [
 SAMPLE = "sample"
 HF_PREFIX = "hf:"
 OFFICIAL_HF_DATASET = "QiyaoMa/Personalized-RewardBench"
+# Data anyone may read: the bundled samples (Personalized RewardBench's and those of the cards shipped with
+# prbj) and the published benchmarks (by their hub ids: PRB's, LaMP-QA's, and every `hf:` id a shipped card's
+# `source` names). A run on them may send their text to any provider unless --personal-data says otherwise; a
+# run on anything else (a user's own file, folder or card, another hub repository, which may be private) sends
+# it to no remote model until it is told (prbj.llm.routing).
+PUBLIC_HUB_DATASETS = frozenset({OFFICIAL_HF_DATASET, "alireza7/LaMP-QA"})
+_HUB_ID = re.compile(rf"{HF_PREFIX}([A-Za-z0-9][\w.-]*/[\w.-]*[\w])")
+
+
+def is_public(source: str | None, card: Card | None = None) -> bool:
+    """Whether `source` (a --dataset or --input value), read with `card` (--benchmark), names public data: None
+    and `sample` are a bundled sample, public unless the card is a user's own (its sample is theirs); `hf:<repo>`
+    is public when a shipped card or prbj names the repository."""
+    if source is None or source == SAMPLE:
+        return card is None or card.path is None
+    return source.startswith(HF_PREFIX) and source[len(HF_PREFIX) :] in public_hub_datasets()
+
+
+def source_label(source: str | None, card: Card | None = None) -> str:
+    """How messages name the data: a user's card's sample by its card."""
+    if (source is None or source == SAMPLE) and card is not None and card.path is not None:
+        return f"the sample of {card.path}"
+    return source or SAMPLE
+
+
+@cache
+def public_hub_datasets() -> frozenset[str]:
+    """The hub repositories of published benchmarks: prbj's own and those its shipped cards name as source."""
+    named = {repo for name in shipped_cards() for repo in _HUB_ID.findall(resolve_card(name).source or "")}
+    return PUBLIC_HUB_DATASETS | named
 
 
 def load_dataset(spec: str | None = None, benchmark: str | Card | None = None) -> Dataset:

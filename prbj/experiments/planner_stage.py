@@ -17,12 +17,14 @@ from typing import Any
 from prbj.context.planner import Planner
 from prbj.context.profile_text import ProfileOrder
 from prbj.data import load_dataset
-from prbj.data.cards import resolve_card
+from prbj.data.cards import Card, resolve_card
 from prbj.data.files import write_jsonl
+from prbj.data.loaders import is_public, source_label
 from prbj.display.width import output_console, print_error
 from prbj.experiments.schema import BenchmarkEntry, Experiment
 from prbj.judges.setup import resolve_provider
 from prbj.llm.setup import GatewayOptions
+from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
 from prbj.report.terminal import usage_table
 from prbj.runs.engine import run_jobs
 
@@ -43,8 +45,7 @@ def gateway_options(defaults: Mapping[str, Any], base: Path, **fixed: Any) -> Ga
     return GatewayOptions(**{**picked, **fixed})
 
 
-def _card_order(entry: BenchmarkEntry) -> ProfileOrder:
-    card = resolve_card(entry.benchmark) if entry.benchmark is not None else None
+def _card_order(card: Card | None) -> ProfileOrder:
     order = card.profile_order if card is not None else None
     return "newest" if order == "newest" else "similar"
 
@@ -61,17 +62,29 @@ def run_planner(
     """The planner's aspects for every pair of `benchmark` (the experiment's main one by default)."""
     planner_entry = experiment.planner
     assert planner_entry is not None
-    shared = gateway_options(experiment.defaults, experiment.base, max_cost=max_cost, dry_run=dry_run)
-    console = output_console()
     entry = benchmark or experiment.main
-    data = load_dataset(entry.dataset, entry.benchmark).select(experiment.subsets, experiment.limit)
+    card = resolve_card(entry.benchmark) if entry.benchmark is not None else None
+    shared = gateway_options(
+        experiment.defaults,
+        experiment.base,
+        max_cost=max_cost,
+        dry_run=dry_run,
+        personal_data=experiment.personal_data,
+    ).for_data(source_label(entry.dataset, card), public=is_public(entry.dataset, card))
+    privacy = PrivacyOptions(
+        **{k: v for k, v in experiment.defaults.items() if k in PrivacyOptions.__dataclass_fields__}
+    )
+    console = output_console()
+    data = load_dataset(entry.dataset, card).select(experiment.subsets, experiment.limit)
+    # The judge stages pseudonymize as this one does: their planner calls are the same requests, cached here.
+    data, _ = guard_dataset(data, shared.routed, privacy, note=note_line)
     with shared.open() as gateway:
         planner = Planner(
             resolve_provider(planner_entry.provider, shared, gateway),
             gateway,
             profile_k=planner_entry.profile_k,
             # As the judges' planner asks (prbj judge takes the order from the benchmark's card).
-            profile_order=_card_order(entry),
+            profile_order=_card_order(card),
             repair=planner_entry.repair,
         )
         jobs = [partial(planner.aspects, pair.view("planner")) for pair in data.pairs]
@@ -88,7 +101,8 @@ def run_planner(
     write_jsonl(
         out / PLANNER_FILE,
         [
-            {"pair_id": o.pair_id, "status": o.status, "aspects": o.aspects}
+            # Under a policy other than `any` the experiment's folder keeps no text about a user.
+            {"pair_id": o.pair_id, "status": o.status, "aspects": [] if shared.routed.guards else o.aspects}
             for o in sorted(outputs, key=lambda o: o.pair_id)
         ],
     )

@@ -4,7 +4,8 @@ the line and the field (`experiments/x.toml:12: field 'judges[2].order': ...`, e
 Field by field (docs/experiments.md has the full reference):
 
     [experiment]  name, dataset, benchmarks (a list: card names or files, or {card, dataset} tables; each judge
-                  runs on each), subsets, limit, seed, max_cost (USD for the whole experiment)
+                  runs on each), subsets, limit, seed, max_cost (USD for the whole experiment), personal_data
+                  (--personal-data of every stage: local, zero-retention, pseudonymized or any)
     [defaults]    options given to every stage whose command has them (cache_dir, api_base, concurrency, ...)
     [planner]     provider, profile_k, repair, max_cost
     [[judges]]    provider, name, params_b, max_cost, and any option of `prbj judge` (context, order, mode,
@@ -68,6 +69,8 @@ MANAGED = {
     "providers": "use 'provider'",
     "provider": "use 'provider'",
     "run_dir": "managed by prbj run",
+    "personal_data": "set it once in [experiment]: one policy for every stage",
+    "personal-data": "set it once in [experiment]: one policy for every stage",
 }
 SECTIONS = (
     "experiment",
@@ -180,6 +183,8 @@ class Experiment:
     report_title: str | None
     report_slices: tuple[str, ...]
     claims: ClaimSettings = field(default_factory=ClaimSettings)
+    # What of the dataset's text may leave this machine (--personal-data of every stage); None: not stated.
+    personal_data: str | None = None
     # Every benchmark the judges run on; one entry (the dataset above, read as it is) unless the file lists more.
     benchmarks: tuple[BenchmarkEntry, ...] = ()
 
@@ -272,6 +277,7 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
             "seed",
             "max_cost",
             "expected_pairs",
+            "personal_data",
         ),
     )
     dataset = reader.string(experiment, "dataset", "experiment") or "sample"
@@ -301,6 +307,7 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
         report_title=reader.string(report, "title", "report"),
         report_slices=reader.strings(report, "slices", "report"),
         claims=_claims(reader, doc),
+        personal_data=_personal_data(reader, experiment),
         benchmarks=benchmarks,
     )
     if benchmarks:
@@ -320,6 +327,18 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
     if not judges and bon is None:
         raise reader.error("judges", "the experiment has no [[judges]] and no [bon]: nothing to run")
     return loaded
+
+
+def _personal_data(reader: _Reader, experiment: Mapping[str, Any]) -> str | None:
+    from prbj.llm.routing import POLICIES
+
+    value = reader.string(experiment, "personal_data", "experiment")
+    if value is not None and value not in POLICIES:
+        raise reader.error(
+            "experiment.personal_data",
+            f"{value!r} is not a policy;{did_you_mean(value, list(POLICIES))} expected one of {', '.join(POLICIES)}",
+        )
+    return value
 
 
 def _benchmarks(reader: _Reader, table: Mapping[str, Any], base: Path) -> tuple[BenchmarkEntry, ...]:

@@ -343,6 +343,8 @@ class CommandBuilder:
             argv += ["--subset", subset]
         if e.limit is not None:
             argv += ["--limit", str(e.limit)]
+        if e.personal_data is not None:
+            argv += ["--personal-data", e.personal_data]
         return argv
 
     def _options(

@@ -43,12 +43,12 @@ def resolve_provider(
     before any call. Every command resolves its providers here and only here; what a rule changed or warns
     about, and a model near or past its retirement date, is printed once (stderr) and recorded in run.json."""
     provider = local_provider.resolve_provider(
-        spec,
-        providers_dir=shared.providers_dir,
-        api_base=shared.api_base,
-        gateway=gateway,
-        require_key=shared.sends,
+        spec, providers_dir=shared.providers_dir, api_base=shared.api_base, gateway=gateway
     )
+    # Refused before its key is looked for: whether it may be sent the data at all comes first.
+    gateway.routing.check(provider)
+    if shared.sends:
+        provider.api_key()
     # Limits never enter the cache key, so overriding them for one run keeps every cached answer.
     overrides = shared.limit_overrides
     # Which limits were set by a flag is kept, so that the run reports each limit's source and a provider's

@@ -56,6 +56,7 @@ from prbj.llm.retry import (
     is_retryable,
     is_timeout,
 )
+from prbj.llm.routing import Routing
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
 
 if TYPE_CHECKING:
@@ -206,8 +207,12 @@ class Gateway:
         transports: Mapping[str, Transport] | None = None,
         batch: BatchQueue | None = None,
         notify: Callable[[str], None] | None = None,
+        routing: Routing | None = None,
     ) -> None:
         self.cache = cache
+        # Which providers may be sent the run's text (--personal-data): checked once per provider, when it is
+        # first called, behind the check every command makes where it resolves its providers.
+        self.routing = routing or Routing()
         self.budget = budget or Budget()
         self.mode = mode
         self.retry = retry or RetryPolicy()
@@ -484,6 +489,7 @@ class Gateway:
     def _state(self, provider: ProviderSpec) -> _ProviderState:
         state = self._providers.get(provider.name)
         if state is None:
+            self.routing.check(provider)
             # No price or key check here: every ProviderSpec a run calls was resolved, priced and key-checked
             # once, where the command turned its options into providers.
             pacing = ProviderPacing(provider, self.notify)

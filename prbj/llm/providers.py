@@ -15,9 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prbj.errors import ConfigError
+from prbj.llm.routing import RETENTIONS, Retention
 from prbj.llm.urls import check_api_base, redact_url
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ _KNOWN_KEYS = {
     "timeout",
     "logprobs",
     "replaces",
+    "retention",
+    "local",
 }
 
 # Where a model id without a profile gets its key from, by LiteLLM's provider prefix.
@@ -103,6 +106,13 @@ class ProviderSpec:
     not_found_note: str = ""
     # The limits (field names above) set for this run by a flag (--rpm, ...), not by the profile.
     flagged: frozenset[str] = frozenset()
+    # Where what it is sent goes, as its profile states it (prbj.llm.routing): whether the provider keeps it
+    # ("standard", the default: most APIs keep requests for abuse monitoring) or not ("zero"), and whether it
+    # runs on machines of the user's own (in-process models, a self-hosted server). Never read from the URL.
+    retention: Retention = "standard"
+    local: bool = False
+    # Why the profile's statements above no longer hold for this run (--api-base sent it elsewhere).
+    claims_note: str = ""
 
     @property
     def family(self) -> str:
@@ -115,6 +125,11 @@ class ProviderSpec:
         return self.transport != LITELLM_TRANSPORT
 
     @property
+    def runs_here(self) -> bool:
+        """In-process (its transport is not a remote call) or stated local in its profile."""
+        return self.local or self.decodes_greedily
+
+    @property
     def supports_logprobs(self) -> bool | None:
         """What the profile says; else False for Anthropic (its API has no log-probabilities), None (unknown:
         ask, and judge without them where none come back). LiteLLM 1.110's model map has no such field."""
@@ -124,6 +139,20 @@ class ProviderSpec:
 
     def with_api_base(self, api_base: str | None) -> ProviderSpec:
         return self if api_base is None else replace(self, api_base=check_api_base(api_base))
+
+    def sent_elsewhere(self, api_base: str | None) -> ProviderSpec:
+        """This profile with its requests sent to `api_base` (--api-base): what the profile states about
+        retention and locality vouches for its own endpoint only, so at another one it is dropped (standard
+        retention, not local) and a note says why."""
+        moved = self.with_api_base(api_base)
+        if api_base is None or moved.api_base == self.api_base or not (self.local or self.retention == "zero"):
+            return moved
+        return replace(
+            moved,
+            local=False,
+            retention="standard",
+            claims_note=f"--api-base {redact_url(api_base)} replaces the endpoint its profile vouches for",
+        )
 
     @property
     def redacted_api_base(self) -> str | None:
@@ -259,7 +288,7 @@ def resolve_provider(spec: str, user_dir: Path | None = None, api_base: str | No
         files = _profile_files(user_dir)
         if spec not in files:
             raise ConfigError(unknown_provider_message(spec, sorted(files), user_dir))
-        provider = load_profile(spec, files[spec], user_dir=user_dir)
+        return load_profile(spec, files[spec], user_dir=user_dir).sent_elsewhere(api_base)
     return provider.with_api_base(api_base)
 
 
@@ -388,6 +417,8 @@ def load_profile(
         timeout=float(_positive(raw, "timeout", path) or 120.0),
         logprobs=_optional_flag(raw, "logprobs", path),
         replaces=_names(raw, "replaces", path),
+        retention=_retention(raw, path),
+        local=_flag(raw, "local", path, default=False),
         # The file a profile was read from, and the profile it extends when it is partial.
         source=f"{path} (extends {extends})" if extends is not None else str(path),
     )
@@ -410,6 +441,16 @@ def _optional_string(raw: dict[str, Any], key: str, path: Path) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ConfigError(f"{path}: field '{key}': expected a string, got {value!r}")
     return value
+
+
+def _retention(raw: dict[str, Any], path: Path) -> Retention:
+    value = raw.get("retention", "standard")
+    if value not in RETENTIONS:
+        raise ConfigError(
+            f'{path}: field \'retention\': expected "zero" or "standard" (what the provider keeps of what it is '
+            f"sent), got {value!r}"
+        )
+    return cast(Retention, value)
 
 
 def _names(raw: dict[str, Any], key: str, path: Path) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from prbj.errors import ConfigError
 from prbj.llm.budget import Budget
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway, Mode
+from prbj.llm.routing import Routing, routing_for
 
 if TYPE_CHECKING:
     from prbj.llm.batch.queue import BatchQueue
@@ -61,11 +62,26 @@ class GatewayOptions:
     wait: bool = True
     # --reasoning-effort: sent to every LiteLLM provider of the run (part of the cache key); None: the profile's.
     reasoning_effort: str | None = None
+    # --personal-data: what of the dataset's text may leave this machine (prbj.llm.routing); None: not stated.
+    personal_data: str | None = None
+    # The run's routing, once the command knows its data (for_data); a command that reads no dataset keeps any.
+    routing: Routing | None = None
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> GatewayOptions:
         """Take the shared options out of a command's keyword arguments."""
         return cls(**{name: options.pop(name) for name in cls.__dataclass_fields__ if name in options})
+
+    def for_data(self, source: str, *, public: bool) -> GatewayOptions:
+        """These options with the routing of a run on `source`: --personal-data when stated, else `any` on
+        public data and nothing remote on anyone else's."""
+        return replace(self, routing=routing_for(self.personal_data, source, public=public))
+
+    @property
+    def routed(self) -> Routing:
+        if self.routing is not None:
+            return self.routing
+        return routing_for(self.personal_data, "", public=True)
 
     @property
     def limit_overrides(self) -> dict[str, float | int]:
@@ -98,8 +114,13 @@ class GatewayOptions:
             load_dotenv(self.env_file, override=False)
         if self.batch and self.cache_only:
             raise ConfigError("--batch and --cache-only exclude each other")
+        routing = self.routed
+        if self.batch:
+            routing.check_batch()
         cache = ResponseCache(self.cache_dir)
-        gateway = Gateway(cache, Budget(self.max_cost), mode=self.mode, batch=self._batch_queue(cache))
+        gateway = Gateway(
+            cache, Budget(self.max_cost), mode=self.mode, batch=self._batch_queue(cache), routing=routing
+        )
         for seen in _watched.get():
             seen.append(gateway)
         return gateway

@@ -25,10 +25,9 @@ def resolve_provider(
     providers_dir: Path | None,
     api_base: str | None,
     gateway: Gateway,
-    require_key: bool,
 ) -> ProviderSpec:
-    """The provider `spec` names, priced, with its key present when `require_key` (calls will be sent), and its
-    transport registered on `gateway`. Configuration errors are one-line ConfigErrors."""
+    """The provider `spec` names, priced, with its transport registered on `gateway` (its key is looked for by
+    the caller, once the run's routing allows it). Configuration errors are one-line ConfigErrors."""
     if spec.startswith(LOCAL_PREFIX):
         # api_base means nothing to a local model, but it has always been part of the spec (and so of the
         # cache key): kept, so that existing caches still hit.
@@ -41,8 +40,6 @@ def resolve_provider(
     if provider.transport == LOCAL_TRANSPORT:
         local_models(gateway)
     provider.check_priced()
-    if require_key:
-        provider.api_key()
     return provider
 
 

@@ -16,6 +16,7 @@ from prbj.report.content import ReportContent, build_content
 from prbj.report.html import render_html
 from prbj.report.layout import Section, report_sections
 from prbj.report.markdown import render_markdown
+from prbj.report.privacy import privacy_sections
 from prbj.report.users import user_sections
 
 
@@ -49,6 +50,7 @@ def analysis_sections(
         + user_sections(runs, labels)
         + beyond_sections(runs, labels, slices=slices)
         + confidence_sections(runs, labels)
+        + privacy_sections(runs)
     )
 
 

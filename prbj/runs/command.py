@@ -15,7 +15,7 @@ from prbj.context.profile_text import DEFAULT_PROFILE_K
 from prbj.data import load_dataset
 from prbj.data.cards import Card, resolve_card
 from prbj.data.dataset import Dataset
-from prbj.data.loaders import OFFICIAL_HF_DATASET
+from prbj.data.loaders import OFFICIAL_HF_DATASET, is_public, source_label
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
 from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
@@ -26,6 +26,7 @@ from prbj.llm.gateway import Gateway
 from prbj.llm.providers import missing_keys
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
+from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
 from prbj.report.terminal import print_failure_causes, print_leaderboard, print_missing_keys, usage_table
 from prbj.runs.beyond import BeyondOptions
 from prbj.runs.collector import kept_for_the_run
@@ -48,7 +49,10 @@ def run_judge_command(
     """The body of `prbj judge`: the remaining keyword arguments are the judge options (JudgeOptions) and
     the shared model options (GatewayOptions)."""
     card = _card_defaults(options)
-    shared = GatewayOptions.pop_from(options)
+    shared = GatewayOptions.pop_from(options).for_data(
+        source_label(dataset, card), public=is_public(dataset, card)
+    )
+    privacy = PrivacyOptions.pop_from(options)
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
     beyond = BeyondOptions.pop_from(options)
@@ -69,6 +73,7 @@ def run_judge_command(
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
         _check_oracle(judges, data)
+        data, guard = guard_dataset(data, shared.routed, privacy, note=note_line)
         config = RunConfig(
             dataset=dataset,
             subsets=subsets,
@@ -83,7 +88,9 @@ def run_judge_command(
             confidence=surety,
             benchmark=data.benchmark_record,
         )
-        result = execute(data, judges, config, gateway=gateway, planner=planner, escalation=escalation)
+        result = execute(
+            data, judges, config, gateway=gateway, planner=planner, escalation=escalation, guard=guard
+        )
     usage = result.extra.get("usage", [])
     _print_benchmark(data, console)
     if dry_run:

@@ -28,6 +28,8 @@ from prbj.data.status import FAILED_STATUSES, was_not_sent
 from prbj.data.user_columns import user_columns
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
+from prbj.llm.routing import Routing
+from prbj.privacy.guard import Guard
 from prbj.report.writer import render_report
 from prbj.runs import rundir
 from prbj.runs.beyond import BeyondOptions
@@ -261,6 +263,7 @@ def execute(
     gateway: Gateway | None = None,
     planner: Planner | None = None,
     escalation: Escalation | None = None,
+    guard: Guard | None = None,
 ) -> RunResult:
     started = datetime.now(UTC)
     for judge in [*judges, *(escalation.judges.values() if escalation is not None else ())]:
@@ -291,9 +294,15 @@ def execute(
     if gateway is not None:
         extra["mode"] = gateway.mode
         extra["max_cost"] = gateway.budget.max_cost
+    guard = guard or Guard(Routing())
+    extra["privacy"] = guard.record()
+    # What the run directory holds: under a policy other than `any`, no text about a user (private store).
+    kept, planner_records = guard.keep_private(
+        run_dir.name, frame, _planner_records(planner) if planner is not None else []
+    )
     if planner is not None:
         extra["planner"] = planner.describe()
-        rundir.write_planner_outputs(run_dir, _planner_records(planner))
+        rundir.write_planner_outputs(run_dir, planner_records)
     run = RunData(
         run_dir=run_dir,
         run_id=run_dir.name,
@@ -317,7 +326,7 @@ def execute(
             },
         ),
         results=summary,
-        judgments=frame,
+        judgments=kept,
         downstream=None,
     )
     rundir.write_run(run)

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from prbj.analysis.compare import Comparison, compare_runs
 from prbj.analysis.mcnemar import McNemarResult
+from prbj.analysis.privacy_cost import policy_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.user_counts import UserCounts, users_repeat
 from prbj.data.names import did_you_mean
@@ -28,6 +29,8 @@ from prbj.data.status import ABSTAINED
 from prbj.data.user_columns import USER_ID
 from prbj.display.width import output_console
 from prbj.errors import DataError
+from prbj.privacy.guard import shown_pairs, with_private_texts
+from prbj.privacy.store import PrivateStore
 from prbj.report import fmt
 from prbj.runs import rundir
 from prbj.runs.run_pairs import read_run_pairs
@@ -93,11 +96,17 @@ def select_judgments(judgments: pl.DataFrame, chosen: ShowFilter) -> pl.DataFram
 
 
 def _pairs_of(run: RunData, dataset: str | None, note: Console) -> dict[str, Pair]:
-    """The run's pairs by id (to show question and answers); empty, with a note, when they cannot be read."""
+    """The run's pairs by id (to show question and answers); empty, with a note, when they cannot be read.
+    A run under --personal-data other than any shows them as its judges saw them (prbj.privacy.guard)."""
     found = read_run_pairs(run.dataset, run.run.get("config"), source=dataset, run_dir=run.run_dir)
     if found.note is not None:
         note.print(f"note: {found.note}; question and answers are not shown (use --dataset)")
-    return found.pairs
+    shown = shown_pairs(
+        run.run_id, run.run.get("privacy"), found.pairs, reveal=False, private=True, store=PrivateStore()
+    )
+    if shown.note is not None:
+        note.print(f"note: {shown.note}")
+    return shown.pairs
 
 
 def _answers_in_order(row: dict[str, Any], pair: Pair) -> list[tuple[str, str, str]]:
@@ -169,7 +178,9 @@ def run_show_command(
     console = console or output_console(highlight=False)
     note = output_console(stderr=True, highlight=False)
     run = rundir.load_run(run_dir)
-    selected = select_judgments(run.judgments, chosen)
+    # A guarded run's replies and context blocks are in the private store, when it is on this machine.
+    texts = PrivateStore().load_texts(run.run_id, "judgments") if policy_of(run) != "any" else None
+    selected = select_judgments(with_private_texts(run.judgments, texts), chosen)
     total = selected.height
     if limit is not None:
         selected = selected.head(limit)

@@ -8,7 +8,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,8 @@ import polars as pl
 from prbj.analysis.run_data import RunData
 from prbj.data.schema import Pair
 from prbj.errors import DataError, PrbjError
+from prbj.privacy.guard import shown_pairs, with_private_texts
+from prbj.privacy.store import PrivateStore
 from prbj.runs import rundir
 from prbj.runs.collector import kept_for_the_run
 from prbj.runs.run_pairs import RunPairs, read_run_pairs
@@ -92,6 +94,13 @@ def _search_texts(pairs: dict[str, Pair]) -> pl.DataFrame | None:
     return pl.DataFrame(rows, schema={"pair_id": pl.String, "text": pl.String}, orient="row")
 
 
+def _private_planner(store: PrivateStore, run_id: str) -> dict[str, list[str]]:
+    frame = store.load_texts(run_id, "planner")
+    if frame is None or "aspects" not in frame.columns:
+        return {}
+    return {str(p): [str(a) for a in aspects or []] for p, aspects in frame.select("pair_id", "aspects").iter_rows()}
+
+
 def is_build(path: Path) -> bool:
     return any((path / ANNOTATION_DIR).glob(SHEET_GLOB))
 
@@ -101,6 +110,11 @@ class Catalog:
     runs: dict[str, RunEntry] = field(default_factory=dict)
     builds: dict[str, BuildEntry] = field(default_factory=dict)
     dataset: str | None = None
+    # Guarded runs (--personal-data other than any): `private` when the viewer serves this machine (not a bundle
+    # to share), so the private store's texts are shown; `reveal` shows pseudonymized pairs in clear.
+    private: bool = True
+    reveal: bool = False
+    private_dir: Path | None = None
     _loaded: dict[str, LoadedRun] = field(default_factory=dict)
     _datasets: dict[tuple[str, str], RunPairs] = field(default_factory=dict)
     # Runs load on a worker thread (the server's warm-up, or a request that arrives first): one at a time.
@@ -113,10 +127,12 @@ class Catalog:
         *,
         note: Callable[[str], None] | None = None,
         dataset: str | None = None,
+        **privacy: Any,
     ) -> Catalog:
         """The runs and builds the paths name, each a folder of its own or found under one at any depth
-        (rundir.select_run_dirs: a named folder that holds none is an error, or with several a `note`)."""
-        catalog = cls(dataset=dataset)
+        (rundir.select_run_dirs: a named folder that holds none is an error, or with several a `note`). `privacy`:
+        the fields private, reveal and private_dir (how guarded runs are shown)."""
+        catalog = cls(dataset=dataset, **privacy)
         for path in rundir.select_run_dirs(paths, note or (lambda _message: None), also=is_build):
             catalog._add(path)
         return catalog
@@ -159,9 +175,21 @@ class Catalog:
             raise DataError(entry.error)
         data = rundir.load_run(entry.path)
         pairs = self._pairs(data)
-        loaded = LoadedRun(
-            entry, data, pairs, _search_texts(pairs.pairs), rundir.read_planner_outputs(entry.path)
+        planner = rundir.read_planner_outputs(entry.path)
+        shown = shown_pairs(
+            data.run_id,
+            data.run.get("privacy"),
+            pairs.pairs,
+            reveal=self.reveal,
+            private=self.private,
+            store=PrivateStore(self.private_dir),
         )
+        if shown.note is not None:
+            pairs = RunPairs(shown.pairs, shown.note)
+            data = replace(data, judgments=with_private_texts(data.judgments, shown.texts))
+            if shown.texts is not None:
+                planner = _private_planner(PrivateStore(self.private_dir), data.run_id) or planner
+        loaded = LoadedRun(entry, data, pairs, _search_texts(pairs.pairs), planner)
         self._loaded[key] = loaded
         return loaded
 

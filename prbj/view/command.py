@@ -9,6 +9,7 @@ import socket
 import webbrowser
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from rich.console import Console
@@ -32,20 +33,21 @@ def default_reviewer() -> str:
         return "reviewer"
 
 
-def open_catalog(paths: Sequence[Path], dataset: str | None, console: Console) -> Catalog:
+def open_catalog(paths: Sequence[Path], dataset: str | None, console: Console, **privacy: Any) -> Catalog:
     """A named folder that holds no run is an error (as for `prbj show`); a run that cannot be read gets a page
-    saying why. Without paths, every run under reports/, which must hold some."""
+    saying why. Without paths, every run under reports/, which must hold some. `privacy`: how guarded runs are
+    shown (Catalog's private, reveal)."""
     def note(message: str) -> None:
         print_whole(console, f"note: {message}")
 
     if paths:
-        return Catalog.open(paths, note=note, dataset=dataset)
+        return Catalog.open(paths, note=note, dataset=dataset, **privacy)
     if not DEFAULT_FOLDER.is_dir():
         raise DataError(f"no {DEFAULT_FOLDER}/ folder here: name the run directories to view")
     found = find_run_dirs(DEFAULT_FOLDER, also=is_build)
     if not found:
         raise DataError(f"no run directory in {DEFAULT_FOLDER}/: run `prbj judge` first")
-    catalog = Catalog.open(found, note=note, dataset=dataset)
+    catalog = Catalog.open(found, note=note, dataset=dataset, **privacy)
     if not any(entry.header is not None for entry in catalog.runs.values()) and not catalog.builds:
         raise DataError(f"no readable run directory in {DEFAULT_FOLDER}/: run `prbj judge` first")
     return catalog
@@ -115,11 +117,19 @@ def run_view_command(
     bundle: Path | None,
     dataset: str | None,
     allow_hosts: Sequence[str] = (),
+    reveal: bool = False,
 ) -> int:
     console = Console(highlight=False)
+    if reveal and (bundle is not None or not is_loopback(host)):
+        raise ConfigError(
+            "--reveal shows personal text in clear: only to this machine (--host 127.0.0.1), never in a --bundle"
+        )
     # Checked as the label reader checks it, before anything is served: a name it refuses could label nothing.
     name = check_reviewer(reviewer if reviewer is not None else default_reviewer(), "--reviewer")
-    catalog = open_catalog(paths, dataset, Console(stderr=True, highlight=False))
+    # A bundle is made to be shared: it carries no text of a guarded run (prbj.privacy.guard.shown_pairs).
+    catalog = open_catalog(
+        paths, dataset, Console(stderr=True, highlight=False), private=bundle is None, reveal=reveal
+    )
     if bundle is not None:
         pages = write_bundle(catalog, bundle)
         print_whole(console, f"wrote {pages} pages to {bundle} (open {bundle / 'index.html'})")
