@@ -1,7 +1,10 @@
-"""Issue 13's acceptance figures, measured side by side in one run and printed as ratios.
+"""The replay and live paths' figures (issues 13 and 30), measured side by side in one run and printed as ratios.
 
     python bench/bench_replay.py [--pairs 2830] [--live-pairs 300] [--latency 0.2] [--only-full]
     python bench/bench_replay.py --pairs 0          # everything but the full-size run
+    python bench/bench_replay.py --against ../prbj-54ad5dd --against-python ../venv-54ad5dd/bin/python
+                                                    # the same figures for another checkout, interleaved
+    python bench/bench_replay.py --check            # CI: exit 1 when a ratio falls well below its target
 
 1. Full-size cached rerun: `prbj judge --order both` over generated benchmark-sized pairs (2,830 pairs, 5,660
    judgments; generated here, never committed) against the loopback server at --latency, --concurrency 64;
@@ -14,7 +17,10 @@
    against a bare `litellm.acompletion` loop (its own process) sending the very same prompts at the same
    concurrency; calls/s while calls are in flight, measured at the server from arrival times.
 
-The machine may be shared: the load average is printed with the figures; compare ratios, not absolutes.
+The machine may be shared: the load average is printed with the figures; compare ratios, not absolutes. With
+--against, every timed process of the other checkout runs next to ours (alternating), so that both meet the same
+load. --check (CI) fails on the ratios that cancel machine noise, each against a floor well below its target
+(FLOORS): the cached rerun against the first run, the live judge path and the gateway against bare LiteLLM.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +44,14 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 from loopback import ProviderServer  # noqa: E402
 
 BENCH_KEY = "bench-key"
+# --check: (target, floor). A ratio below its floor fails CI; the floor sits well below the target so that a
+# loaded CI machine does not fail it, while a regression like issue 30's (an import that costs a second per
+# process, or a per-call cost that halves throughput) does.
+FLOORS = {
+    "rerun speed-up": (20.0, 10.0),
+    "live prbj/bare": (0.9, 0.7),
+    "gateway/bare": (0.95, 0.7),
+}
 # The bundled gemini-3-flash profile (model, prices, params) with the loopback's limits: no quota to pace
 # against, and the provider concurrency the run asks for.
 PROFILE = """model = "gemini/gemini-3-flash-preview"
@@ -64,11 +79,25 @@ FILLER = (
 )
 
 
-def installed_like() -> None:
+@dataclass(frozen=True)
+class Tree:
+    """A checkout of prbj whose CLI is timed: this one, or another commit's (--against) with its own Python."""
+
+    label: str
+    root: Path
+    python: str
+
+    def judge_extra(self) -> list[str]:
+        # Since issue 34 a run on non-public data states what may leave the machine; older checkouts know no
+        # such option.
+        return ["--personal-data", "any"] if (self.root / "prbj" / "privacy").is_dir() else []
+
+
+def installed_like(root: Path = ROOT) -> None:
     """Compile prbj's modules to bytecode, as `pip install` does, before any timed process starts. A checkout
     run with PYTHONDONTWRITEBYTECODE set (the shared development machine sets it) would otherwise compile every
     prbj module from source in every process: ~0.15 s of each start that no installed prbj pays."""
-    if not compileall.compile_dir(str(ROOT / "prbj"), quiet=1):
+    if not compileall.compile_dir(str(root / "prbj"), quiet=1):
         raise SystemExit("could not compile prbj to bytecode")
 
 
@@ -110,23 +139,30 @@ def write_pairs(path: Path, pairs: list[dict[str, Any]]) -> Path:
 # --- processes ---------------------------------------------------------------------------------------------
 
 
-def environment(tmp: Path) -> dict[str, str]:
+def environment(tmp: Path, root: Path = ROOT) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return env | {
         "GEMINI_API_KEY": BENCH_KEY,
         "OPENAI_API_KEY": BENCH_KEY,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": str(root),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "PRBJ_MODEL_MAP_CACHE": str(tmp / "model-map.json"),
         "PRBJ_PROVIDERS_DIR": str(tmp / "providers"),
     }
 
 
-def prbj(tmp: Path, *args: str) -> tuple[float, bool, float]:
+HERE = Tree("this checkout", ROOT, sys.executable)
+
+
+def prbj(tmp: Path, *args: str, tree: Tree = HERE) -> tuple[float, bool, float]:
     """Run `prbj args` in a fresh process: (seconds start to exit, LiteLLM imported, peak RSS in MiB)."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *args], capture_output=True, text=True, env=environment(tmp)
+        [tree.python, "-c", WRAPPER, *args],
+        capture_output=True,
+        text=True,
+        env=environment(tmp, tree.root),
+        cwd=tmp,
     )
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
@@ -135,11 +171,13 @@ def prbj(tmp: Path, *args: str) -> tuple[float, bool, float]:
     return elapsed, marker[1] == "True", int(marker[2]) / 1024
 
 
-def judge_args(server: ProviderServer, dataset: Path, out: Path, cache: Path, concurrency: int) -> list[str]:
+def judge_args(
+    server: ProviderServer, dataset: Path, out: Path, cache: Path, concurrency: int, tree: Tree = HERE
+) -> list[str]:
     return [
         "judge", "--no-progress", "-p", "bench-flash", "--api-base", server.url, "--dataset", str(dataset),
         "--order", "both", "--context", "none", "--concurrency", str(concurrency),
-        "--out", str(out), "--cache-dir", str(cache),
+        "--out", str(out), "--cache-dir", str(cache), *tree.judge_extra(),
     ]  # fmt: skip
 
 
@@ -191,28 +229,59 @@ def recorded_prompts(server: ProviderServer) -> list[Any]:
 # --- the sections ------------------------------------------------------------------------------------------
 
 
-def full_rerun(tmp: Path, server: ProviderServer, pairs: int, concurrency: int) -> list[str]:
+def full_rerun(
+    tmp: Path,
+    server: ProviderServer,
+    pairs: int,
+    concurrency: int,
+    trees: list[Tree],
+    figures: dict[str, float],
+) -> list[str]:
+    """Each tree's first run on its own fresh cache, then three all-hits reruns of each, alternating between the
+    trees (each a fresh process): all are printed, the median is the figure."""
     dataset = write_pairs(tmp / "full.jsonl", benchmark_pairs(pairs))
-    args = judge_args(server, dataset, tmp / "out-full", tmp / "cache-full", concurrency)
-    server.reset()
-    first, _, first_rss = prbj(tmp, *args)
-    sent = len(server.requests)
-    server.reset()
-    # Three reruns, each a fresh process: all are printed, the median is the figure.
-    reruns = [prbj(tmp, *args) for _ in range(3)]
-    rerun, _, rss = sorted(reruns)[1]
     judgments = pairs * 2
-    return [
-        f"full-size run: {pairs} pairs x 2 orders = {judgments} judgments, {sent} calls sent, "
-        f"latency {server.latency * 1000:.0f} ms, concurrency {concurrency}",
-        f"  first run            {first:7.2f} s   {judgments / first:8.0f} judgments/s   peak {first_rss:.0f} MiB",
-        f"  cached rerun         {rerun:7.2f} s   {judgments / rerun:8.0f} judgments/s   peak {rss:.0f} MiB"
-        f"   (median of {', '.join(f'{r[0]:.2f}' for r in reruns)} s; calls sent: {len(server.requests)}, "
-        f"LiteLLM imported: {any(r[1] for r in reruns)})",
-        f"  rerun judgments/s    {judgments / rerun:8.0f}   target >= 2500   ratio {judgments / rerun / 2500:.2f}",
-        f"  rerun speed-up       {first / rerun:8.1f}x  target >= 30x    ratio {first / rerun / 30:.2f}",
-        f"  rerun peak RSS       {rss:8.0f} MiB target < 500    ratio {500 / rss:.2f}",
+    lines = [
+        f"full-size run: {pairs} pairs x 2 orders = {judgments} judgments, latency {server.latency * 1000:.0f} ms, "
+        f"concurrency {concurrency}"
     ]
+    argv, firsts, sent = {}, {}, {}
+    for n, tree in enumerate(trees):
+        argv[tree] = judge_args(
+            server, dataset, tmp / f"out-full-{n}", tmp / f"cache-full-{n}", concurrency, tree
+        )
+        server.reset()
+        firsts[tree] = prbj(tmp, *argv[tree], tree=tree)
+        sent[tree] = len(server.requests)
+    reruns: dict[Tree, list[tuple[float, bool, float]]] = {tree: [] for tree in trees}
+    server.reset()
+    for _ in range(3):
+        for tree in trees:
+            reruns[tree].append(prbj(tmp, *argv[tree], tree=tree))
+    for tree in trees:
+        first, _, first_rss = firsts[tree]
+        rerun, _, rss = sorted(reruns[tree])[1]
+        lines += [
+            f"  {tree.label}: {sent[tree]} calls sent by the first run; reruns sent {len(server.requests)}",
+            f"    first run          {first:7.2f} s   {judgments / first:8.0f} judgments/s   peak {first_rss:.0f} MiB",
+            f"    cached rerun       {rerun:7.2f} s   {judgments / rerun:8.0f} judgments/s   peak {rss:.0f} MiB"
+            f"   (median of {', '.join(f'{r[0]:.2f}' for r in reruns[tree])} s; "
+            f"LiteLLM imported: {any(r[1] for r in reruns[tree])})",
+            f"    rerun judgments/s  {judgments / rerun:8.0f}   target >= 3000   ratio {judgments / rerun / 3000:.2f}",
+            f"    rerun speed-up     {first / rerun:8.1f}x  target >= 20x    ratio {first / rerun / 20:.2f}",
+            f"    rerun peak RSS     {rss:8.0f} MiB target < 500    ratio {500 / rss:.2f}",
+        ]
+        if tree is trees[0]:
+            figures["rerun speed-up"] = first / rerun
+    if len(trees) == 2:
+        (ours, theirs) = trees
+        ours_first, theirs_first = firsts[ours][0], firsts[theirs][0]
+        ours_rerun, theirs_rerun = sorted(reruns[ours])[1][0], sorted(reruns[theirs])[1][0]
+        lines += [
+            f"  {ours.label} / {theirs.label}: first run {theirs_first / ours_first:.2f}x as fast, cached rerun "
+            f"{theirs_rerun / ours_rerun:.2f}x as fast (above 1: faster)"
+        ]
+    return lines
 
 
 def startup(tmp: Path) -> list[str]:
@@ -238,7 +307,7 @@ def startup(tmp: Path) -> list[str]:
     return lines
 
 
-def gateway_overhead(calls: int, concurrency: int) -> list[str]:
+def gateway_overhead(calls: int, concurrency: int, figures: dict[str, float]) -> list[str]:
     from bench_gateway import ROUNDS, alternating_rounds, bench_spec, warm_up
 
     async def measure() -> tuple[float, float]:
@@ -250,6 +319,7 @@ def gateway_overhead(calls: int, concurrency: int) -> list[str]:
 
     os.environ.setdefault("OPENAI_API_KEY", BENCH_KEY)
     bare, ours = asyncio.run(measure())
+    figures["gateway/bare"] = ours / bare
     return [
         f"gateway vs bare litellm.acompletion, 0 ms, {calls} calls, concurrency {concurrency} (best rounds):",
         f"  bare {bare:7.0f} calls/s   gateway {ours:7.0f} calls/s   gateway/bare {ours / bare:.2f}"
@@ -257,21 +327,51 @@ def gateway_overhead(calls: int, concurrency: int) -> list[str]:
     ]
 
 
-def live_path(tmp: Path, server: ProviderServer, pairs: int, concurrency: int) -> list[str]:
+def live_path(
+    tmp: Path,
+    server: ProviderServer,
+    pairs: int,
+    concurrency: int,
+    trees: list[Tree],
+    figures: dict[str, float],
+) -> list[str]:
+    """Each tree's live judge run on a fresh cache, each followed by the bare loop sending the very prompts that
+    run sent, so that the two meet the same load."""
     dataset = write_pairs(tmp / "live.jsonl", benchmark_pairs(pairs))
-    server.reset()
-    whole, _, _ = prbj(tmp, *judge_args(server, dataset, tmp / "out-live", tmp / "cache-live", concurrency))
-    ours = in_flight_rate(server)
-    prompts = recorded_prompts(server)
-    sent = len(prompts)
-    words = sum(len(m["content"].split()) for m in prompts[0]) if prompts else 0
-    bare = bare_judge_loop(tmp, server, prompts, concurrency)
-    return [
-        f"live judge path: {pairs} pairs x 2 orders, {sent} calls of ~{words} words, latency "
-        f"{server.latency * 1000:.0f} ms, concurrency {concurrency}:",
-        f"  bare loop {bare:7.1f} calls/s   prbj judge {ours:7.1f} calls/s in flight ({sent / whole:.1f} calls/s "
-        f"whole process)   prbj/bare {ours / bare:.2f}   target >= 0.9   ratio {ours / bare / 0.9:.2f}",
-    ]
+    lines = []
+    for n, tree in enumerate(trees):
+        server.reset()
+        args = judge_args(server, dataset, tmp / f"out-live-{n}", tmp / f"cache-live-{n}", concurrency, tree)
+        whole, _, _ = prbj(tmp, *args, tree=tree)
+        ours = in_flight_rate(server)
+        prompts = recorded_prompts(server)
+        sent = len(prompts)
+        words = sum(len(m["content"].split()) for m in prompts[0]) if prompts else 0
+        bare = bare_judge_loop(tmp, server, prompts, concurrency)
+        lines += [
+            f"live judge path ({tree.label}): {pairs} pairs x 2 orders, {sent} calls of ~{words} words, latency "
+            f"{server.latency * 1000:.0f} ms, concurrency {concurrency}:",
+            f"  bare loop {bare:7.1f} calls/s   prbj judge {ours:7.1f} calls/s in flight ({sent / whole:.1f} calls/s "
+            f"whole process)   prbj/bare {ours / bare:.2f}   target >= 0.9   ratio {ours / bare / 0.9:.2f}",
+        ]
+        if tree is trees[0]:
+            figures["live prbj/bare"] = ours / bare
+    return lines
+
+
+def verdict(figures: dict[str, float]) -> tuple[list[str], bool]:
+    """--check: each noise-cancelling ratio against its floor."""
+    lines, passed = ["check (CI): each ratio against a floor well below its target"], True
+    for name, (target, floor) in FLOORS.items():
+        if name not in figures:
+            continue
+        value = figures[name]
+        ok = value >= floor
+        passed &= ok
+        lines.append(
+            f"  {name:<16} {value:7.2f}   target >= {target:g}   floor {floor:g}   {'ok' if ok else 'FAILED'}"
+        )
+    return lines, passed
 
 
 def main() -> None:
@@ -284,8 +384,18 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--gateway-calls", type=int, default=400)
     parser.add_argument("--only-full", action="store_true", help="only the full-size run")
+    parser.add_argument("--against", type=Path, help="another prbj checkout, timed next to this one")
+    parser.add_argument(
+        "--against-python", default=sys.executable, help="the Python with that checkout's deps"
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 when a ratio falls below its floor")
     args = parser.parse_args()
-    installed_like()
+    trees = [HERE]
+    if args.against is not None:
+        trees.append(Tree(f"{args.against.name}", args.against.resolve(), args.against_python))
+    for tree in trees:
+        installed_like(tree.root)
+    figures: dict[str, float] = {}
     report: list[str] = [f"load average at start: {load_average()}"]
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
@@ -294,16 +404,22 @@ def main() -> None:
         with ProviderServer(reply=lambda request: "Weighing both answers.\nResult: A") as server:
             server.latency = args.latency
             if args.pairs:
-                report += full_rerun(tmp, server, args.pairs, args.concurrency)
+                report += full_rerun(tmp, server, args.pairs, args.concurrency, trees, figures)
                 print("\n".join(report), flush=True)
                 report = []
-            if args.only_full:
-                return
-            report += live_path(tmp, server, args.live_pairs, args.concurrency)
-        report += startup(tmp)
-    report += gateway_overhead(args.gateway_calls, args.concurrency)
+            if not args.only_full:
+                report += live_path(tmp, server, args.live_pairs, args.concurrency, trees, figures)
+        if not args.only_full:
+            report += startup(tmp)
+    if not args.only_full:
+        report += gateway_overhead(args.gateway_calls, args.concurrency, figures)
     report.append(f"load average at end: {load_average()}")
-    print("\n".join(report))
+    if args.check:
+        lines, passed = verdict(figures)
+        report += lines
+    print("\n".join(report), flush=True)
+    if args.check and not passed:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

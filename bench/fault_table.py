@@ -1,7 +1,7 @@
 """Fault-injection table for issue 12: real `prbj judge` processes against the loopback provider, printed as
 Markdown.
 
-    python bench/fault_table.py [--limit 10]
+    python bench/fault_table.py [--limit 10] [--only retries] [--retry-scale 1]
 
 Rows (each compared with an undisturbed run of the same command):
 - SIGKILL ×5 then resume: results identical; extra paid calls against the calls that can be in flight.
@@ -9,12 +9,17 @@ Rows (each compared with an undisturbed run of the same command):
 - provider down (closed port): seconds to the end, exit code, the cause printed.
 - two processes, one cache: requests sent ÷ one run's calls.
 - cap filled at --concurrency 16 and 1: share of --max-cost spent.
-Runs take a few seconds each (most of it importing LiteLLM); the whole table about two minutes.
+- issue 30, a bad minute: 300 calls through the gateway against a provider answering 30% of attempts 429 (retry
+  in 1 s) and 10% 500, seeded per call and attempt: calls lost with six attempts per call (the bound before
+  issue 30) and with retries until the retry time runs out. `--retry-scale 0.05` scales every time (the delay,
+  the backoff, the retry time) down for a quick look; at 1 it takes a minute or two.
+Runs take a few seconds each (most of it importing LiteLLM); the whole table about two minutes more.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -24,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +37,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from aiohttp import web  # noqa: E402
-from loopback import ChatRequest, Fault, ProviderServer, _answer  # noqa: E402
+from loopback import BadMinute, ChatRequest, Fault, ProviderServer, _answer  # noqa: E402
 
 from prbj.data import load_dataset  # noqa: E402
+from prbj.llm.gateway import Gateway, LLMRequest  # noqa: E402
+from prbj.llm.providers import resolve_provider  # noqa: E402
+from prbj.llm.retry import RetryPolicy  # noqa: E402
 
 KEY = "sk-fault-table-0123456789abcdef"
 CHOSEN = {pair.chosen for pair in load_dataset().pairs}
@@ -245,13 +253,60 @@ def cap_row(bench: Bench, reference: Run) -> list[str]:
     ]
 
 
+# The bad minute of issue 30: its seed, its calls, and the bound on attempts a call had before.
+RETRY_SEED = 5
+RETRY_CALLS = 300
+OLD_ATTEMPTS = 6
+
+
+def retry_time_row(scale: float) -> list[str]:
+    """Calls lost to a bad minute with six attempts per call and with the retry time, times × `scale`."""
+    minute = BadMinute(RETRY_SEED, retry_after=1.0 * scale)
+    now = RetryPolicy(max_total_seconds=300 * scale, initial_wait=1.0 * scale, max_wait=60 * scale)
+    policies = {"six attempts": replace(now, max_attempts=OLD_ATTEMPTS), "retry time": now}
+    os.environ.setdefault("OPENAI_API_KEY", KEY)
+    lost: dict[str, int] = {}
+    seconds: dict[str, float] = {}
+    with ProviderServer(reply=lambda request: "Result: A") as server:
+        # Without the profile's rate limits: what is measured is the retries, not pacing.
+        spec = replace(resolve_provider("gpt-5.1", api_base=server.url), rpm=None, tpm=None)
+        for name, policy in policies.items():
+            server.reset()
+            server.faults_by = minute
+
+            async def calls(policy: RetryPolicy = policy) -> list[bool]:
+                with Gateway(None, retry=policy) as gateway:
+                    asked = [LLMRequest.chat(None, f"question {i}") for i in range(RETRY_CALLS)]
+                    results = await asyncio.gather(*[gateway.call(spec, request) for request in asked])
+                    return [result.ok for result in results]
+
+            started = time.monotonic()
+            lost[name] = asyncio.run(calls()).count(False)
+            seconds[name] = time.monotonic() - started
+    return [
+        f"30% 429 (retry in {scale:g} s) + 10% 500, seed {RETRY_SEED}",
+        f"{RETRY_CALLS} calls: {lost['six attempts']} lost with {OLD_ATTEMPTS} attempts a call "
+        f"({seconds['six attempts']:.0f} s), {lost['retry time']} with the retry time ({seconds['retry time']:.0f} s)",
+        f"none lost: {yes(lost['retry time'] == 0)}",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--limit", type=int, default=10, help="pairs per subset (three subsets in the sample)"
     )
+    parser.add_argument("--only", choices=["retries"], help="only the row of issue 30's bad minute")
+    parser.add_argument(
+        "--retry-scale", type=float, default=1.0, help="times of the bad-minute row × this (0.05: quick)"
+    )
     args = parser.parse_args()
     began = time.monotonic()
+    if args.only == "retries":
+        rows = [retry_time_row(args.retry_scale)]
+        print("| fault | what happened | wanted |\n|---|---|---|")
+        print("| " + " | ".join(rows[0]) + " |")
+        return
     with MixedFaultServer(reply=right_answer) as server, tempfile.TemporaryDirectory() as folder:
         bench = Bench(server, Path(folder), args.limit)
         reference = bench.run("reference")
@@ -264,6 +319,7 @@ def main() -> None:
             shared_cache_row(bench, reference, calls),
             cap_row(bench, reference),
         ]
+    rows.append(retry_time_row(args.retry_scale))
     print(
         f"Fault injection against the loopback provider: `prbj judge --limit {args.limit}` ({calls} calls)\n"
     )

@@ -10,7 +10,9 @@ spend hidden reasoning tokens out of the request's output cap first, as reasonin
 scripts it by the effort asked for);
 `server.inject(...)` queues faults (429 with Retry-After, Gemini's 429 with RetryInfo and QuotaFailure, OpenAI's
 insufficient_quota and x-ratelimit-reset headers, Anthropic's 529, 500, a hang past the client's timeout, a
-garbage body) for the next requests; `server.latency` delays every answer; `server.strict_params` answers 400 for
+garbage body) for the next requests; `server.faults_by` picks a fault (or none) for each request from its prompt
+and how many times that prompt was asked before, so a seeded fault pattern is the same whatever order
+concurrent calls arrive in; `server.latency` delays every answer; `server.strict_params` answers 400 for
 the parameter combinations each provider rejects, `server.retired` names models that answer 404. A request that
 asks for log-probabilities (OpenAI `logprobs` / `top_logprobs`, Gemini `generationConfig.responseLogprobs` /
 `logprobs`) gets them in its provider's shape, as `server.logprobs` scripts them (Anthropic returns none).
@@ -23,7 +25,9 @@ its own thread and event loop, so synchronous tests and subprocesses (the real `
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import random
 import re
 import threading
 import time
@@ -37,9 +41,10 @@ from aiohttp import web
 
 @dataclass(frozen=True)
 class Fault:
-    # "429" | "500" | "503" | "401" | "echo-key" | "hang" | "garbage" | "empty", and providers' own shapes:
-    # "429-gemini" (RESOURCE_EXHAUSTED: RetryInfo.retryDelay = `retry_after`, QuotaFailure naming `quota_id`, no
-    # Retry-After header), "insufficient_quota" (OpenAI's billing 429), "529" (Anthropic's overloaded_error).
+    # "400" | "401" | "404" | "429" | "500" | "503" | "echo-key" | "hang" | "garbage" | "empty", and providers'
+    # own shapes: "429-gemini" (RESOURCE_EXHAUSTED: RetryInfo.retryDelay = `retry_after`, QuotaFailure naming
+    # `quota_id`, no Retry-After header), "insufficient_quota" (OpenAI's billing 429), "529" (Anthropic's
+    # overloaded_error).
     kind: str
     retry_after: float | None = None
     seconds: float = 30.0
@@ -53,6 +58,37 @@ class Fault:
     # Only the next request whose prompt contains this text gets the fault (one call's first attempt, whatever
     # order concurrent calls arrive in); None: any request.
     prompt: str | None = None
+
+
+class BadMinute:
+    """A provider having a bad minute, for `server.faults_by`: each attempt is answered 429 (asking to retry in
+    `retry_after` seconds) with probability `rate_limited`, 500 with probability `server_errors`, else normally.
+    The draw depends on the seed, the prompt and the attempt only, so a call meets the same faults whatever order
+    concurrent calls arrive in, and `streak` says beforehand how many attempts in a row it fails."""
+
+    def __init__(
+        self, seed: int, *, rate_limited: float = 0.3, server_errors: float = 0.1, retry_after: float = 1.0
+    ) -> None:
+        self.seed = seed
+        self.rate_limited = rate_limited
+        self.server_errors = server_errors
+        self.retry_after = retry_after
+
+    def fault(self, prompt: str, attempt: int) -> Fault | None:
+        """The fault the `attempt`-th request (0: the first) with this prompt is answered with, or None."""
+        draw = random.Random(f"{self.seed}:{attempt}:{prompt}").random()
+        if draw < self.rate_limited:
+            return Fault("429", retry_after=self.retry_after)
+        if draw < self.rate_limited + self.server_errors:
+            return Fault("500")
+        return None
+
+    def streak(self, prompt: str) -> int:
+        """How many attempts in a row a call with this prompt fails before one is answered."""
+        return next(attempt for attempt in itertools.count() if self.fault(prompt, attempt) is None)
+
+    def __call__(self, request: ChatRequest, asked_before: int) -> Fault | None:
+        return self.fault(request.prompt, asked_before)
 
 
 # How a reply ended, in provider-neutral words; each family spells it its own way (`_NATIVE_END`).
@@ -480,6 +516,10 @@ class ProviderServer:
     logprobs: Callable[[ChatRequest, str], TokenLogprobs] = certain_tokens
     # Rate limits enforced with 429s and stated in headers (tests/loopback_limits.py); none by default.
     limits: Any = None
+    # The fault for a request no queued fault is meant for, from the request and the number of earlier requests
+    # with the same prompt (0 for a call's first attempt); None answers it. Cleared by reset().
+    faults_by: Callable[[ChatRequest, int], Fault | None] | None = None
+    _asked: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from loopback_batches import BatchService
@@ -507,6 +547,8 @@ class ProviderServer:
             self.requests.clear()
             self._faults.clear()
             self._prefixes.clear()
+            self._asked.clear()
+            self.faults_by = None
         self.batches.reset()
         self.limits.reset()
 
@@ -530,6 +572,10 @@ class ProviderServer:
         with self._lock:
             self.requests.append(parsed)
             fault = self._take_fault(family, parsed.prompt)
+            asked_before = self._asked.get(parsed.prompt, 0)
+            self._asked[parsed.prompt] = asked_before + 1
+        if fault is None and self.faults_by is not None:
+            fault = self.faults_by(parsed, asked_before)
         if fault is None:
             # Over a rate limit: refused at once, as providers do, without the model's latency.
             refused = self.limits.admit(parsed, _tokens(parsed.prompt))
@@ -602,7 +648,7 @@ class ProviderServer:
             )
             return web.json_response({"error": {"message": f"invalid credential: {sent}"}}, status=401)
         extra = dict(fault.headers)
-        if fault.kind in ("429", "500", "503", "401"):
+        if fault.kind in ("400", "401", "404", "429", "500", "503"):
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             return web.json_response(
                 {"error": {"message": f"injected {fault.kind}", "type": "injected", "code": int(fault.kind)}},

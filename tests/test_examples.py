@@ -70,6 +70,7 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
     'wait "$!"': ("CI's own step: waits for that venv", None),
     "mypy": ("CI's static checks: their own step", None),
     "pylint": ("CI's static checks: their own step", None),
+    "python bench/bench_replay.py": ("CI's own speed step: two minutes of timed processes (.ci/run)", None),
     "vllm serve": ("starts a GPU model server (vLLM); the loopback provider stands in for it here", None),
     "python -m verl.": ("verl PPO training on GPUs", None),
     "python -m openrlhf.": ("OpenRLHF PPO training on GPUs", None),

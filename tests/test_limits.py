@@ -257,7 +257,10 @@ async def test_input_and_output_tokens_are_reserved_against_their_own_limits() -
     pacing.answered(0.01, first, Completion("x", 10, 5, cached_tokens=8))
     await asyncio.wait_for(second, 1)
     assert pacing.windows["output_tpm"]._total == 65 and pacing.windows["input_tpm"]._total == 12
-    assert pacing.waits["tokens"] >= 0.04
+    # The wait is the output window's, and counted as such: the input window never held anyone (its accounting
+    # takes microseconds), and there is no combined window.
+    assert pacing.waits["output-tokens"] >= 0.04
+    assert pacing.waits["input-tokens"] < 0.01 and pacing.waits["tokens"] == 0.0
 
 
 async def test_fan_out_reaches_what_the_providers_admit() -> None:
@@ -354,19 +357,65 @@ async def test_an_enforced_limit_without_headers_answers_gemini_429s_and_the_pro
     assert stats.as_dict()["waits_s"]["retries"] > 0
 
 
-# One request per 200 ms: slow enough that a loaded machine's event loop still keeps to the rate.
+# The rates: one request per 200 ms, slow enough that a loaded machine's event loop still keeps to them.
 @pytest.mark.parametrize(
-    ("changes", "bound"), [({"rpm": 300}, "rate"), ({"rpm": None, "max_concurrency": 2}, "ceiling")]
+    ("name", "changes", "calls", "words", "bound"),
+    [
+        ("gpt-5.1", {"rpm": 300, "tpm": None}, 10, 1, "rate"),
+        ("gpt-5.1", {"rpm": None, "tpm": None, "max_concurrency": 2}, 10, 1, "ceiling"),
+        # No rate known: requests in flight start at 16 and grow slowly; the rest wait for a place.
+        ("gpt-5.1", {"rpm": None, "tpm": None}, 40, 1, "in-flight"),
+        # Claude's 30,000 input tokens a minute at ~800 tokens a request (~37 requests a minute, issue 30): requests
+        # in flight are sized from the input-token limit, so requests wait for a place in flight, and it was the
+        # input-token limit that set the pace (the calls table said "in flight (rate × latency)").
+        ("claude-sonnet-4-6", {"rpm": 100_000, "input_tpm": 30_000, "output_tpm": None}, 10, 800, "input-tokens"),
+        # The same input-token limit in force, but the request rate is the tighter: still the rate.
+        ("claude-sonnet-4-6", {"rpm": 300, "input_tpm": 30_000, "output_tpm": None}, 10, 20, "rate"),
+    ],
+    ids=["rpm", "ceiling", "in-flight", "input-tokens", "rpm-beside-input-tokens"],
 )
-async def test_the_run_says_what_bound_it(server, tmp_path, changes, bound) -> None:
+async def test_the_run_says_what_bound_it(server, tmp_path, name, changes, calls, words, bound) -> None:
     server.latency = 0.1
-    profile = replace(resolve_provider("gpt-5.1", api_base=server.url), tpm=None, **changes)
+    profile = replace(resolve_provider(name, api_base=server.url), **changes)
     gateway = Gateway(ResponseCache(tmp_path / "cache"), retry=FAST_RETRY)
-    await asyncio.gather(*[gateway.call(profile, ask(f"question {i}")) for i in range(10)])
+    padding = " word" * (words - 1)
+    results = await asyncio.gather(*[gateway.call(profile, ask(f"question {i}{padding}")) for i in range(calls)])
     gateway.close()
+    assert all(result.ok for result in results)
     row = gateway.stats()[0].as_dict()
-    assert row["bound_by"] == bound
+    assert row["bound_by"] == bound, row["waits_s"]
     assert row["achieved_rpm"] > 0 and row["peak_in_flight"] >= 1
+
+
+def test_judge_says_when_the_input_token_limit_bound_it(server, tmp_path: Path) -> None:
+    """Issue 30 item 4: a Claude profile's 30,000 input tokens a minute binds a judge run (its requests ~360
+    tokens, the loopback answering in 0.2 s, the request limit out of the way); run.json and the calls table say
+    input tokens, with the limit in force."""
+    server.reply = right_answer
+    server.latency = 0.2
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "claude.toml").write_text('extends = "claude-sonnet-4-6"\nrpm = 100_000\ninput_tpm = 30_000\n')
+    result = CliRunner().invoke(
+        main,
+        [
+            "judge", "--no-progress", "-p", "claude", "--providers-dir", str(providers), "--api-base", server.url,
+            "--context", "none", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"),
+        ],
+        env={"COLUMNS": "400"},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (run_dir,) = (tmp_path / "out").iterdir()
+    usage = json.loads((run_dir / "run.json").read_text())["usage"][0]
+    assert usage["bound_by"] == "input-tokens", usage["waits_s"]
+    # The whole run's input fits in one minute's window, so nothing waited at the window itself: requests waited
+    # for a place in flight, sized from the input-token limit.
+    assert usage["prompt_tokens"] < 30_000 and usage["waits_s"]["in-flight"] > 0
+    lines = result.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["provider", "sent"])
+    row = next(line for line in lines[header:] if line.startswith("claude "))
+    assert row.rstrip().endswith("30,000 input tpm (profile)  input tokens"), row
+    assert "in flight (rate × latency)" not in result.stdout
 
 
 def test_judge_runs_at_the_stated_limit_and_says_what_bound_it(server, tmp_path: Path) -> None:

@@ -34,7 +34,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import beta, binom
 
 # Candidate thresholds closer than this share of the judgments are merged (see the module docstring).
 MIN_STEP_SHARE = 0.01
@@ -170,6 +169,8 @@ def sequence_start(ranked: np.ndarray, target_error: float, delta: float) -> int
 
 def clopper_pearson_upper(errors: np.ndarray, kept: np.ndarray, delta: float) -> np.ndarray:
     """One-sided (1 − δ) upper confidence limit of an error rate from `errors` out of `kept`."""
+    from scipy.stats import beta
+
     errors, kept = np.asarray(errors, dtype=np.float64), np.asarray(kept, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         upper = beta.ppf(1.0 - delta, errors + 1.0, np.maximum(kept - errors, 1e-12))
@@ -220,6 +221,8 @@ def learn_then_test(
     """The lowest confidence threshold whose kept error is ≤ target_error with probability ≥ 1 − delta; the
     sequence starts at `start` kept judgments (by default sequence_start's choice; any count fixed before the
     verdicts are seen keeps the guarantee)."""
+    from scipy.stats import binom
+
     confidence = np.asarray(confidence, dtype=np.float64)
     wrong = 1.0 - np.asarray(correct, dtype=np.float64)
     n = confidence.size

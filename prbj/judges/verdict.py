@@ -50,12 +50,19 @@ def strip_quotes(text: str, shown: Sequence[str]) -> str:
     for original in sorted((s for s in shown if s.strip()), key=len, reverse=True):
         text = text.replace(original.strip(), " ")
     shown_lines: set[str] | None = None  # built only when a line could be a quote: most replies have none
+    # A line found in no shown text is in none of its lines: one search of them all rules most lines out.
+    everything_shown: str | None = None
     kept = []
     for line in text.splitlines():
         blockquote = line.lstrip().startswith(">")
         bare = line.strip().lstrip(">").strip().strip("\"'“”")
         # A markdown block quote of any length is a quote; a plain line only when long enough to be one.
         if bare and (blockquote or len(bare) >= 12):
+            if everything_shown is None:
+                everything_shown = "\n".join(shown)
+            if bare not in everything_shown:
+                kept.append(line)
+                continue
             if shown_lines is None:
                 shown_lines = {row.strip() for original in shown for row in original.splitlines() if row.strip()}
             if any(bare in quoted for quoted in shown_lines):

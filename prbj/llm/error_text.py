@@ -18,17 +18,26 @@ from prbj.llm.urls import redact_url
 
 
 def describe_error(
-    error: BaseException | None, attempts: int, elapsed: float, *, secrets: Sequence[str | None] = ()
+    error: BaseException | None,
+    attempts: int,
+    elapsed: float,
+    *,
+    secrets: Sequence[str | None] = (),
+    ended: str | None = None,
 ) -> str:
-    """One line for the user: what failed, after how many attempts; never the key."""
+    """One line for the user: what failed, after how many attempts, and (`ended`) why its retries stopped;
+    never the key."""
     if error is None:
         return f"gave up after {attempts} attempts ({elapsed:.1f}s)"
     what, _, detail = one_line(error, secrets=secrets).partition(": ")
     plural = "s" if attempts != 1 else ""
-    asked = retry_after_seconds(error) if is_retryable(error) else None
-    # A provider that asked for a longer wait than the call had left ended it: say so, with the delay.
-    waited = f"; the provider asked to retry in {asked:g}s" if asked is not None else ""
-    return f"{what} after {attempts} attempt{plural} ({elapsed:.1f}s{waited}): {detail}"
+    if ended is None and is_retryable(error):
+        # Retries stopped without a stated reason (a caller other than the gateway's retry loop): the delay the
+        # provider asked for is still worth knowing.
+        asked = retry_after_seconds(error)
+        ended = f"the provider asked to retry in {asked:g}s" if asked is not None else None
+    why = f"; {ended}" if ended else ""
+    return f"{what} after {attempts} attempt{plural} ({elapsed:.1f}s{why}): {detail}"
 
 
 def one_line(error: BaseException, *, secrets: Sequence[str | None] = ()) -> str:

@@ -55,7 +55,7 @@ class ReplyEnd:
     @property
     def plain(self) -> bool:
         """Nothing worth recording: a normal end with no hidden reasoning (old cache entries read as this)."""
-        return self == ReplyEnd()
+        return self.finish_reason == STOP and self.native is None and not self.reasoning_tokens
 
 
 COMPLETE = ReplyEnd()

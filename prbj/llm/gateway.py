@@ -55,6 +55,7 @@ from prbj.llm.retry import (
     is_rate_limit,
     is_retryable,
     is_timeout,
+    why_retries_ended,
 )
 from prbj.llm.routing import Routing
 from prbj.llm.transport import LITELLM_TRANSPORT, ChatCall, Completion, LiteLLMTransport, Transport
@@ -72,6 +73,9 @@ LEASE_POLL_SECONDS = 0.1
 # Prompts at least this long (characters) are counted on a worker thread (see _estimate_off_loop).
 OFF_LOOP_PROMPT_CHARS = 2_000
 T = TypeVar("T")
+# The retry policy of a gateway built without one (every command's): a module attribute, so that a test can run a
+# whole command with the retry time scaled down.
+DEFAULT_RETRY = RetryPolicy()
 # Set by whoever fans calls out (runs.engine) when the user presses Ctrl-C: from then on no request leaves, while
 # those already on the wire may finish and be cached. Tasks inherit it from the context they were created in.
 stop_sending: ContextVar[asyncio.Event | None] = ContextVar("prbj_stop_sending", default=None)
@@ -215,7 +219,7 @@ class Gateway:
         self.routing = routing or Routing()
         self.budget = budget or Budget()
         self.mode = mode
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or DEFAULT_RETRY
         # tenacity decides every retry (whether, how long to wait, when to give up) with strategies built once per
         # gateway (the wait holds the one backoff RNG). Its synchronous controller is driven by _buy, which sleeps
         # with asyncio: AsyncRetrying re-wraps each sync strategy in a coroutine and inspects it on every step,
@@ -223,10 +227,12 @@ class Gateway:
         # `iter` runs to completion without yielding to the event loop, so concurrent calls never interleave in it.
         self._retrying = Retrying(
             retry=retry_if_exception(is_retryable),
+            # Transient failures are retried until the call's retry time runs out; the attempt cap is a safety
+            # net derived so that it cannot bind first (RetryPolicy.attempt_cap).
             stop=(
-                stop_after_attempt(self.retry.max_attempts)
-                | stop_after_delay(self.retry.max_total_seconds)
+                stop_after_delay(self.retry.max_total_seconds)
                 | AskedTooLong(self.retry)
+                | stop_after_attempt(self.retry.attempt_cap())
             ),
             wait=BackoffWait(self.retry),
             reraise=False,
@@ -609,17 +615,16 @@ class Gateway:
                     continue
                 if not isinstance(do, DoAttempt):
                     break
+                attempt = _Attempt(retry=attempts > 0)
                 with AttemptManager(retry_state):
                     attempts += 1
-                    if attempts > 1:
+                    if attempt.retry:
                         # Every attempt is a request the provider may bill: each needs its own reservation.
                         if not await self._reserve(state, worst_case):
                             raise _OverBudget
                         reserved = worst_case
                     try:
-                        completion = await self._send(
-                            state, call, prompt_estimate, completion_bound, retry=attempts > 1
-                        )
+                        completion = await self._send(state, call, prompt_estimate, completion_bound, attempt)
                     except Exception as err:
                         if not isinstance(err, (BreakerOpen, _Interrupted)):
                             last_sent_error = err
@@ -634,6 +639,12 @@ class Gateway:
                         self.budget.settle(reserved, reserved)
                         reserved = 0.0
                         raise
+                # The retry time is the call's own: the time this attempt waited in prbj's queues (its place among
+                # the requests in flight, the rate, the token windows, --max-cost, the provider's first request)
+                # before its request left moves the retry clock's start on. Those queues grow with the run and its
+                # limits, not with the provider's trouble, and counting them would end a large run's retries early.
+                left = time.monotonic() if attempt.sent_at is None else attempt.sent_at
+                retry_state.start_time += left - attempt.began
         except _OverBudget:
             stats.skipped_budget += 1
             return LLMResult(
@@ -642,7 +653,8 @@ class Gateway:
                 attempts=attempts - 1,
             )
         except RetryError as err:
-            return self._failed(state, err.last_attempt.exception(), attempts, started, call.api_key)
+            ended = why_retries_ended(self.retry, retry_state)
+            return self._failed(state, err.last_attempt.exception(), attempts, started, call.api_key, ended)
         except (BreakerOpen, _Interrupted) as err:
             # This attempt was not sent (the provider's breaker is open, or Ctrl-C); the message says why.
             return self._stopped(state, err, last_sent_error, attempts - 1, started, call.api_key)
@@ -705,7 +717,7 @@ class Gateway:
             state.pacing.waited("budget", time.monotonic() - started)
 
     async def _send(
-        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, *, retry: bool
+        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, attempt: _Attempt
     ) -> Completion:
         if not state.warmed.is_set():
             if state.warming:
@@ -713,13 +725,13 @@ class Gateway:
             else:
                 state.warming = True
                 try:
-                    return await self._send_now(state, call, prompt_tokens, output_bound, retry=retry)
+                    return await self._send_now(state, call, prompt_tokens, output_bound, attempt)
                 finally:
                     state.warmed.set()
-        return await self._send_now(state, call, prompt_tokens, output_bound, retry=retry)
+        return await self._send_now(state, call, prompt_tokens, output_bound, attempt)
 
     async def _send_now(
-        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, *, retry: bool
+        self, state: _ProviderState, call: ChatCall, prompt_tokens: int, output_bound: int, attempt: _Attempt
     ) -> Completion:
         spec = state.spec
         transport = self._transports.get(spec.transport)
@@ -739,9 +751,9 @@ class Gateway:
                     raise _Interrupted("not sent: interrupted (Ctrl-C)")
                 # Counted here, where the request really leaves: a retry stopped by the breaker is no retry.
                 state.stats.requests_sent += 1
-                if retry:
+                if attempt.retry:
                     state.stats.retries += 1
-                started = time.monotonic()
+                started = attempt.sent_at = time.monotonic()
                 try:
                     completion = await transport.send(call)
                 except Exception as err:
@@ -803,14 +815,17 @@ class Gateway:
         attempts: int,
         started: float,
         api_key: str | None,
+        ended: str | None = None,
     ) -> LLMResult:
+        """A call sent and failed: at once (an error no retry clears), or after retries, `ended` saying why
+        they stopped."""
         state.stats.errors += 1
         return LLMResult(
             status="api_error",
             error=_with_note(
                 state.spec,
                 error,
-                describe_error(error, attempts, time.monotonic() - started, secrets=[api_key]),
+                describe_error(error, attempts, time.monotonic() - started, secrets=[api_key], ended=ended),
             ),
             cause=cause_of(error),
             latency_s=time.monotonic() - started,
@@ -876,6 +891,15 @@ class _LeaseRenewal:
 
     def cancel(self) -> None:
         self._timer.cancel()
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One attempt of a call: whether it is a retry, when it began, and when its request left (None until then)."""
+
+    retry: bool
+    began: float = field(default_factory=time.monotonic)
+    sent_at: float | None = None
 
 
 class _OverBudget(Exception):

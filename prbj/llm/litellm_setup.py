@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import date
 from functools import cache, lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +56,9 @@ def _map_version() -> str | None:
     None when the map may come from the network (LITELLM_LOCAL_MODEL_COST_MAP off): then nothing is kept."""
     if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True").strip().lower() != "true":
         return None
+    # Here, not at the top: importlib.metadata costs ~10 ms at start-up, for a lookup few commands make.
+    from importlib import metadata
+
     try:
         return metadata.version("litellm")
     except metadata.PackageNotFoundError:

@@ -4,7 +4,8 @@ The physical limit of an API run is the provider's rate limit, so requests in fl
 law: in flight = rate × latency, for requests and for tokens, with the latency observed), inside a ceiling that
 protects memory and the provider. The limits start as the profile's (or a flag's) and follow what the provider
 states in its replies' headers, up and down; a 429 still halves requests in flight, whatever the headers say.
-What held requests back is timed by cause, so a run can say what bound it.
+What held requests back is timed by cause, and what the run achieved is set against each limit, so a run can
+say which limit bound it.
 """
 
 from __future__ import annotations
@@ -44,12 +45,39 @@ BOUND_SHARE = 0.05
 # Requests queued at the pacer but released at less than this share of its rate: the process (its event loop,
 # short of CPU) held them, not the rate.
 DELIVERED_SHARE = 0.9
+# A limit the run achieved at least this share of (requests, or tokens of its kind, per minute from the first
+# request sent to the last answer) is the one that bound it, when what requests waited on is one of the rate
+# limits' own queues. An evenly paced rate is met at ~100%; a token window lets a whole minute's tokens out at
+# once, so a short run may exceed it; the first request goes alone and the last answer's latency counts, which
+# the 10% leaves room for.
+REACHED_SHARE = 0.9
 
 LIMIT_NAMES = ("rpm", "tpm", "input_tpm", "output_tpm")
-# Why a request waited: the request rate, a token window, the ceiling on requests in flight, requests in flight
-# halved after 429s, requests in flight below the ceiling (rate × latency), --max-cost reservations, retry sleeps,
-# and the process itself (its event loop let a request leave later than its slot in the rate: CPU).
-WAIT_CAUSES = ("rate", "tokens", "ceiling", "back-off", "in-flight", "budget", "retries", "cpu")
+# The wait cause of each limit: its own queue (the pacer, each token window), and the name a run bound by it is
+# said to be bound by.
+LIMIT_CAUSES = {"rpm": "rate", "tpm": "tokens", "input_tpm": "input-tokens", "output_tpm": "output-tokens"}
+# Why a request waited: the request rate, a token window (tokens, input and output together, or each apart), the
+# ceiling on requests in flight, requests in flight halved after 429s, requests in flight below the ceiling
+# (rate × latency), --max-cost reservations, retry sleeps, and the process itself (its event loop let a request
+# leave later than its slot in the rate: CPU).
+WAIT_CAUSES = (
+    "rate",
+    "tokens",
+    "input-tokens",
+    "output-tokens",
+    "ceiling",
+    "back-off",
+    "in-flight",
+    "budget",
+    "retries",
+    "cpu",
+)
+# Waits that are the rate limits' doing: a request queued at the pacer or a token window, or held because
+# requests in flight (Little's law: the binding rate × latency) were full. Which limit it was is told by what the
+# run achieved against each (see bound_by): the in-flight limit is sized from the tightest rate, and a token
+# window that lets a minute's tokens out in a burst makes the pacer or the in-flight limit look binding while it
+# is the window that sets the run's pace over the minute.
+_RATE_WAITS = frozenset({*LIMIT_CAUSES.values(), "in-flight"})
 _UNITS = {"rpm": "req/min", "tpm": "tok/min", "input_tpm": "input tok/min", "output_tpm": "output tok/min"}
 
 
@@ -91,6 +119,8 @@ class ProviderPacing:
         self._first_sent: float | None = None
         self._last_answered: float | None = None
         self._busy = 0.0
+        # What the run used of each limit: requests that left, and the tokens each window counts (as answered).
+        self._used = dict.fromkeys(LIMIT_NAMES, 0.0)
 
     # --- the limits in force ---------------------------------------------------------------------------------
 
@@ -134,8 +164,9 @@ class ProviderPacing:
         gate = self.concurrency
         if self.pacer.waiting:
             return "rate"
-        if any(window.waiting for window in self.windows.values()):
-            return "tokens"
+        for name, window in self.windows.items():
+            if window.waiting:
+                return LIMIT_CAUSES[name]
         if gate.backed_off:
             return "back-off"
         return "ceiling" if gate.limit >= gate.maximum else "in-flight"
@@ -160,9 +191,10 @@ class ProviderPacing:
                 continue
             started = time.monotonic()
             entries.append(await window.acquire(tokens))
-            self.waits["tokens"] += time.monotonic() - started
+            self.waits[LIMIT_CAUSES[name]] += time.monotonic() - started
         if self._first_sent is None:
             self._first_sent = time.monotonic()
+        self._used["rpm"] += 1
         return Ticket(tuple(entries))
 
     def answered(self, seconds: float, ticket: Ticket, completion: Completion) -> None:
@@ -179,6 +211,7 @@ class ProviderPacing:
         ):
             self.windows[name].correct(entry, used)
             self._per_request[name] = _recent(self._per_request[name], used)
+            self._used[name] += used
         self.concurrency.record_success()
         if completion.rate_limits is not None:
             self.learn(completion.rate_limits)
@@ -261,7 +294,14 @@ class ProviderPacing:
     # --- the run's account -----------------------------------------------------------------------------------
 
     def bound_by(self) -> str | None:
-        """What held the provider's requests back longest; "none" when nothing did much; None when none left."""
+        """What held the provider's requests back longest; "none" when nothing did much; None when none left.
+
+        Waits name the kind of trouble. When it was the rate limits' (a queue at the pacer or a token window, or
+        requests in flight full), the limit named is the one the run came closest to, if it reached
+        REACHED_SHARE of it: with Anthropic's 30,000 input tokens a minute at ~800 tokens a request (~37
+        requests a minute), requests in flight are sized from the input-token limit and the window lets the
+        minute's tokens out in a burst, so requests mostly wait for a place in flight or at the request pacer,
+        yet it is the input-token limit that sets the run's pace."""
         if self._first_sent is None:
             return None
         cause, seconds = max(self.waits.items(), key=lambda item: item[1])
@@ -270,7 +310,29 @@ class ProviderPacing:
         delivered = self.pacer.delivered()
         if cause == "rate" and delivered is not None and delivered < DELIVERED_SHARE:
             return "cpu"
+        if cause in _RATE_WAITS:
+            reached = self._most_used_limit()
+            if reached is not None:
+                return LIMIT_CAUSES[reached]
         return cause
+
+    def _most_used_limit(self) -> str | None:
+        """The limit in force the run used the largest share of (per minute, from its first request sent to its
+        last answer), if that share reached REACHED_SHARE; else None."""
+        if self._first_sent is None or self._last_answered is None:
+            return None
+        active = self._last_answered - self._first_sent
+        if active <= 0:
+            return None
+        shares = {
+            name: self._used[name] / active * 60.0 / limit
+            for name in LIMIT_NAMES
+            if (limit := self.limit(name))
+        }
+        if not shares:
+            return None
+        name = max(shares, key=shares.__getitem__)
+        return name if shares[name] >= REACHED_SHARE else None
 
     def report(self, requests_sent: int, tokens: int) -> dict[str, Any]:
         """The run's figures for run.json and the calls table."""

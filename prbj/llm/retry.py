@@ -1,10 +1,15 @@
 """Which provider errors are worth retrying, how long to wait and when to give up: the one retry layer in prbj
 (tenacity runs it in the gateway's call path), and the short cause a failure is counted by.
 
-LiteLLM's and the SDKs' own retries are off, so attempts and waits are counted here and nowhere else. The
-provider's own word on when to retry (Retry-After, Gemini's RetryInfo, OpenAI's rate-limit reset headers) is
-read by prbj.llm.provider_errors and obeyed: no retry leaves before it, and a call the provider asks to wait
-longer than its remaining retry time ends at once with that cause.
+LiteLLM's and the SDKs' own retries are off, so attempts and waits are counted here and nowhere else. A
+transient failure (429, 5xx, a timeout, a dropped connection) is retried until the call's retry time
+(`max_total_seconds`) runs out, not for a fixed number of attempts: against a provider that refuses 40% of
+requests at random, six attempts lose 0.4⁶ ≈ 0.4% of calls, while five minutes of retries lose none. Each wait
+is the longer of the provider's delay and the backoff. The provider's own word on when to retry (Retry-After,
+Gemini's RetryInfo, OpenAI's rate-limit reset headers) is read by prbj.llm.provider_errors and obeyed: no
+retry leaves before it, and a call the provider asks to wait longer than its remaining retry time ends at once
+with that cause. Errors that no wait clears (400, 401, a rejected parameter, an exhausted quota) are never
+retried.
 """
 
 from __future__ import annotations
@@ -30,13 +35,50 @@ RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_attempts: int = 6
+    """How long a call retries its transient failures: for `max_total_seconds` of its own time (its attempts and
+    the waits between them; not the time its requests queued in prbj's pacing, which grows with the run and its
+    limits rather than with the provider's trouble), each wait the longer of the provider's delay and a backoff
+    between half and all of `initial_wait` × 2^(attempt − 1), at most `max_wait`.
+
+    `max_attempts` is a cap on attempts on top of that: None (the default) derives it from the waits
+    (`attempt_cap`), so that it cannot bind before the retry time does and exists only as a safety net; a test or
+    a caller that wants no retries at all sets 1."""
+
+    max_attempts: int | None = None
     max_total_seconds: float = 300.0
     initial_wait: float = 1.0
     max_wait: float = 60.0
     # A provider asking to wait longer than this (or than the call's remaining max_total_seconds) before the
     # next attempt ends the call at once, with that cause: no retry leaves before the provider's delay.
     max_retry_after: float = 120.0
+
+    def __post_init__(self) -> None:
+        # A zero wait would let the derived attempt cap grow without bound (and hammer a provider that answers
+        # at once); a negative one is meaningless.
+        if not (self.initial_wait > 0 and self.max_wait >= self.initial_wait and self.max_total_seconds >= 0):
+            raise ValueError(
+                f"retry policy: expected 0 < initial_wait <= max_wait and max_total_seconds >= 0, got {self}"
+            )
+        if self.max_attempts is not None and self.max_attempts < 1:
+            raise ValueError(f"retry policy: max_attempts must be at least 1, got {self.max_attempts}")
+
+    def backoff_ceiling(self, failed_attempts: int) -> float:
+        """The longest backoff after the `failed_attempts`-th failed attempt; the shortest is half of it."""
+        return min(self.max_wait, self.initial_wait * 2.0 ** min(failed_attempts - 1, 64))
+
+    def attempt_cap(self) -> int:
+        """`max_attempts`, or the most attempts that fit in `max_total_seconds` when every wait is the shortest
+        the backoff allows (half its ceiling), plus one: the last wait may be cut to the time left (BackoffWait),
+        which lets one more attempt leave at the deadline. Every real wait is at least that long (the provider's
+        delay only ever lengthens it), so the retry time always runs out first; the cap only stops a runaway if
+        the clock or the waits misbehave. With the defaults (1 s doubling to 60 s, 300 s) it is 16 attempts."""
+        if self.max_attempts is not None:
+            return self.max_attempts
+        attempts, elapsed = 1, 0.0
+        while elapsed + self.backoff_ceiling(attempts) / 2 <= self.max_total_seconds:
+            elapsed += self.backoff_ceiling(attempts) / 2
+            attempts += 1
+        return attempts + 1
 
 
 def status_of(error: BaseException) -> int | None:
@@ -151,9 +193,12 @@ def retry_after_seconds(error: BaseException) -> float | None:
 
 
 class BackoffWait:
-    """Wait as long as the provider asked (Retry-After, Gemini's RetryInfo, OpenAI's reset headers); otherwise
-    exponential backoff with full jitter. A delay too long to wait is never shortened: AskedTooLong ends the
-    call instead."""
+    """The longer of the provider's delay (Retry-After, Gemini's RetryInfo, OpenAI's reset headers) and an
+    exponential backoff with "equal jitter": a uniform draw between half and all of the ceiling. Half the ceiling
+    is a floor, so attempts never come faster than the backoff intends (and `RetryPolicy.attempt_cap` can be
+    derived from it); the other half spreads calls that failed together. The backoff, being prbj's own choice,
+    is cut to the call's remaining retry time, so that its last attempt leaves at the deadline instead of the
+    call giving up early; the provider's delay is never shortened: AskedTooLong ends the call instead."""
 
     def __init__(self, policy: RetryPolicy, rng: random.Random | None = None) -> None:
         self.policy = policy
@@ -161,12 +206,11 @@ class BackoffWait:
 
     def __call__(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome else None
-        if error is not None:
-            asked = retry_after_seconds(error)
-            if asked is not None:
-                return asked
-        ceiling = min(self.policy.max_wait, self.policy.initial_wait * 2 ** (state.attempt_number - 1))
-        return self.rng.uniform(0, ceiling)
+        asked = (retry_after_seconds(error) if error is not None else None) or 0.0
+        ceiling = self.policy.backoff_ceiling(state.attempt_number)
+        backoff = self.rng.uniform(ceiling / 2, ceiling)
+        remaining = max(0.0, self.policy.max_total_seconds - (state.seconds_since_start or 0.0))
+        return max(asked, min(backoff, remaining))
 
 
 class AskedTooLong(stop_base):
@@ -185,3 +229,20 @@ class AskedTooLong(stop_base):
             return False
         remaining = self.policy.max_total_seconds - (state.seconds_since_start or 0.0)
         return asked > min(remaining, self.policy.max_retry_after)
+
+
+def why_retries_ended(policy: RetryPolicy, state: RetryCallState) -> str:
+    """What ended the retries of a call that failed after them, in the words of its error message: its retry
+    time ran out, the provider asked for a longer wait than was left, or (a safety net) the attempt cap."""
+    error = state.outcome.exception() if state.outcome else None
+    asked = retry_after_seconds(error) if error is not None else None
+    elapsed = state.seconds_since_start or 0.0
+    remaining = policy.max_total_seconds - elapsed
+    ran_out = f"its retry time ({policy.max_total_seconds:g}s) ran out"
+    if remaining <= 0:
+        return ran_out
+    if asked is not None and asked > policy.max_retry_after:
+        return f"the provider asked to retry in {asked:g}s, longer than a retry waits ({policy.max_retry_after:g}s)"
+    if asked is not None and asked > remaining:
+        return f"{ran_out}: the provider asked to retry in {asked:g}s, {remaining:.2g}s were left"
+    return f"it reached the cap of {policy.attempt_cap()} attempts"

@@ -265,6 +265,8 @@ def _extra_columns(usage: Sequence[dict[str, Any]], *, dry_run: bool) -> dict[st
 BOUND_BY = {
     "rate": "rate",
     "tokens": "tokens",
+    "input-tokens": "input tokens",
+    "output-tokens": "output tokens",
     "ceiling": "concurrency ceiling",
     "back-off": "429 back-off",
     "in-flight": "in flight (rate × latency)",
@@ -281,6 +283,8 @@ _LIMIT_UNITS = {
     "max_in_flight": "in flight",
 }
 _SOURCES = {"provider headers": "headers"}
+# The limit a run bound by input or output tokens (counted apart, as Anthropic does) was bound by.
+_COUNTED_APART = {"input-tokens": "input_tpm", "output-tokens": "output_tpm"}
 
 
 def _per_minute(value: float | None) -> str:
@@ -295,7 +299,11 @@ def _limit_in_force(row: dict[str, Any]) -> str:
     bound = row.get("bound_by")
     names = ["rpm"] if "rpm" in limits else []
     if bound == "tokens":
+        # Every token limit in force: a run recorded before input and output tokens were told apart said "tokens"
+        # for any of them.
         names += [name for name in ("tpm", "input_tpm", "output_tpm") if name in limits]
+    elif bound in _COUNTED_APART and _COUNTED_APART[bound] in limits:
+        names.append(_COUNTED_APART[bound])
     elif bound in ("ceiling", "back-off", "in-flight"):
         names.append("max_in_flight")
     cells = [

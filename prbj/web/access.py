@@ -7,9 +7,7 @@ address; a bind beyond loopback adds a token on top (the name check cannot tell 
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -77,6 +75,8 @@ def split_host(value: str) -> str | None:
 @cache
 def machine_names() -> frozenset[str]:
     """This machine's host name, its fully qualified name and the addresses they resolve to (read once)."""
+    import socket  # here: `prbj --help` and every command import this module through the CLI
+
     names: set[str] = set()
     for name in {socket.gethostname(), socket.getfqdn()}:
         if not name:
@@ -135,6 +135,8 @@ def same_token(sent: str | None, token: str) -> bool:
     """A constant-time comparison; an empty or missing value never matches."""
     if not sent or not token:
         return False
+    import hmac
+
     return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), token.encode("utf-8"))
 
 
