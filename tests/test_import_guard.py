@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import ast
 import inspect
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import click
 import pytest
+from module_probe import after_cli, after_imports
 
 from prbj.cli import main
 
@@ -86,24 +84,6 @@ def body_modules(command: click.Command) -> list[str]:
     return sorted(modules)
 
 
-PROBE = (
-    "import json, sys\n"
-    "import prbj.cli\n"
-    "for name in sys.argv[1:]:\n"
-    "    __import__(name)\n"
-    "print(json.dumps(sorted(sys.modules)))\n"
-)
-
-
-def imported_by(*modules: str) -> set[str]:
-    """Every module loaded by a fresh process that imports the CLI, then `modules`."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *modules], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
-
-
 def heavy(loaded: set[str]) -> set[str]:
     return {name for name in HEAVY if name in loaded}
 
@@ -125,7 +105,7 @@ def test_every_command_is_found_with_its_body() -> None:
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_command_imports_no_heavy_module_it_does_not_need(name: str) -> None:
     modules = body_modules(COMMANDS[name])
-    loaded = imported_by(*modules)
+    loaded = after_imports(*modules)
     assert set(modules) <= loaded
     unneeded = heavy(loaded) - ALLOWED.get(name, frozenset())
     assert unneeded == set(), f"prbj {name} imports {sorted(unneeded)} through {modules}"
@@ -135,39 +115,14 @@ def test_the_guard_catches_a_planted_import(tmp_path: Path) -> None:
     """A top-level `import scipy.stats` in a module of the judge path (as runs/confidence.py once had, through
     analysis/selective.py) is caught: here a module on sys.path plays that module's part."""
     (tmp_path / "planted.py").write_text("import scipy.stats\n", encoding="utf-8")
-    probe = f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n" + PROBE
-    done = subprocess.run(
-        [sys.executable, "-c", probe, *body_modules(COMMANDS["judge"]), "planted"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert heavy(set(json.loads(done.stdout.strip().splitlines()[-1]))) == {"scipy.stats"}
+    loaded = after_imports(*body_modules(COMMANDS["judge"]), "planted", path=[tmp_path])
+    assert heavy(loaded) == {"scipy.stats"}
 
 
 # What commands import while they run, not only when loaded: the functions on their path import lazily, and a
 # lazy import on the common path is as costly as a top-level one.
-RUN_PROBE = (
-    "import atexit, json, sys\n"
-    "atexit.register(lambda: print('MODULES', json.dumps(sorted(sys.modules)), file=sys.stderr))\n"
-    "from prbj.cli import main\n"
-    "main(sys.argv[1:], prog_name='prbj')\n"
-)
-
-
 def run_loaded(tmp_path: Path, *args: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", RUN_PROBE, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        cwd=tmp_path,
-    )
-    line = [row for row in done.stderr.splitlines() if row.startswith("MODULES ")]
-    assert line, done.stdout[-2000:] + done.stderr[-2000:]
-    return set(json.loads(line[-1].split(" ", 1)[1]))
+    return after_cli(*args, cwd=tmp_path).modules
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,8 @@ it takes: a timing belongs in bench/, and an import of one heavy module is what 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+from module_probe import after_cli, loaded_of
 
 # Modules (and everything under them) that `prbj --help` must not load: data frames, numerics, the LLM stack,
 # web servers and templates, the terminal renderer, and prbj's own layers that bring them.
@@ -47,25 +44,15 @@ HEAVY = (
     "prbj.export",
 )
 
-LOADED = (
-    "import json, sys\n"
-    "from prbj.cli import main\n"
-    "try:\n"
-    "    main(sys.argv[1:], prog_name='prbj')\n"
-    "except SystemExit:\n"
-    "    pass\n"
-    "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
-)
-
 
 def _loaded(*args: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True, text=True, timeout=60)
-    assert "Usage: prbj" in done.stdout, done.stdout + done.stderr
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    probe = after_cli(*args)
+    assert "Usage: prbj" in probe.stdout, probe.stdout + probe.stderr
+    return sorted(probe.modules)
 
 
 def _heavy(modules: list[str]) -> list[str]:
-    return [m for m in modules if any(m == name or m.startswith(name + ".") for name in HEAVY)]
+    return sorted(loaded_of(modules, HEAVY))
 
 
 @pytest.mark.parametrize("args", [["--help"], ["judge", "--help"]])
