@@ -229,27 +229,36 @@ def recorded_prompts(server: ProviderServer) -> list[Any]:
 # --- the sections ------------------------------------------------------------------------------------------
 
 
-def full_rerun(
-    tmp: Path,
-    server: ProviderServer,
-    pairs: int,
-    concurrency: int,
-    trees: list[Tree],
-    figures: dict[str, float],
-) -> list[str]:
+@dataclass(frozen=True)
+class Rig:
+    """Where the timed runs happen: a scratch folder, the loopback provider, the concurrency, and the checkouts
+    timed side by side (this one first)."""
+
+    tmp: Path
+    server: ProviderServer
+    concurrency: int
+    trees: list[Tree]
+
+    def judge_args(self, tree: Tree, dataset: Path, name: str) -> list[str]:
+        """`prbj judge` on `dataset` for `tree`, with its own out and cache folders (`name`: which run)."""
+        n = self.trees.index(tree)
+        out, cache = self.tmp / f"out-{name}-{n}", self.tmp / f"cache-{name}-{n}"
+        return judge_args(self.server, dataset, out, cache, self.concurrency, tree)
+
+
+def full_rerun(rig: Rig, pairs: int) -> tuple[list[str], float]:
     """Each tree's first run on its own fresh cache, then three all-hits reruns of each, alternating between the
-    trees (each a fresh process): all are printed, the median is the figure."""
+    trees (each a fresh process): all are printed, the median is the figure. Also this checkout's speed-up."""
+    tmp, server, trees = rig.tmp, rig.server, rig.trees
     dataset = write_pairs(tmp / "full.jsonl", benchmark_pairs(pairs))
     judgments = pairs * 2
     lines = [
         f"full-size run: {pairs} pairs x 2 orders = {judgments} judgments, latency {server.latency * 1000:.0f} ms, "
-        f"concurrency {concurrency}"
+        f"concurrency {rig.concurrency}"
     ]
     argv, firsts, sent = {}, {}, {}
-    for n, tree in enumerate(trees):
-        argv[tree] = judge_args(
-            server, dataset, tmp / f"out-full-{n}", tmp / f"cache-full-{n}", concurrency, tree
-        )
+    for tree in trees:
+        argv[tree] = rig.judge_args(tree, dataset, "full")
         server.reset()
         firsts[tree] = prbj(tmp, *argv[tree], tree=tree)
         sent[tree] = len(server.requests)
@@ -271,8 +280,6 @@ def full_rerun(
             f"    rerun speed-up     {first / rerun:8.1f}x  target >= 20x    ratio {first / rerun / 20:.2f}",
             f"    rerun peak RSS     {rss:8.0f} MiB target < 500    ratio {500 / rss:.2f}",
         ]
-        if tree is trees[0]:
-            figures["rerun speed-up"] = first / rerun
     if len(trees) == 2:
         (ours, theirs) = trees
         ours_first, theirs_first = firsts[ours][0], firsts[theirs][0]
@@ -281,7 +288,7 @@ def full_rerun(
             f"  {ours.label} / {theirs.label}: first run {theirs_first / ours_first:.2f}x as fast, cached rerun "
             f"{theirs_rerun / ours_rerun:.2f}x as fast (above 1: faster)"
         ]
-    return lines
+    return lines, firsts[HERE][0] / sorted(reruns[HERE])[1][0]
 
 
 def startup(tmp: Path) -> list[str]:
@@ -307,7 +314,7 @@ def startup(tmp: Path) -> list[str]:
     return lines
 
 
-def gateway_overhead(calls: int, concurrency: int, figures: dict[str, float]) -> list[str]:
+def gateway_overhead(calls: int, concurrency: int) -> tuple[list[str], float]:
     from bench_gateway import ROUNDS, alternating_rounds, bench_spec, warm_up
 
     async def measure() -> tuple[float, float]:
@@ -319,30 +326,22 @@ def gateway_overhead(calls: int, concurrency: int, figures: dict[str, float]) ->
 
     os.environ.setdefault("OPENAI_API_KEY", BENCH_KEY)
     bare, ours = asyncio.run(measure())
-    figures["gateway/bare"] = ours / bare
     return [
         f"gateway vs bare litellm.acompletion, 0 ms, {calls} calls, concurrency {concurrency} (best rounds):",
         f"  bare {bare:7.0f} calls/s   gateway {ours:7.0f} calls/s   gateway/bare {ours / bare:.2f}"
         f"   target >= 0.95   ratio {ours / bare / 0.95:.2f}",
-    ]
+    ], ours / bare
 
 
-def live_path(
-    tmp: Path,
-    server: ProviderServer,
-    pairs: int,
-    concurrency: int,
-    trees: list[Tree],
-    figures: dict[str, float],
-) -> list[str]:
+def live_path(rig: Rig, pairs: int) -> tuple[list[str], float]:
     """Each tree's live judge run on a fresh cache, each followed by the bare loop sending the very prompts that
-    run sent, so that the two meet the same load."""
+    run sent, so that the two meet the same load. Also this checkout's ratio to its bare loop."""
+    tmp, server, concurrency = rig.tmp, rig.server, rig.concurrency
     dataset = write_pairs(tmp / "live.jsonl", benchmark_pairs(pairs))
-    lines = []
-    for n, tree in enumerate(trees):
+    lines, ratios = [], {}
+    for tree in rig.trees:
         server.reset()
-        args = judge_args(server, dataset, tmp / f"out-live-{n}", tmp / f"cache-live-{n}", concurrency, tree)
-        whole, _, _ = prbj(tmp, *args, tree=tree)
+        whole, _, _ = prbj(tmp, *rig.judge_args(tree, dataset, "live"), tree=tree)
         ours = in_flight_rate(server)
         prompts = recorded_prompts(server)
         sent = len(prompts)
@@ -354,9 +353,8 @@ def live_path(
             f"  bare loop {bare:7.1f} calls/s   prbj judge {ours:7.1f} calls/s in flight ({sent / whole:.1f} calls/s "
             f"whole process)   prbj/bare {ours / bare:.2f}   target >= 0.9   ratio {ours / bare / 0.9:.2f}",
         ]
-        if tree is trees[0]:
-            figures["live prbj/bare"] = ours / bare
-    return lines
+        ratios[tree] = ours / bare
+    return lines, ratios[HERE]
 
 
 def verdict(figures: dict[str, float]) -> tuple[list[str], bool]:
@@ -403,16 +401,19 @@ def main() -> None:
         (tmp / "providers" / "bench-flash.toml").write_text(PROFILE.format(concurrency=args.concurrency))
         with ProviderServer(reply=lambda request: "Weighing both answers.\nResult: A") as server:
             server.latency = args.latency
+            rig = Rig(tmp, server, args.concurrency, trees)
             if args.pairs:
-                report += full_rerun(tmp, server, args.pairs, args.concurrency, trees, figures)
-                print("\n".join(report), flush=True)
+                lines, figures["rerun speed-up"] = full_rerun(rig, args.pairs)
+                print("\n".join(report + lines), flush=True)
                 report = []
             if not args.only_full:
-                report += live_path(tmp, server, args.live_pairs, args.concurrency, trees, figures)
+                lines, figures["live prbj/bare"] = live_path(rig, args.live_pairs)
+                report += lines
         if not args.only_full:
             report += startup(tmp)
     if not args.only_full:
-        report += gateway_overhead(args.gateway_calls, args.concurrency, figures)
+        lines, figures["gateway/bare"] = gateway_overhead(args.gateway_calls, args.concurrency)
+        report += lines
     report.append(f"load average at end: {load_average()}")
     if args.check:
         lines, passed = verdict(figures)
