@@ -271,14 +271,9 @@ class ResponseCache:
             ) from None
 
     def get(self, key: str) -> dict[str, Any] | None:
-        # The hot path of a cached rerun (once per call): the plain lookup goes first, outside _failures' context
-        # manager, which is entered only to turn a failure into its message.
-        try:
+        with self._failures():
             entry = self._store.get(key)
             return None if entry is None else _entry(entry)["value"]
-        except (CorruptEntry, sqlite3.DatabaseError, OSError):
-            with self._failures():
-                raise
 
     def set(self, key: str, value: dict[str, Any]) -> None:
         with self._failures():
