@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -29,6 +30,32 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Pat
         write_atomic(path, broken)
     assert read_json(path) == {"version": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_two_writers_of_one_file_at_once_both_finish(tmp_path: Path) -> None:
+    """A second writer (another thread here; another `prbj report` of the same run in real use) writes the same
+    file while the first is half way: each renames its own whole file, neither finds its temporary gone."""
+    path = tmp_path / "report.html"
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            write_atomic(path, lambda tmp: tmp.write_text("second", encoding="utf-8"))
+        except BaseException as err:  # noqa: BLE001 - handed back to the test's thread
+            errors.append(err)
+
+    def first(tmp: Path) -> None:
+        tmp.write_text("fir", encoding="utf-8")
+        other = threading.Thread(target=second)
+        other.start()
+        other.join()
+        with tmp.open("a", encoding="utf-8") as rest:
+            rest.write("st")
+
+    write_atomic(path, first)
+    assert errors == []
+    assert path.read_text(encoding="utf-8") == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
 
 
 def test_parquet_goes_through_the_same_rename(tmp_path: Path) -> None:

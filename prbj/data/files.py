@@ -1,13 +1,17 @@
 """Whole-file writes and JSON reads shared by every package that keeps files: run directories, BoN runs, build
 outputs, baselines, the downstream store.
 
-Every write goes to a sibling `<name>.tmp` and is then renamed over the target, so an interrupted command never
-leaves half a file that a later command would trust; readers see the old file or the new one, nothing between.
+Every write goes to a hidden sibling of its own (`.<name>.<pid>.<thread>.tmp`) and is then renamed over the
+target, so an interrupted command never leaves half a file that a later command would trust; readers see the old
+file or the new one, nothing between; and two writers of one file at once (two `prbj report` of one run) each
+rename their own whole file, the last one winning.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,9 @@ def json_problem(error: json.JSONDecodeError, *, with_line: bool = True) -> str:
 
 
 def write_atomic(path: Path, write: Callable[[Path], object]) -> Path:
-    """Let `write` fill a temporary sibling of `path`, then rename it into place."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Let `write` fill a temporary sibling of `path`, then rename it into place. The sibling is this writer's
+    own: with one name for all, a second writer renamed the first one's half-written file away under it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         write(tmp)
         tmp.replace(path)
