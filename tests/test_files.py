@@ -41,7 +41,7 @@ def test_two_writers_of_one_file_at_once_both_finish(tmp_path: Path) -> None:
     def second() -> None:
         try:
             write_atomic(path, lambda tmp: tmp.write_text("second", encoding="utf-8"))
-        except BaseException as err:  # noqa: BLE001 - handed back to the test's thread
+        except BaseException as err:  # handed back to the test's thread
             errors.append(err)
 
     def first(tmp: Path) -> None:
