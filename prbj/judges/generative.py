@@ -340,6 +340,8 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         }
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
+        if self.order == "both":
+            return  # every pair is asked in both orders: there is no position to draw
         if self.protocol == "official":
             self.positions = official_positions(pairs, self.order_seed)
         else:
