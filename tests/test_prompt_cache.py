@@ -9,6 +9,10 @@ import asyncio
 import pytest
 from loopback import ProviderServer
 
+from conftest import make_record
+from prbj.data.validate import parse_pair
+from prbj.judges.base import PairTask
+from prbj.judges.generative import PairwiseLLMJudge
 from prbj.llm.gateway import Gateway, LLMRequest
 from prbj.llm.prompt_cache import cache_rates
 from prbj.llm.providers import ProviderSpec
@@ -105,3 +109,26 @@ def test_the_shared_prefix_ends_where_the_first_answer_starts() -> None:
     text = "profile\nquestion\n## Answer A\nfirst\n## Answer B\nsecond"
     assert text[: shared_prefix_chars(text, ("second", "first"))] == "profile\nquestion\n## Answer A\n"
     assert shared_prefix_chars(text, ("absent",)) == 0
+
+
+@pytest.mark.parametrize("family", ["anthropic", "gemini", "openai"])
+def test_a_judge_marks_where_its_answers_start_only_for_anthropic(server, family) -> None:
+    """The judge looks for the part both orders of a pair share only where a request carries it (Anthropic's
+    breakpoint): there the cached block ends where the first answer starts; other providers' requests go out
+    with the prompt whole, and no call (a cached one included) pays for the search."""
+    server.reset()
+    pair = parse_pair(make_record(1, question=f"{SHARED}\nWhich camera should I buy?"))
+    judge = PairwiseLLMJudge(spec(server, family), Gateway(), order="both")
+    judgment = asyncio.run(judge.judge(PairTask(pair, "none")))
+    assert judgment.status == "ok", judgment.error
+    assert len(server.requests) == 2
+    if family != "anthropic":
+        assert all("cache_control" not in repr(r.body) for r in server.requests)
+        return
+    first_answers = []
+    for request in server.requests:
+        first, rest = request.body["messages"][-1]["content"]
+        assert first["cache_control"] == {"type": "ephemeral"} and "cache_control" not in rest
+        assert "Which camera should I buy?" in first["text"]
+        first_answers.append(next(a for a in (pair.chosen, pair.rejected) if rest["text"].startswith(a)))
+    assert sorted(first_answers) == sorted([pair.chosen, pair.rejected])

@@ -33,7 +33,7 @@ from prbj.judges.official import Protocol, official_positions, parse_official_ve
 from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.logprobs import asked
-from prbj.llm.prompt_cache import shared_prefix_chars
+from prbj.llm.prompt_cache import marks_shared_prefix, shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import may_repair, read_reply
 from prbj.prompts import Template, builtin, combined_sha
@@ -266,13 +266,15 @@ class LLMJudgeBase:
         """`varying`: the texts that differ between the calls of a pair (the answers); what comes before the
         first of them is shared, and marked for the provider's prompt cache."""
         system, user = prompt
+        # Looked for only where a request carries it: two searches of the prompt, on every call, cached ones too.
+        shared = shared_prefix_chars(user, varying) if marks_shared_prefix(self.provider) else 0
         # --samples K asks sample k at index k × stride; --retry-failed re-asks a failed one at the next indexes.
         request = LLMRequest.chat(
             system,
             user,
             template_hash=self._template_hash(),
             sample_index=self.sample_index + sample,
-            shared_prefix_chars=shared_prefix_chars(user, varying),
+            shared_prefix_chars=shared,
         )
         result = await self.gateway.call(self.provider, request)
         usage.add(result, prompt_hash=prompt_hash(system, user))

@@ -62,12 +62,18 @@ def cache_adjustment(spec: ProviderSpec, cached_tokens: int, cache_write_tokens:
     return cached_tokens * (read - price) + cache_write_tokens * (write - price)
 
 
+def marks_shared_prefix(spec: ProviderSpec) -> bool:
+    """Whether requests to this provider carry a cache breakpoint after their shared prefix (Anthropic's
+    explicit prompt caching); other providers cache prefixes on their own, and the prefix need not be found."""
+    return family(spec.model) == "anthropic"
+
+
 def carries_breakpoint(
     spec: ProviderSpec, messages: Sequence[Mapping[str, Any]], shared_prefix_chars: int
 ) -> bool:
     """Whether a request gets an Anthropic cache breakpoint: an Anthropic model, and a shared prefix (system text
     included) that reaches the model's minimum cacheable length."""
-    if shared_prefix_chars <= 0 or family(spec.model) != "anthropic":
+    if shared_prefix_chars <= 0 or not marks_shared_prefix(spec):
         return False
     system = sum(len(m.get("content") or "") for m in messages if m.get("role") == "system")
     # ~4 characters a token: a prefix below the minimum would be refused silently and bill the write premium.
