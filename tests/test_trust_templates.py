@@ -85,3 +85,15 @@ def test_cli_refuses_an_unknown_placeholder_before_any_call(tmp_path: Path, monk
         assert server.count() == 0
     assert result.exit_code == 2, result.output
     assert "{oops}" in result.output and str(template) in result.output
+
+
+def test_rendering_fills_each_placeholder_once_and_leaves_unknown_ones_as_written() -> None:
+    """A value is inserted as it is, never read again for placeholders (an answer may contain `{question}`),
+    a name without a value stays as written, and JSON braces around placeholders are text."""
+    from prbj.prompts import Template
+
+    template = Template("t", 'Q {question}; {"score": {response}}; again {question}; {context}{missing}')
+    rendered = template.render({"question": "why {response}?", "response": "7", "context": ""})
+    assert rendered == 'Q why {response}?; {"score": 7}; again why {response}?; {missing}'
+    assert Template("t", "no placeholders").render({"question": "x"}) == "no placeholders"
+    assert Template("t", "{question}").render({"question": ""}) == ""

@@ -48,8 +48,22 @@ class Template:
     def placeholders(self) -> set[str]:
         return set(_PLACEHOLDER.findall(self.text))
 
+    @cached_property
+    def _pieces(self) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+        """The text split at its placeholders once: (text before the first, then (name, as written, text after)
+        for each), so that rendering, done twice per call, joins strings instead of running a regex."""
+        parts = _PLACEHOLDER.split(self.text)
+        names = parts[1::2]
+        return parts[0], tuple(zip(names, (f"{{{n}}}" for n in names), parts[2::2], strict=True))
+
     def render(self, values: Mapping[str, str]) -> str:
-        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), self.text)
+        """The text with each `{name}` replaced by its value; a name without a value stays as written."""
+        head, rest = self._pieces
+        out = [head]
+        for name, written, after in rest:
+            out.append(values.get(name, written))
+            out.append(after)
+        return "".join(out)
 
 
 @cache
