@@ -20,7 +20,7 @@ from prbj.cli.options import (
     seed_option,
 )
 from prbj.cli.support import friendly_errors
-from prbj.web.access import SERVE_TOKEN_ENV
+from prbj.web import SERVE_TOKEN_ENV
 
 
 @click.command()

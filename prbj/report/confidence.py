@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from prbj.analysis.calibration import calibration
 from prbj.analysis.compare import entry_label
 from prbj.analysis.confidence import CONFIDENCE
 from prbj.analysis.position import position_fairness
@@ -38,6 +37,9 @@ def _calibration_rows(run: RunData) -> list[dict[str, Any]]:
         return [row for row in stored if isinstance(row, dict)]
     if CONFIDENCE not in run.judgments.columns:
         return []
+    # Imported only for a run that holds probabilities: most do not, and every report would build its classes.
+    from prbj.analysis.calibration import calibration
+
     seed = int(run.summary.get("seed", 42) or 42)
     return [row.as_dict() for row in calibration(run.judgments, seed=seed)]
 

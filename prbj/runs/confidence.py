@@ -10,18 +10,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from prbj.analysis.calibration import calibration
-from prbj.analysis.cascade import CascadePlan, add_cascades, escalated_label, escalated_pairs
 from prbj.analysis.confidence import CONFIDENCE, with_confidence
 from prbj.analysis.position import position_fairness
-from prbj.analysis.selective import Applied, apply_threshold
 from prbj.data.status import ABSTAINED
 from prbj.errors import ConfigError
-from prbj.runs.selective_file import SelectiveFile, read_selective
+
+if TYPE_CHECKING:
+    from prbj.analysis.cascade import CascadePlan
+    from prbj.analysis.selective import Applied
+    from prbj.runs.selective_file import SelectiveFile
+
+# Calibration, thresholds and cascades are imported where a run asks for them: most runs ask for none, and
+# every judge run would otherwise build their classes at start-up.
 
 ConfidenceMode = Literal["logprobs", "available"]
 # The held-out check's statistics (analysis.selective.Applied), meaningless over the pairs that calibrated.
@@ -60,6 +64,8 @@ class ConfidenceOptions:
 
     @property
     def thresholds(self) -> SelectiveFile | None:
+        from prbj.runs.selective_file import read_selective
+
         return read_selective(self.selective) if self.selective is not None else None
 
 
@@ -76,6 +82,8 @@ def withhold(
 ) -> tuple[pl.DataFrame, list[dict[str, Any]], list[str]]:
     """Verdicts below each judge's threshold become `abstained` (never a verdict); the figures of each
     threshold, measured on the held-out pairs (those not used to calibrate it)."""
+    from prbj.analysis.selective import apply_threshold
+
     figures: list[dict[str, Any]] = []
     notes: list[str] = []
     for entry in thresholds.entries:
@@ -143,6 +151,8 @@ def cascade_plans(
     frame: pl.DataFrame, options: ConfidenceOptions, strong: str, strong_ran_alone: set[str]
 ) -> list[CascadePlan]:
     """One cascade per first-stage judge × context (every judge of the run but the strong one)."""
+    from prbj.analysis.cascade import CascadePlan, escalated_label
+
     plans = []
     for judge, context in frame.select("judge", "context").unique(maintain_order=True).iter_rows():
         if judge == strong or judge == escalated_label(strong):
@@ -163,6 +173,8 @@ def cascade_plans(
 
 def escalations(frame: pl.DataFrame, plans: Sequence[CascadePlan]) -> dict[str, list[str]]:
     """Per context, the pairs the strong judge must answer that it has not answered in this run."""
+    from prbj.analysis.cascade import escalated_pairs
+
     wanted: dict[str, list[str]] = {}
     for plan in plans:
         if plan.second_ran_alone:
@@ -174,6 +186,8 @@ def escalations(frame: pl.DataFrame, plans: Sequence[CascadePlan]) -> dict[str, 
 
 
 def confidence_figures(frame: pl.DataFrame, *, seed: int) -> dict[str, Any]:
+    from prbj.analysis.calibration import calibration
+
     figures: dict[str, Any] = {}
     if rows := calibration(frame, seed=seed):
         figures["calibration"] = [row.as_dict() for row in rows]
@@ -210,6 +224,8 @@ def finish(
 ) -> ConfidenceResult:
     """The prepared judgments with the strong judge's second-stage rows and every cascade added, and all the
     figures summary.json carries for them."""
+    from prbj.analysis.cascade import add_cascades
+
     frame = prepared.frame
     if not options.asked:
         # Nothing new in summary.json; the report still shows position fairness for judges of both orders.

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from prbj.analysis.cascade import CascadePlan, escalated_label
 from prbj.analysis.run_data import RunData
 from prbj.analysis.slices import pair_features
 from prbj.analysis.stats import GroupStats, summarize
@@ -42,6 +41,9 @@ from prbj.runs.confidence import (
 )
 from prbj.runs.engine import run_jobs
 from prbj.runs.progress import Meter
+
+if TYPE_CHECKING:
+    from prbj.analysis.cascade import CascadePlan
 
 JUDGMENT_SCHEMA: dict[str, Any] = {
     "pair_id": pl.String,
@@ -222,6 +224,8 @@ async def judge_stages(
     first = await judging(dataset, judges)
     if escalation is None:
         return Stages(first)
+    from prbj.analysis.cascade import escalated_label
+
     prepared = prepare(_with_features(judgments_frame(first), dataset), config.confidence)
     plans = cascade_plans(prepared.frame, config.confidence, escalation.name, set(escalation.ran_alone))
     second: list[Judgment] = []

@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from prbj.web.access import SERVE_TOKEN_ENV
+from prbj.web import SERVE_TOKEN_ENV
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 URL_ENV = "PRBJ_REWARD_URL"

@@ -51,7 +51,8 @@ from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge
 from prbj.judges.generative import SCORE_SCALE, PointwiseLLMJudge
 from prbj.judges.official import Protocol, to_served_scale
-from prbj.web.access import SERVE_TOKEN_ENV, HostPolicy, bearer, is_loopback, same_token
+from prbj.web import SERVE_TOKEN_ENV
+from prbj.web.access import HostPolicy, bearer, is_loopback, same_token
 
 MAX_BODY_BYTES = 64 * 2**20
 # A connection with no request in progress is closed after this long, and a request body must arrive within
