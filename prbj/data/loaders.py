@@ -30,6 +30,7 @@ from prbj.data.dataset import (
     records_from_files,
 )
 from prbj.data.per_user import is_per_user, validate_user_records
+from prbj.data.typed_records import typed_pairs
 from prbj.data.validate import Location, validate_records
 from prbj.errors import DataError
 
@@ -112,6 +113,9 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
     blobs = file_blobs(files)
     if card is not None:
         return read_with_card(card, source, blobs)
+    typed = typed_pairs(blobs)
+    if typed is not None:
+        return Dataset(source, tuple(typed), blobs_hash(blobs))
     records = [item for blob in blobs for item in blob_records(blob)]
     if records and is_per_user(records[0][1]):
         data = validate_user_records(records)
