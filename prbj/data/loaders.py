@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -113,16 +114,20 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
     blobs = file_blobs(files)
     if card is not None:
         return read_with_card(card, source, blobs)
-    typed = typed_pairs(blobs)
-    if typed is not None:
-        return Dataset(source, tuple(typed), blobs_hash(blobs))
-    records = [item for blob in blobs for item in blob_records(blob)]
-    if records and is_per_user(records[0][1]):
-        data = validate_user_records(records)
-        return Dataset(
-            source, tuple(data.pairs), blobs_hash(blobs), benchmark="per-user", history_rows=data.history_rows
-        )
-    return Dataset(source, tuple(validate_records(records)), blobs_hash(blobs))
+    # The files' digest is computed on another thread while their records are parsed: sha256 lets go of the
+    # GIL, and on a full-size dataset it takes as long as a fifth of the parsing.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        digest = pool.submit(blobs_hash, blobs)
+        typed = typed_pairs(blobs)
+        if typed is not None:
+            return Dataset(source, tuple(typed), digest.result())
+        records = [item for blob in blobs for item in blob_records(blob)]
+        if records and is_per_user(records[0][1]):
+            data = validate_user_records(records)
+            return Dataset(
+                source, tuple(data.pairs), digest.result(), benchmark="per-user", history_rows=data.history_rows
+            )
+        return Dataset(source, tuple(validate_records(records)), digest.result())
 
 
 def _first_is_per_user(files: Sequence[Path]) -> bool:
