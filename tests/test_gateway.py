@@ -197,6 +197,26 @@ async def test_rpm_pacing_is_respected_at_the_server(server, tmp_path) -> None:
     assert times[-1] - times[0] >= 1.0
 
 
+@pytest.mark.parametrize(
+    ("name", "alone"), [("gpt-5.1", True), ("claude-sonnet-4-6", True), ("gemini-3-flash", False)]
+)
+async def test_the_first_request_waits_for_its_answer_where_answers_state_limits(
+    server, tmp_path, name, alone
+) -> None:
+    """OpenAI and Anthropic state their limits in every reply: the first request goes alone, and the rest leave
+    once its answer (and the limits it states) is in. Gemini states none: no round trip is spent waiting."""
+    server.latency = 0.3
+    spec = provider(name, server, max_concurrency=8, rpm=None, tpm=None)
+    gw = gateway(tmp_path)
+    await asyncio.gather(*[gw.call(spec, ask(f"first {i}")) for i in range(6)])
+    times = sorted(r.received_at for r in server.requests)
+    assert len(times) == 6
+    if alone:
+        assert times[1] - times[0] >= 0.3
+    else:
+        assert times[-1] - times[0] < 0.25
+
+
 async def test_concurrency_limit_holds_at_the_server(server, tmp_path) -> None:
     server.latency = 0.2
     spec = provider("gpt-5.1", server, max_concurrency=2, rpm=None)

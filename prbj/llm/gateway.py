@@ -46,6 +46,7 @@ from prbj.llm.param_rules import DEFAULT_MAX_TOKENS, output_cap
 from prbj.llm.prompt_cache import cache_adjustment, cache_write_premium
 from prbj.llm.provider_errors import from_provider
 from prbj.llm.providers import ProviderSpec
+from prbj.llm.ratelimit_headers import states_limits
 from prbj.llm.retry import (
     AskedTooLong,
     BackoffWait,
@@ -192,8 +193,11 @@ class _ProviderState:
     stats: ProviderStats
     pacing: ProviderPacing
     breaker: CircuitBreaker
-    # LiteLLM's first call for a provider loads its code synchronously and blocks the event loop; requests
-    # paced meanwhile would then leave in one burst. So the first request goes alone, the rest wait for it.
+    # A provider whose replies state its rate limits (OpenAI, Anthropic, OpenAI-compatible servers) gets its
+    # first request alone, the rest waiting for the answer: they then leave at the stated rate, a bad key shows
+    # on one request rather than a burst, and LiteLLM's first call (which loads code, blocking the event loop)
+    # is over before the rest are paced. A provider that states none (Gemini) has nothing to teach that is
+    # worth a round trip of every run: it starts set (prbj.llm.ratelimit_headers.states_limits).
     warmed: asyncio.Event = field(default_factory=asyncio.Event)
     warming: bool = False
     # The settled parameters already recorded in `stats.params` (compared by identity: one check per call).
@@ -505,6 +509,8 @@ class Gateway:
                 pacing=pacing,
                 breaker=CircuitBreaker(provider.name),
             )
+            if not states_limits(provider.family):
+                state.warmed.set()
             self._providers[provider.name] = state
         return state
 

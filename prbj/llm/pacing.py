@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 # would only queue inside the client, where their timeout already runs. 500 reaches 4,000 requests/min at up to
 # ~6 s latency.
 DEFAULT_MAX_IN_FLIGHT = 500
-# Requests in flight before any latency is known, when no ceiling is set (the first request goes alone anyway).
+# Requests in flight before any latency is known, when no ceiling is set (where replies state limits, the first
+# request goes alone anyway).
 START_IN_FLIGHT = 16
 # In flight = rate × latency × HEADROOM + SPARE: latency varies from call to call, and a request waiting at the
 # pacer costs only memory, while one missing there costs rate.
@@ -48,7 +49,7 @@ DELIVERED_SHARE = 0.9
 # A limit the run achieved at least this share of (requests, or tokens of its kind, per minute from the first
 # request sent to the last answer) is the one that bound it, when what requests waited on is one of the rate
 # limits' own queues. An evenly paced rate is met at ~100%; a token window lets a whole minute's tokens out at
-# once, so a short run may exceed it; the first request goes alone and the last answer's latency counts, which
+# once, so a short run may exceed it; the first request may go alone and the last answer's latency counts, which
 # the 10% leaves room for.
 REACHED_SHARE = 0.9
 

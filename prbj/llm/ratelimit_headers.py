@@ -22,6 +22,8 @@ from typing import Any
 
 # LiteLLM hands a reply's raw provider headers back with this prefix (response._hidden_params).
 LITELLM_PREFIX = "llm_provider-"
+# LiteLLM model prefixes of providers whose replies state no limits: Gemini, directly or through Vertex AI.
+SILENT_FAMILIES = frozenset({"gemini", "vertex_ai"})
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -56,6 +58,11 @@ class StatedLimits:
             "input_tpm": self.input_tokens,
             "output_tpm": self.output_tokens,
         }
+
+
+def states_limits(family: str) -> bool:
+    """Whether replies of a provider of this family (a LiteLLM model prefix) may state its rate limits."""
+    return family not in SILENT_FAMILIES
 
 
 def stated_limits(headers: Mapping[str, Any] | None, now: datetime | None = None) -> StatedLimits | None:
