@@ -12,7 +12,8 @@ from loopback import ProviderServer
 from conftest import make_record
 from prbj.data.validate import parse_pair
 from prbj.judges.base import PairTask
-from prbj.judges.generative import PairwiseLLMJudge
+from prbj.judges.generative import PairwiseLLMJudge, prompt_hash
+from prbj.judges.verdict import REPLY_SEPARATOR
 from prbj.llm.gateway import Gateway, LLMRequest
 from prbj.llm.prompt_cache import cache_rates
 from prbj.llm.providers import ProviderSpec
@@ -132,3 +133,36 @@ def test_a_judge_marks_where_its_answers_start_only_for_anthropic(server, family
         assert "Which camera should I buy?" in first["text"]
         first_answers.append(next(a for a in (pair.chosen, pair.rejected) if rest["text"].startswith(a)))
     assert sorted(first_answers) == sorted([pair.chosen, pair.rejected])
+
+
+@pytest.mark.parametrize("long_question", [False, True])
+def test_the_orders_of_a_pair_wait_for_each_other_only_when_the_second_may_read_the_first(
+    server, long_question
+) -> None:
+    """A shared part too short for any provider's prompt cache (under 1,024 tokens): the two orders go at once.
+    One that may be cached: the second waits for the first, which writes the prefix it reads. Either way the
+    judgment keeps A's reply and prompt hash first."""
+    server.reset()
+    server.latency = 0.3
+    question = f"{SHARED}\nWhich camera?" if long_question else "Which camera should I buy?"
+    pair = parse_pair(make_record(1, question=question))
+
+    def reply(request) -> str:
+        user = request.last_user
+        return "Result: A (chosen first)" if user.index(pair.chosen) < user.index(pair.rejected) else "Result: B"
+
+    server.reply = reply
+    try:
+        judge = PairwiseLLMJudge(spec(server, "gemini"), Gateway(), order="both")
+        judgment = asyncio.run(judge.judge(PairTask(pair, "none")))
+    finally:
+        server.latency = 0.0
+        server.reply = lambda request: "Result: A"
+    assert judgment.status == "ok" and judgment.verdict == "chosen", judgment.error
+    first, second = sorted(r.received_at for r in server.requests)
+    assert (second - first >= 0.3) is long_question
+    replies = judgment.extra["reply"].split(REPLY_SEPARATOR)
+    assert replies == ["Result: A (chosen first)", "Result: B"]
+    prompts = {r.last_user: r.system for r in server.requests}
+    chosen_first = next(u for u in prompts if u.index(pair.chosen) < u.index(pair.rejected))
+    assert judgment.extra["prompt_hash"].split(",")[0] == prompt_hash(prompts[chosen_first], chosen_first)

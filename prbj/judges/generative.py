@@ -9,10 +9,12 @@ posts ranked by BM25 relevance to the question, top k, or earlier choices, perso
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal
 
 from prbj.context.planner import Planner
@@ -33,7 +35,7 @@ from prbj.judges.official import Protocol, official_positions, parse_official_ve
 from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.logprobs import asked
-from prbj.llm.prompt_cache import marks_shared_prefix, shared_prefix_chars
+from prbj.llm.prompt_cache import MIN_CACHED_PREFIX_TOKENS, marks_shared_prefix, shared_prefix_chars
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import may_repair, read_reply
 from prbj.prompts import Template, builtin, combined_sha
@@ -191,6 +193,19 @@ class Usage:
             self.replies.append(result.text)
         if prompt_hash is not None:
             self.prompt_hashes.append(prompt_hash)
+
+    def absorb(self, other: Usage) -> None:
+        """Add what `other` counted (the calls of one answer order) after what this one holds."""
+        self.cost_usd += other.cost_usd
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.sample_index = max(self.sample_index, other.sample_index)
+        self.original_cost_usd += other.original_cost_usd
+        self.latency_s += other.latency_s
+        self.replies.extend(other.replies)
+        self.prompt_hashes.extend(other.prompt_hashes)
 
     def fields(self) -> dict[str, Any]:
         return {
@@ -366,13 +381,21 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 task, status=_block_status(block), error=f"planner: {block.failure.error}", cause=block.failure.cause
             )
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
+        shown = [(pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions]
+        # Each order counts its own calls, added in order: replies and prompt hashes stay A's, then B's.
+        counted = [Usage() for _ in positions]
+        asks = [partial(self._verdict, view, block, a, b, part) for (a, b), part in zip(shown, counted, strict=True)]
+        if len(asks) > 1 and not self._shared_may_be_cached(view, block):
+            # Nothing the first order leaves in a prompt cache could serve the second: both at once.
+            reads = list(await asyncio.gather(*(ask() for ask in asks)))
+        else:
+            # The second order may read from the provider's prompt cache what the first one wrote there.
+            reads = [await ask() for ask in asks]
+        for part in counted:
+            usage.absorb(part)
         picks: dict[str, str | None] = {}
-        reads: list[VerdictRead] = []
         chosen_probabilities: list[float | None] = []
-        for position in positions:
-            first, second = (pair.chosen, pair.rejected) if position == "A" else (pair.rejected, pair.chosen)
-            read = await self._verdict(view, block, first, second, usage)
-            reads.append(read)
+        for position, read in zip(positions, reads, strict=True):
             if read.letter is not None:
                 picks[position] = "chosen" if read.letter == position else "rejected"
             # P(the chosen answer is better) in this order: P(A) when it stood in A, else P(B).
@@ -397,6 +420,14 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             cause=next((r.cause for r in reads if r.status == status), None),
             **usage.fields(),
         )
+
+    def _shared_may_be_cached(self, view: JudgeView, block: ContextBlock) -> bool:
+        """Whether what the two orders of a pair share (all but the answers: at most the templates, what the
+        judge is shown of the user, and the question) may reach the shortest prefix a provider caches, 1,024
+        tokens (OpenAI, Gemini, Anthropic's breakpoint). Counted high, at a token per two bytes of UTF-8 (English
+        runs ~4.5), so that no prefix that could be cached is missed."""
+        shared = (self.system.text, self.user.text, block.text, block.profile, block.rubrics, view.question)
+        return sum(len(text.encode()) for text in shared) >= 2 * MIN_CACHED_PREFIX_TOKENS
 
     async def _verdict(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage

@@ -20,6 +20,9 @@ _WRITE_RATIO = {"anthropic": 1.25}
 # Anthropic caches a prefix only from this many tokens on (Sonnet and Opus 1024; Haiku 2048).
 ANTHROPIC_MIN_PREFIX_TOKENS = 1024
 ANTHROPIC_HAIKU_MIN_PREFIX_TOKENS = 2048
+# The shortest prefix any provider caches: OpenAI's automatic caching, Gemini's implicit caching on its smaller
+# models, Anthropic's breakpoint on most models.
+MIN_CACHED_PREFIX_TOKENS = 1024
 
 
 def family(model: str) -> str:
