@@ -386,8 +386,15 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         counted = [Usage() for _ in positions]
         asks = [partial(self._verdict, view, block, a, b, part) for (a, b), part in zip(shown, counted, strict=True)]
         if len(asks) > 1 and not self._shared_may_be_cached(view, block):
-            # Nothing the first order leaves in a prompt cache could serve the second: both at once.
-            reads = list(await asyncio.gather(*(ask() for ask in asks)))
+            # Nothing the first order leaves in a prompt cache could serve the second: both at once (the second
+            # as a task, the first awaited here: one task per pair, not gather's two, on a cached rerun too).
+            second = asyncio.ensure_future(asks[1]())
+            try:
+                first = await asks[0]()
+            except BaseException:
+                second.cancel()
+                raise
+            reads = [first, await second]
         else:
             # The second order may read from the provider's prompt cache what the first one wrote there.
             reads = [await ask() for ask in asks]
