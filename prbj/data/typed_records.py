@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from prbj.data.schema import Pair, ProfilePost, RubricAspect
+from prbj.data.validate import benchmark_pair
 
 if TYPE_CHECKING:
     from prbj.data.dataset import Blob
@@ -74,17 +75,15 @@ def _pair(record: _Record) -> Pair | None:
     aspects = tuple(record.rubric_aspects)
     if _any_blank(map(_ASPECT, aspects)):
         return None
-    return Pair(
-        id=record.id,
-        category=record.category,
-        question=record.question,
-        profile=posts,
-        narrative=record.narrative,
-        rubric_aspects=aspects,
-        chosen=record.chosen,
-        rejected=record.rejected,
-        # The benchmark has one pair per user: each pair is its own user.
-        user_id=record.id,
+    return benchmark_pair(
+        record.id,
+        record.category,
+        record.question,
+        posts,
+        record.narrative,
+        aspects,
+        record.chosen,
+        record.rejected,
     )
 
 

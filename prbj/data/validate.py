@@ -124,21 +124,43 @@ def _rubric(record: Mapping[str, Any]) -> tuple[RubricAspect, ...]:
     return tuple(aspects)
 
 
+def benchmark_pair(
+    pair_id: str,
+    category: str,
+    question: str,
+    profile: tuple[ProfilePost, ...],
+    narrative: str,
+    rubric_aspects: tuple[RubricAspect, ...],
+    chosen: str,
+    rejected: str,
+) -> Pair:
+    """A Personalized RewardBench pair, however its record was read (here, or prbj.data.typed_records)."""
+    return Pair(
+        id=pair_id,
+        category=category,
+        question=question,
+        profile=profile,
+        narrative=narrative,
+        rubric_aspects=rubric_aspects,
+        chosen=chosen,
+        rejected=rejected,
+        # The benchmark has one pair per user: each pair is its own user.
+        user_id=pair_id,
+    )
+
+
 def parse_pair(record: Any) -> Pair:
     """One record to a Pair; raises RecordError naming the field."""
     record = _mapping(record, "record")
-    pair_id = _identifier(record, "id")
-    pair = Pair(
-        id=pair_id,
-        category=_string(record, "category", nonempty=True),
-        question=_string(record, "question", nonempty=True),
-        profile=_profile(record),
-        narrative=_string(record, "narrative"),
-        rubric_aspects=_rubric(record),
-        chosen=_string(record, "chosen", nonempty=True),
-        rejected=_string(record, "rejected", nonempty=True),
-        # The benchmark has one pair per user: each pair is its own user.
-        user_id=pair_id,
+    pair = benchmark_pair(
+        _identifier(record, "id"),
+        _string(record, "category", nonempty=True),
+        _string(record, "question", nonempty=True),
+        _profile(record),
+        _string(record, "narrative"),
+        _rubric(record),
+        _string(record, "chosen", nonempty=True),
+        _string(record, "rejected", nonempty=True),
     )
     if pair.chosen.strip() == pair.rejected.strip():
         raise RecordError("rejected", "is identical to 'chosen'; a pair needs two different answers")
