@@ -14,7 +14,6 @@ from functools import cache, lru_cache
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-# Where `prbj serve` reads its token from (--token's default), and where its client finds the token to send.
 
 
 def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
