@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 from prbj.data.benchmark_loaders import read_with_card, sample_blobs
 from prbj.data.cards import PRB, Card, resolve_card, shipped_cards
 from prbj.data.dataset import (
+    Blob,
     Dataset,
     _hash_file,
     blob_records,
@@ -117,17 +118,22 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
     # The files' digest is computed on another thread while their records are parsed: sha256 lets go of the
     # GIL, and on a full-size dataset it takes as long as a fifth of the parsing.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        digest = pool.submit(blobs_hash, blobs)
-        typed = typed_pairs(blobs)
-        if typed is not None:
-            return Dataset(source, tuple(typed), digest.result())
-        records = [item for blob in blobs for item in blob_records(blob)]
-        if records and is_per_user(records[0][1]):
-            data = validate_user_records(records)
-            return Dataset(
-                source, tuple(data.pairs), digest.result(), benchmark="per-user", history_rows=data.history_rows
-            )
-        return Dataset(source, tuple(validate_records(records)), digest.result())
+        return _parsed(source, blobs, pool.submit(blobs_hash, blobs))
+
+
+def _parsed(source: str, blobs: Sequence[Blob], digest: Future[str]) -> Dataset:
+    """Files read without a card: a clean benchmark file in one typed pass, else record by record (the per-user
+    layout when the first record names a user). `digest`: the files' hash, under way."""
+    typed = typed_pairs(blobs)
+    if typed is not None:
+        return Dataset(source, tuple(typed), digest.result())
+    records = [item for blob in blobs for item in blob_records(blob)]
+    if records and is_per_user(records[0][1]):
+        data = validate_user_records(records)
+        return Dataset(
+            source, tuple(data.pairs), digest.result(), benchmark="per-user", history_rows=data.history_rows
+        )
+    return Dataset(source, tuple(validate_records(records)), digest.result())
 
 
 def _first_is_per_user(files: Sequence[Path]) -> bool:
