@@ -433,8 +433,9 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         judge is shown of the user, and the question) may reach the shortest prefix a provider caches, 1,024
         tokens (OpenAI, Gemini, Anthropic's breakpoint). Counted high, at a token per two bytes of UTF-8 (English
         runs ~4.5), so that no prefix that could be cached is missed."""
-        shared = (self.system.text, self.user.text, block.text, block.profile, block.rubrics, view.question)
-        return sum(len(text.encode()) for text in shared) >= 2 * MIN_CACHED_PREFIX_TOKENS
+        shown = (block.text, block.profile, block.rubrics, view.question)
+        shared = self.system.utf8_bytes + self.user.utf8_bytes + sum(len(text.encode()) for text in shown)
+        return shared >= 2 * MIN_CACHED_PREFIX_TOKENS
 
     async def _verdict(
         self, view: JudgeView, block: ContextBlock, answer_a: str, answer_b: str, usage: Usage

@@ -44,6 +44,11 @@ class Template:
         # Remembered: every call's cache key names its templates, so a run asks for it once per call.
         return hashlib.sha256(self.text.encode()).hexdigest()[:12]
 
+    @cached_property
+    def utf8_bytes(self) -> int:
+        # Remembered: a pairwise judge weighs its templates' size against the prompt-cache minimum per pair.
+        return len(self.text.encode())
+
     @property
     def placeholders(self) -> set[str]:
         return set(_PLACEHOLDER.findall(self.text))
