@@ -31,6 +31,7 @@ import asyncio
 import compileall
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -355,8 +356,7 @@ def live_path(rig: Rig, pairs: int, rounds: int) -> tuple[list[str], float]:
             measured[tree].append((ours, bare, sent / whole))
     lines, medians = [], {}
     for tree, rows in measured.items():
-        ratios = sorted(ours / bare for ours, bare, _ in rows)
-        medians[tree] = median = ratios[len(ratios) // 2]
+        medians[tree] = median = statistics.median(ours / bare for ours, bare, _ in rows)
         lines.append(
             f"live judge path ({tree.label}): {pairs} pairs x 2 orders, {sent} calls of ~{words} words, latency "
             f"{server.latency * 1000:.0f} ms, concurrency {concurrency}, {rounds} rounds:"
