@@ -166,3 +166,30 @@ def test_the_orders_of_a_pair_wait_for_each_other_only_when_the_second_may_read_
     prompts = {r.last_user: r.system for r in server.requests}
     chosen_first = next(u for u in prompts if u.index(pair.chosen) < u.index(pair.rejected))
     assert judgment.extra["prompt_hash"].split(",")[0] == prompt_hash(prompts[chosen_first], chosen_first)
+
+
+def test_orders_sent_at_once_meet_a_retry_delay_and_an_empty_reply_each_on_its_own(server) -> None:
+    """Both orders in flight together: the first is refused once with Gemini's 429 naming its retry delay in the
+    body and then answered, the second comes back empty. The judgment fails for the empty one only, says why,
+    and keeps the first order's reply first."""
+    from loopback import Fault
+
+    server.reset()
+    pair = parse_pair(make_record(1, question="Which camera should I buy?"))
+
+    def reply(request) -> str:
+        user = request.last_user
+        return "Result: A" if user.index(pair.chosen) < user.index(pair.rejected) else ""
+
+    server.reply = reply
+    answer_a_first = f"{pair.chosen}\n"
+    server.inject(Fault("429-gemini", retry_after=0.2, prompt=answer_a_first))
+    try:
+        judge = PairwiseLLMJudge(spec(server, "gemini"), Gateway(), order="both")
+        judgment = asyncio.run(judge.judge(PairTask(pair, "none")))
+    finally:
+        server.reply = lambda request: "Result: A"
+    assert len(server.requests) == 3  # the refused attempt, its retry, the other order
+    assert judgment.status == "parse_error" and judgment.verdict is None
+    assert judgment.error == "no verdict in reply: ''"
+    assert judgment.extra["reply"].split(REPLY_SEPARATOR)[0] == "Result: A"
