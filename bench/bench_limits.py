@@ -160,7 +160,11 @@ def pairs(count: int) -> list[dict[str, Any]]:
         if line.strip()
     ]
     return [
-        {**sample[i % len(sample)], "id": f"limits-{i:05d}", "question": f"{sample[i % len(sample)]['question']} ({i})"}
+        {
+            **sample[i % len(sample)],
+            "id": f"limits-{i:05d}",
+            "question": f"{sample[i % len(sample)]['question']} ({i})",
+        }
         for i in range(count)
     ]
 
@@ -216,13 +220,17 @@ def run_cell(cell: Cell, tmp: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--only", choices=["gemini", "headers"], default=None)
     parser.add_argument("--match", default="", help="only the cells whose name contains this text")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"{'cell':<50} {'of R':>6} {'429s':>6} {'sent':>5} {'secs':>6}  limit in force      bound by   peak")
+    print(
+        f"{'cell':<50} {'of R':>6} {'429s':>6} {'sent':>5} {'secs':>6}  limit in force      bound by   peak"
+    )
     worst = (1.0, 0.0)
     with tempfile.TemporaryDirectory(prefix="bench-limits-") as folder:
         tmp = Path(folder)

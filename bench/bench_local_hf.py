@@ -45,7 +45,9 @@ def judge_prompts(n: int) -> list[list[dict[str, str]]]:
     return prompts
 
 
-def generate(generator: LocalGenerator, prompts: list[list[dict[str, str]]], max_tokens: int) -> list[Generation]:
+def generate(
+    generator: LocalGenerator, prompts: list[list[dict[str, str]]], max_tokens: int
+) -> list[Generation]:
     """All prompts submitted at once (so that they can share a batch), their replies in order."""
 
     async def go() -> list[Generation]:

@@ -366,7 +366,9 @@ def live_path(rig: Rig, pairs: int, rounds: int) -> tuple[list[str], float]:
             f"whole process)   prbj/bare {ours / bare:.2f}"
             for ours, bare, whole in rows
         ]
-        lines.append(f"  prbj/bare, median of {rounds}: {median:.2f}   target >= 0.9   ratio {median / 0.9:.2f}")
+        lines.append(
+            f"  prbj/bare, median of {rounds}: {median:.2f}   target >= 0.9   ratio {median / 0.9:.2f}"
+        )
     return lines, medians[HERE]
 
 

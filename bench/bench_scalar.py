@@ -194,9 +194,7 @@ def main() -> None:
         f"(shared prefixes: {judge.model.prefix_sharing})"
     )
     print(f"ratio plain / prbj: {plain_s / prbj_s:.2f}x wall clock, {plain_cpu / prbj_cpu:.2f}x CPU time")
-    print(
-        f"largest score difference prbj vs plain: {worst:.2e}; verdicts that differ: {flipped}"
-    )
+    print(f"largest score difference prbj vs plain: {worst:.2e}; verdicts that differ: {flipped}")
     print(
         f"rerun served from the cache: {cached_s:.3f} s, {rerun.model.forward_passes} forward passes, "
         f"weights loaded: {rerun.model.loaded}"

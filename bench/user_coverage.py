@@ -74,7 +74,9 @@ def accuracy_coverage(*, sigma: float, users: int, reps: int, seed: int) -> Cove
         correct = rng.binomial(sizes, expit(MU + sigma * rng.standard_normal(users)))
         right = int(correct.sum())
         outcomes = np.r_[np.ones(right), np.zeros(int(sizes.sum()) - right)]
-        found = cluster_intervals(correct, sizes, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE)
+        found = cluster_intervals(
+            correct, sizes, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
+        )
         assert found is not None
         hits += [
             _covers(bootstrap_ci(outcomes, seed=rep), truth),
@@ -131,7 +133,9 @@ def main() -> None:
         f"{args.users} users × {PAIRS_PER_USER[0]}–{PAIRS_PER_USER[1]} pairs, {args.reps} replications, "
         f"{BOOTSTRAP_RESAMPLES} resamples; share of 95% intervals that hold the true accuracy"
     )
-    print(f"{'σ':>5} {'truth':>7} {'pairs: bootstrap over pairs':>28} {'over users':>11} {'users: over users':>18}")
+    print(
+        f"{'σ':>5} {'truth':>7} {'pairs: bootstrap over pairs':>28} {'over users':>11} {'users: over users':>18}"
+    )
     for sigma in (0.0, 0.5, 1.0, 2.0):
         found = accuracy_coverage(sigma=sigma, users=args.users, reps=args.reps, seed=args.seed)
         print(

@@ -306,7 +306,9 @@ def _answer(
     if isinstance(reply, str):
         reply = Reply(reply)
     if reasoning:
-        reply = spend_cap(replace(reply, reasoning_tokens=reply.reasoning_tokens + reasoning), output_cap(request))
+        reply = spend_cap(
+            replace(reply, reasoning_tokens=reply.reasoning_tokens + reasoning), output_cap(request)
+        )
     if reply.blocked and family != "gemini":
         reply = Reply("", REFUSED)
     text = reply.text
@@ -324,7 +326,10 @@ def _answer(
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text if text or reply.end != REFUSED else None},
+                    "message": {
+                        "role": "assistant",
+                        "content": text if text or reply.end != REFUSED else None,
+                    },
                     "finish_reason": end,
                 }
             ],
@@ -342,7 +347,10 @@ def _answer(
             answer["choices"][0]["logprobs"] = _openai_logprobs(*logprobs)
         return answer
     if family == "anthropic":
-        usage: dict[str, Any] = {"input_tokens": prompt_tokens - read - written, "output_tokens": completion_tokens}
+        usage: dict[str, Any] = {
+            "input_tokens": prompt_tokens - read - written,
+            "output_tokens": completion_tokens,
+        }
         if read or written:
             usage |= {"cache_read_input_tokens": read, "cache_creation_input_tokens": written}
         content: list[dict[str, Any]] = []
@@ -398,7 +406,10 @@ def gemini_resource_exhausted(fault: Fault) -> dict[str, Any]:
         "quotaDimensions": {"location": "global", "model": "gemini-3-flash"},
         "quotaValue": "10",
     }
-    help_link = {"description": "Learn more about Gemini API quotas", "url": "https://ai.google.dev/gemini-api"}
+    help_link = {
+        "description": "Learn more about Gemini API quotas",
+        "url": "https://ai.google.dev/gemini-api",
+    }
     details: list[dict[str, Any]] = [
         {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]},
         {"@type": "type.googleapis.com/google.rpc.Help", "links": [help_link]},
@@ -425,10 +436,14 @@ def provider_error(family: str, status: int, message: str, param: str | None = N
     """An error in the provider's documented shape."""
     if family == "anthropic":
         kind = "not_found_error" if status == 404 else "invalid_request_error"
-        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+        return web.json_response(
+            {"type": "error", "error": {"type": kind, "message": message}}, status=status
+        )
     if family == "gemini":
         state = "NOT_FOUND" if status == 404 else "INVALID_ARGUMENT"
-        return web.json_response({"error": {"code": status, "message": message, "status": state}}, status=status)
+        return web.json_response(
+            {"error": {"code": status, "message": message, "status": state}}, status=status
+        )
     code = "model_not_found" if status == 404 else "unsupported_parameter"
     body = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
     return web.json_response(body, status=status)
@@ -472,7 +487,10 @@ def provider_rejection(request: ChatRequest) -> tuple[str, str] | None:
     if match is None or (int(match.group(1)), int(match.group(2) or 0)) < (4, 5):
         return None
     if "temperature" in body and "top_p" in body:
-        return "`temperature` and `top_p` cannot both be specified for this model. Please use only one.", "top_p"
+        return (
+            "`temperature` and `top_p` cannot both be specified for this model. Please use only one.",
+            "top_p",
+        )
     thinking = body.get("thinking") or {}
     if thinking.get("type") not in ("enabled", "adaptive"):
         return None
@@ -607,7 +625,9 @@ class ProviderServer:
             reply = Reply(reply)
         reasoning = self.reasoning(request) if callable(self.reasoning) else self.reasoning or 0
         if reasoning:
-            reply = Reply(reply.text, reply.end, reply.native, reply.reasoning_tokens + reasoning, reply.blocked)
+            reply = Reply(
+                reply.text, reply.end, reply.native, reply.reasoning_tokens + reasoning, reply.blocked
+            )
         return spend_cap(reply, output_cap(request)) if reply.reasoning_tokens else reply
 
     def _refusal(self, request: ChatRequest) -> web.Response | None:

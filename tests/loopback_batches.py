@@ -89,9 +89,13 @@ class BatchService:
         kind, google = _ERROR_KINDS.get(status, ("api_error", "INTERNAL"))
         message = f"loopback: {operation} refused with {status}"
         if family == "anthropic":
-            return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+            return web.json_response(
+                {"type": "error", "error": {"type": kind, "message": message}}, status=status
+            )
         if family == "gemini":
-            return web.json_response({"error": {"code": status, "message": message, "status": google}}, status=status)
+            return web.json_response(
+                {"error": {"code": status, "message": message, "status": google}}, status=status
+            )
         return web.json_response({"error": {"message": message, "type": kind, "code": None}}, status=status)
 
     # --- shared job logic ----------------------------------------------------------------------------

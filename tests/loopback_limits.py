@@ -132,7 +132,12 @@ class LimitService:
     @staticmethod
     def _amounts(request: ChatRequest, prompt_tokens: int) -> dict[str, float]:
         output = _max_tokens(request)
-        return {"requests": 1, "tokens": prompt_tokens + output, "input_tokens": prompt_tokens, "output_tokens": output}
+        return {
+            "requests": 1,
+            "tokens": prompt_tokens + output,
+            "input_tokens": prompt_tokens,
+            "output_tokens": output,
+        }
 
     def admit(self, request: ChatRequest, prompt_tokens: int) -> web.Response | None:
         """None when the request is within the enforced limits (they are charged); else the 429 to answer."""
@@ -242,7 +247,10 @@ class LimitService:
                                 }
                             ],
                         },
-                        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{math.ceil(wait)}s"},
+                        {
+                            "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                            "retryDelay": f"{math.ceil(wait)}s",
+                        },
                     ],
                 }
             }

@@ -30,7 +30,9 @@ def _runs(root: Path) -> list[Path]:
     ]
     return [
         write_run_dir(root / "prb-run", prb, benchmark="prb", fingerprint="prb-fp-1"),
-        write_run_dir(root / "synth-run", per_user, benchmark="personal-reward-bench", fingerprint="prbench-fp"),
+        write_run_dir(
+            root / "synth-run", per_user, benchmark="personal-reward-bench", fingerprint="prbench-fp"
+        ),
         # A PRB run that records no benchmark (made before benchmarks were recorded) joins PRB's column.
         write_run_dir(
             root / "prb-unnamed",
@@ -89,7 +91,7 @@ def test_report_over_several_benchmarks_writes_one_table(tmp_path: Path) -> None
     assert [b["name"] for b in document["benchmarks"]] == ["prb", "personal-reward-bench"]
     assert document["rows"][0]["mean_rank"] == 1.5
     html = (out / "benchmarks.html").read_text()
-    assert "<table id=\"table-benchmarks\">" in html
+    assert '<table id="table-benchmarks">' in html
 
 
 def test_runs_on_one_benchmark_write_no_cross_table(tmp_path: Path) -> None:

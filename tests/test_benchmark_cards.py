@@ -48,8 +48,26 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     name: str, server: ProviderServer, openai_profiles: Path, tmp_path: Path
 ) -> None:
     data = load_dataset(None, name)
-    args = ["judge", "--benchmark", name, "--dry-run", "-p", "judge", "--context", "profile", "--context", "none"]
-    shared = ["--api-base", server.url, "--providers-dir", str(openai_profiles), "--cache-dir", str(tmp_path / "c")]
+    args = [
+        "judge",
+        "--benchmark",
+        name,
+        "--dry-run",
+        "-p",
+        "judge",
+        "--context",
+        "profile",
+        "--context",
+        "none",
+    ]
+    shared = [
+        "--api-base",
+        server.url,
+        "--providers-dir",
+        str(openai_profiles),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     out = ["--out", str(tmp_path / "out"), "--no-progress"]
     result = CliRunner(env={"COLUMNS": "300"}).invoke(main, [*args, *shared, *out])
     assert result.exit_code == 0, result.output
@@ -58,7 +76,10 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     assert int(row.split()[1]) == 2 * len(data.pairs) and server.count() == 0
     if name != "prb":
         version = resolve_card(name).version
-        assert f"benchmark {name} {version}: {len(data.pairs)} pairs of {data.users} users judged" in result.output
+        assert (
+            f"benchmark {name} {version}: {len(data.pairs)} pairs of {data.users} users judged"
+            in result.output
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -70,14 +91,19 @@ def test_prism_ratings_become_pairs_the_higher_score_chosen_and_ties_dropped() -
     rust = [p for p in data.pairs if p.user_id == "user9005"]
     assert len(rust) == 2
     assert all("Rust, or iron oxide" in p.rejected for p in rust)
-    assert {p.chosen.split(",")[0] for p in rust} == {"Soak them overnight in white vinegar", "Soak them in vinegar"}
+    assert {p.chosen.split(",")[0] for p in rust} == {
+        "Soak them overnight in white vinegar",
+        "Soak them in vinegar",
+    }
     # user9002's last conversation rates 88, 35 and 40: 40 over 35 is within the 5-point margin, no pair.
     assert len([p for p in data.pairs if p.user_id == "user9002"]) == 2
     assert data.notes == ("5 tied ratings (scores 5 points apart or closer) made no pair (dropped)",)
     assert (len(data.pairs), data.history_rows) == (26, 24)
     # Four responses rated 92, 4, 30 and 88 in an opening turn make five pairs in that user's history (92 and 88
     # are a tie).
-    opening = [h for h in by_id["c9102-0-1"].history if h.prompt == "Is it true that we only use 10% of our brains?"]
+    opening = [
+        h for h in by_id["c9102-0-1"].history if h.prompt == "Is it true that we only use 10% of our brains?"
+    ]
     assert len(opening) == 5
     # A later turn's question is the conversation so far: the earlier prompt and the response rated highest.
     later = by_id["c9102-1-1"]
@@ -100,11 +126,19 @@ def _prism_folder(folder: Path, *, started: dict[str, str] | None) -> None:
     rows = []
     for conversation, prompt in (("c1", "first question"), ("c2", "second question")):
         for n, (score, chosen) in enumerate(((90, True), (40, False), (43, False))):
-            rows.append({
-                "utterance_id": f"{conversation}-{n}", "conversation_id": conversation, "user_id": "u1", "turn": 0,
-                "conversation_type": "unguided", "user_prompt": prompt, "model_response": f"{prompt} answer {n}",
-                "score": score, "if_chosen": chosen,
-            })
+            rows.append(
+                {
+                    "utterance_id": f"{conversation}-{n}",
+                    "conversation_id": conversation,
+                    "user_id": "u1",
+                    "turn": 0,
+                    "conversation_type": "unguided",
+                    "user_prompt": prompt,
+                    "model_response": f"{prompt} answer {n}",
+                    "score": score,
+                    "if_chosen": chosen,
+                }
+            )
     folder.mkdir()
     (folder / "utterances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     if started is not None:
@@ -141,7 +175,9 @@ def test_a_bad_start_time_names_the_conversations_file_line_and_field(tmp_path: 
     lines = (tmp_path / "data" / "conversations.jsonl").read_text().splitlines()
     lines[1] = json.dumps({"conversation_id": "c2", "generated_datetime": 1700000000})
     (tmp_path / "data" / "conversations.jsonl").write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match=r"conversations.jsonl:2: field 'generated_datetime': expected a date and time"):
+    with pytest.raises(
+        DataError, match=r"conversations.jsonl:2: field 'generated_datetime': expected a date and time"
+    ):
         load_dataset(str(tmp_path / "data"), "prism")
 
 
@@ -179,11 +215,15 @@ def test_a_users_card_maps_in_house_columns(tmp_path: Path) -> None:
     assert (data.benchmark, data.benchmark_version, data.card) == ("inhouse-support", "2024.1", str(INHOUSE))
     pair = next(p for p in data.pairs if p.id == "t-2003")
     assert pair.user_id == "c-200" and dict(pair.groups) == {"plan": "Business"}
-    assert pair.persona.startswith("Runs a design agency") and pair.facts == (("preferred language", "English"),)
+    assert pair.persona.startswith("Runs a design agency") and pair.facts == (
+        ("preferred language", "English"),
+    )
     # The 'history' phase was written as train: both earlier tickets are this customer's history.
     assert [h.id for h in pair.history] == ["t-2001", "t-2002"]
     # A bad row names the column the card reads, not prbj's field.
-    rows = [json.loads(line) for line in (INHOUSE.parent / "inhouse" / "feedback.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (INHOUSE.parent / "inhouse" / "feedback.jsonl").read_text().splitlines()
+    ]
     rows[1]["message"] = 42
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -206,13 +246,25 @@ prompt = "message"
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (("[columns]\n", '[columns]\npromt = "x"\n'), ":9: field 'columns.promt': unknown field; did you mean"),
+        (
+            ("[columns]\n", '[columns]\npromt = "x"\n'),
+            ":9: field 'columns.promt': unknown field; did you mean",
+        ),
         (('loader = "per-user"', 'loader = "csv"'), ":6: field 'data.loader': unknown loader 'csv'"),
         (('version = "1"', "version = 1.5"), ":3: field 'benchmark.version': expected a version string"),
-        (('prompt = "message"', "prompt = 3"), ":9: field 'columns.prompt': expected a column name (a string), got 3"),
+        (
+            ('prompt = "message"', "prompt = 3"),
+            ":9: field 'columns.prompt': expected a column name (a string), got 3",
+        ),
         (("[data]", "[dataset]"), ":5: field 'dataset': unknown field"),
-        (('loader = "per-user"', 'loader = "per-user"\ntie_margin = 5'), ":7: field 'data.tie_margin': only the prism"),
-        (('loader = "per-user"', 'loader = "prism"\ntie_margin = -1'), ":7: field 'data.tie_margin': expected a non"),
+        (
+            ('loader = "per-user"', 'loader = "per-user"\ntie_margin = 5'),
+            ":7: field 'data.tie_margin': only the prism",
+        ),
+        (
+            ('loader = "per-user"', 'loader = "prism"\ntie_margin = -1'),
+            ":7: field 'data.tie_margin': expected a non",
+        ),
         (('name = "mine"', 'name = "My Bench"'), ":2: field 'benchmark.name': expected lower-case letters"),
     ],
 )
@@ -224,7 +276,9 @@ def test_a_card_given_wrong_is_one_line_naming_file_line_and_field(
     with pytest.raises(ConfigError) as caught:
         read_card(path)
     assert str(caught.value).startswith(f"{path}{message}")
-    result = CliRunner().invoke(main, ["judge", "--benchmark", str(path), "--dataset", str(path), "--no-progress"])
+    result = CliRunner().invoke(
+        main, ["judge", "--benchmark", str(path), "--dataset", str(path), "--no-progress"]
+    )
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
 
 
@@ -255,8 +309,25 @@ def test_the_run_names_its_benchmark_and_its_pairs_read_back_the_same_way(tmp_pa
 def test_the_oracle_context_is_refused_where_there_is_no_scoring_standard(
     server: ProviderServer, openai_profiles: Path, tmp_path: Path
 ) -> None:
-    args = ["judge", "--benchmark", "prism", "-p", "judge", "--context", "oracle", "--dry-run", "--no-progress"]
-    shared = ["--api-base", server.url, "--providers-dir", str(openai_profiles), "--cache-dir", str(tmp_path / "c")]
+    args = [
+        "judge",
+        "--benchmark",
+        "prism",
+        "-p",
+        "judge",
+        "--context",
+        "oracle",
+        "--dry-run",
+        "--no-progress",
+    ]
+    shared = [
+        "--api-base",
+        server.url,
+        "--providers-dir",
+        str(openai_profiles),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     result = CliRunner().invoke(main, [*args, *shared])
     assert result.exit_code == 2
     assert "--context oracle: prism has no scoring standard" in result.output

@@ -178,7 +178,9 @@ def test_jury_verdict_equals_the_majority_by_hand(harness: Harness, server: Prov
     assert bad.exit_code == 2 and server.count() == before
 
 
-def test_temperature_reaches_the_provider_and_keys_the_cache(harness: Harness, server: ProviderServer) -> None:
+def test_temperature_reaches_the_provider_and_keys_the_cache(
+    harness: Harness, server: ProviderServer
+) -> None:
     server.reply = lambda request: f"Result: {chosen_letter(request)}"
     dataset = harness.dataset(own_profiles(4))
     first = harness.judge(dataset, "--context", "profile", "--samples", "2", "--temperature", "0.7")

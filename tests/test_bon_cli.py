@@ -407,7 +407,9 @@ def test_an_in_process_policy_that_cannot_sample_is_refused_before_anything_load
     refused = CliRunner().invoke(main, [*command, "--n", "4"])
     assert refused.exit_code == 2, refused.output
     (line,) = refused.output.strip().splitlines()
-    assert line.startswith("error: --policy hf-local:Qwen/Qwen2.5-0.5B-Instruct: in-process models decode greedily")
+    assert line.startswith(
+        "error: --policy hf-local:Qwen/Qwen2.5-0.5B-Instruct: in-process models decode greedily"
+    )
     assert not (tmp_path / "out").exists()
     # One sample, or samples asked to be identical (temperature 0), are what greedy decoding gives: planned.
     for extra in (["--n", "1"], ["--n", "4", "--temperature", "0"]):
@@ -422,7 +424,18 @@ def test_a_profile_naming_an_in_process_model_is_refused_as_hf_local_is(tmp_path
     (profiles / "my-qwen.toml").write_text(
         'model = "prbj-local/Qwen/Qwen2.5-0.5B-Instruct"\npaid = false\napi_key_required = false\n'
     )
-    command = ["bon", "sample", "--policy", "my-qwen", "--providers-dir", str(profiles), "--limit", "1", "--n", "4"]
+    command = [
+        "bon",
+        "sample",
+        "--policy",
+        "my-qwen",
+        "--providers-dir",
+        str(profiles),
+        "--limit",
+        "1",
+        "--n",
+        "4",
+    ]
     command += ["--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
     refused = CliRunner().invoke(main, command)
     assert refused.exit_code == 2, refused.output

@@ -49,9 +49,7 @@ def workspace(tmp_path: Path) -> Path:
     providers = tmp_path / "providers"
     providers.mkdir()
     (providers / "writer.toml").write_text(_profile("openai/writer-model", "OPENAI_API_KEY"))
-    (providers / "critic.toml").write_text(
-        _profile("anthropic/claude-sonnet-4-6", "ANTHROPIC_API_KEY")
-    )
+    (providers / "critic.toml").write_text(_profile("anthropic/claude-sonnet-4-6", "ANTHROPIC_API_KEY"))
     write_fixture(tmp_path / "lamp.jsonl")
     return tmp_path
 

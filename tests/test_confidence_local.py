@@ -72,8 +72,9 @@ def test_a_greedy_local_judge_is_judged_once_under_samples(tmp_path: Path) -> No
     command += ["--out", str(out), "--cache-dir", str(tmp_path / "c")]
     result = CliRunner().invoke(main, command, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    assert f"note: --samples 3: hf-local:{model} decodes greedily (in-process), so it is judged once" in " ".join(
-        result.output.split()
+    assert (
+        f"note: --samples 3: hf-local:{model} decodes greedily (in-process), so it is judged once"
+        in " ".join(result.output.split())
     )
     (run_dir,) = list(out.iterdir())
     frame = pl.read_parquet(run_dir / "judgments.parquet").filter(pl.col("judge") == f"hf-local:{model}")

@@ -28,7 +28,11 @@ from prbj.llm.retry import RetryPolicy, cause_of, is_retryable
 from prbj.llm.transport import ChatCall, LiteLLMTransport
 
 FAST_RETRY = RetryPolicy(max_attempts=4, max_total_seconds=20, initial_wait=0.01, max_wait=0.05)
-KEYS = {"GEMINI_API_KEY": "gem-conformance-1", "OPENAI_API_KEY": "oai-conformance-2", "ANTHROPIC_API_KEY": "ant-3"}
+KEYS = {
+    "GEMINI_API_KEY": "gem-conformance-1",
+    "OPENAI_API_KEY": "oai-conformance-2",
+    "ANTHROPIC_API_KEY": "ant-3",
+}
 PROVIDERS = ("gemini-3-flash", "gpt-5.1", "claude-sonnet-4-6")
 
 
@@ -72,7 +76,9 @@ async def twice(tmp_path: Path, spec: ProviderSpec, request: LLMRequest) -> tupl
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-async def test_hidden_reasoning_that_spends_the_cap_is_truncated_paid_and_replayed(server, tmp_path, name) -> None:
+async def test_hidden_reasoning_that_spends_the_cap_is_truncated_paid_and_replayed(
+    server, tmp_path, name
+) -> None:
     # OpenAI: content "" with reasoning_tokens; Gemini: MAX_TOKENS, content without parts, thoughtsTokenCount;
     # Anthropic: a thinking block and stop_reason max_tokens.
     server.reasoning = 10_000
@@ -113,7 +119,9 @@ async def test_a_reply_cut_at_the_cap_keeps_its_visible_text(server, tmp_path, n
         ("gemini-3-flash", Reply(blocked="SAFETY"), "refused (prompt blocked: SAFETY)"),
     ],
 )
-async def test_refusals_name_the_providers_reason_and_are_replayed(server, tmp_path, name, reply, cause) -> None:
+async def test_refusals_name_the_providers_reason_and_are_replayed(
+    server, tmp_path, name, reply, cause
+) -> None:
     server.reply = lambda request: reply
     bought, replayed = await twice(tmp_path, provider(name, server), ask())
     assert bought.status == "refused" and bought.cause == cause
@@ -166,12 +174,17 @@ async def test_a_delay_longer_than_the_calls_retry_time_ends_it_at_once(server, 
 @pytest.mark.parametrize(
     ("name", "fault"),
     [
-        ("gemini-3-flash", Fault("429-gemini", retry_after=1, quota_id="GenerateRequestsPerDayPerProjectPerModel")),
+        (
+            "gemini-3-flash",
+            Fault("429-gemini", retry_after=1, quota_id="GenerateRequestsPerDayPerProjectPerModel"),
+        ),
         ("gpt-5.1", Fault("insufficient_quota")),
     ],
     ids=["gemini-per-day", "openai-insufficient-quota"],
 )
-async def test_an_exhausted_quota_is_not_retried_and_stops_the_provider(server, tmp_path, name, fault) -> None:
+async def test_an_exhausted_quota_is_not_retried_and_stops_the_provider(
+    server, tmp_path, name, fault
+) -> None:
     server.inject(fault)
     spec = provider(name, server)
     with gateway(tmp_path) as calls:
@@ -259,7 +272,14 @@ def hard_cases(server: ProviderServer) -> None:
 
 def judge(tmp_path: Path, server: ProviderServer, *args: str, name: str = "run") -> Result:
     """`prbj judge --limit 4` in process, with the cache `cache-<name>` and the run directories in `out-<name>`."""
-    command = ["judge", "--no-progress", "--api-base", server.url, "--cache-dir", str(tmp_path / f"cache-{name}")]
+    command = [
+        "judge",
+        "--no-progress",
+        "--api-base",
+        server.url,
+        "--cache-dir",
+        str(tmp_path / f"cache-{name}"),
+    ]
     command += ["--out", str(tmp_path / f"out-{name}"), "--limit", "4", *args]
     return CliRunner().invoke(main, command)
 
@@ -285,7 +305,10 @@ def test_a_run_against_real_provider_behaviour_counts_each_case_apart(server, tm
     pairs = {pair_id for _, pair_id in seen}
     kinds = {kind(p) for p in pairs}
     assert kinds == {"reasoning", "blocked", "answer"}, "the sample must hold every case"
-    blocked_cause = {"gemini-3-flash": "refused (prompt blocked: SAFETY)", "gpt-5.1": "refused (content_filter)"}
+    blocked_cause = {
+        "gemini-3-flash": "refused (prompt blocked: SAFETY)",
+        "gpt-5.1": "refused (content_filter)",
+    }
     for judge_name, cause in blocked_cause.items():
         for pair_id in pairs:
             expected = {
@@ -339,17 +362,23 @@ def test_repair_never_sends_an_empty_assistant_turn(server, tmp_path) -> None:
         if repairing:
             return "Result: A"
         # Every other prompt is cut before any visible text; the rest leave some text but no verdict.
-        return Reply("", LENGTH, reasoning_tokens=50) if zlib.crc32(request.last_user.encode()) % 2 else Reply(
-            "Weighing the first answer against", LENGTH
+        return (
+            Reply("", LENGTH, reasoning_tokens=50)
+            if zlib.crc32(request.last_user.encode()) % 2
+            else Reply("Weighing the first answer against", LENGTH)
         )
 
     server.reply = cut_then_verdict
     result = judge(tmp_path, server, "-p", "gpt-5.1", "--repair")
     repairs = [r for r in server.requests if any(m["role"] == "assistant" for m in r.messages)]
     statuses = [status for status, _ in outcomes(latest_run(tmp_path)).values()]
-    assert repairs and all(m["content"].strip() for r in repairs for m in r.messages if m["role"] == "assistant")
+    assert repairs and all(
+        m["content"].strip() for r in repairs for m in r.messages if m["role"] == "assistant"
+    )
     # The replies with text were repaired into a verdict; the empty ones stay truncated, never asked again.
-    assert statuses.count("ok") == len(repairs) and statuses.count("truncated") == len(statuses) - len(repairs)
+    assert statuses.count("ok") == len(repairs) and statuses.count("truncated") == len(statuses) - len(
+        repairs
+    )
     assert "truncated ×" in result.output
 
 
@@ -367,11 +396,15 @@ def pair_outcomes(tmp_path: Path, name: str) -> dict[str, tuple[str, str | None]
 
 
 def ledger(tmp_path: Path, name: str) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted((tmp_path / f"cache-{name}" / "batches").glob("*.json"))]
+    return [
+        json.loads(p.read_text()) for p in sorted((tmp_path / f"cache-{name}" / "batches").glob("*.json"))
+    ]
 
 
 @pytest.mark.parametrize("family", list(PROFILES))
-def test_batch_lines_cut_off_or_refused_end_as_the_live_replies(server, tmp_path, family, monkeypatch) -> None:
+def test_batch_lines_cut_off_or_refused_end_as_the_live_replies(
+    server, tmp_path, family, monkeypatch
+) -> None:
     monkeypatch.setenv("PRBJ_BATCH_POLL_SECONDS", "0.05")
     hard_cases(server)
     live = batch_judge(server, tmp_path, family, "live")

@@ -70,7 +70,9 @@ def test_the_fingerprint_names_the_bytes_and_the_selection(tmp_path: Path) -> No
     same = load_dataset(str(write_jsonl(tmp_path / "elsewhere" / "b.jsonl", records)))
     assert a.fingerprint() == same.fingerprint()  # where the file lies does not matter, its bytes do
     reordered = load_dataset(str(write_jsonl(tmp_path / "c.jsonl", records[::-1])))
-    changed = load_dataset(str(write_jsonl(tmp_path / "d.jsonl", [*records[:2], make_record(3, chosen="x y")])))
+    changed = load_dataset(
+        str(write_jsonl(tmp_path / "d.jsonl", [*records[:2], make_record(3, chosen="x y")]))
+    )
     pl.DataFrame(records).write_parquet(tmp_path / "e.parquet")
     parquet = load_dataset(str(tmp_path / "e.parquet"))
     assert parquet.fingerprint() == load_dataset(str(tmp_path / "e.parquet")).fingerprint()

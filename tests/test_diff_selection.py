@@ -25,9 +25,13 @@ def test_diff_compares_a_full_run_with_a_subset_run_on_the_pairs_they_share(tmp_
     result = CliRunner().invoke(main, ["diff", str(full), str(subset)])
     assert result.exit_code == 0, result.output + result.stderr
     note = " ".join(result.stderr.split())
-    assert f"{full.name} judged 60 pairs and {subset.name} 20" in note and "comparing the 20 they share" in note
+    assert (
+        f"{full.name} judged 60 pairs and {subset.name} 20" in note and "comparing the 20 they share" in note
+    )
     summary = " ".join(result.stdout.split())
-    assert f"of 40 shared judgments changed from {full.name} to {subset.name}" in summary  # 20 pairs × 2 judges
+    assert (
+        f"of 40 shared judgments changed from {full.name} to {subset.name}" in summary
+    )  # 20 pairs × 2 judges
     assert "A =" not in summary and "[bold]" not in result.stdout
 
 

@@ -18,9 +18,23 @@ MISSING = "API keys not set (a real run needs them): "
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (["judge", "-p", "gemini-3-flash", "--limit", "1", "--no-progress"], "GEMINI_API_KEY (gemini-3-flash)"),
         (
-            ["judge", "-p", "gpt-5.1", "-p", "gemini-3-flash", "-p", "length", "--limit", "1", "--no-progress"],
+            ["judge", "-p", "gemini-3-flash", "--limit", "1", "--no-progress"],
+            "GEMINI_API_KEY (gemini-3-flash)",
+        ),
+        (
+            [
+                "judge",
+                "-p",
+                "gpt-5.1",
+                "-p",
+                "gemini-3-flash",
+                "-p",
+                "length",
+                "--limit",
+                "1",
+                "--no-progress",
+            ],
             "GEMINI_API_KEY (gemini-3-flash), OPENAI_API_KEY (gpt-5.1)",
         ),
         (
@@ -28,12 +42,22 @@ MISSING = "API keys not set (a real run needs them): "
             "OPENAI_API_KEY (gpt-5.1)",
         ),
         (
-            ["build", "--input", str(ROOT / "examples" / "lamp_qa.jsonl"), "--out", "OUT", "-p", "gemini-3-flash"],
+            [
+                "build",
+                "--input",
+                str(ROOT / "examples" / "lamp_qa.jsonl"),
+                "--out",
+                "OUT",
+                "-p",
+                "gemini-3-flash",
+            ],
             "GEMINI_API_KEY (gemini-3-flash)",
         ),
     ],
 )
-def test_a_dry_run_names_the_keys_a_real_run_lacks(args: list[str], named: str, tmp_path: Path, monkeypatch) -> None:
+def test_a_dry_run_names_the_keys_a_real_run_lacks(
+    args: list[str], named: str, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     args = [str(tmp_path / "out") if word == "OUT" else word for word in args]
     result = CliRunner(env=NO_KEYS).invoke(main, [*args, "--dry-run", "--cache-dir", str(tmp_path / "cache")])

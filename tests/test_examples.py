@@ -471,7 +471,12 @@ def stop_servers(example: Example, background: list[Background], failures: list[
     while background:
         server = background.pop()
         # Inspect's viewer is a click command: Ctrl-C ends it with click's "Aborted!" and exit code 1.
-        stopped = (0, 130, -signal.SIGINT, *((1,) if Path(str(server.process.args[0])).name == "inspect" else ()))
+        stopped = (
+            0,
+            130,
+            -signal.SIGINT,
+            *((1,) if Path(str(server.process.args[0])).name == "inspect" else ()),
+        )
         if server.stop() not in stopped:
             failures.append(f"{example.where}: stopping {server.process.args}: " + "\n".join(server.lines))
 

@@ -58,12 +58,16 @@ def test_each_judge_runs_once_per_benchmark_with_its_dataset(tmp_path: Path) -> 
     report = next(s for s in stages if s.name == "report")
     assert set(judges) <= set(report.after)
     build = CommandBuilder(experiment, CLI, tmp_path / "out", progress=False)
-    argv = build.judge(next(s for s in stages if s.name == "judge:bm25@inhouse-support"), max_cost=None, dry_run=False)
+    argv = build.judge(
+        next(s for s in stages if s.name == "judge:bm25@inhouse-support"), max_cost=None, dry_run=False
+    )
     assert argv.argv[:7] == [
         "--provider", "bm25-profile", "--dataset", str(data), "--benchmark", str(tmp_path / "cards" / "mine.toml"),
         "--seed",
     ]  # fmt: skip
-    prism = build.judge(next(s for s in stages if s.name == "judge:length@prism"), max_cost=None, dry_run=False)
+    prism = build.judge(
+        next(s for s in stages if s.name == "judge:length@prism"), max_cost=None, dry_run=False
+    )
     assert prism.argv[2:6] == ["--dataset", "sample", "--benchmark", "prism"]
     assert build.folder(next(s for s in stages if s.name == "judge:length@prism")).name == "length_prism"
 
@@ -72,18 +76,32 @@ def test_a_study_of_one_dataset_keeps_its_stage_names_and_commands(tmp_path: Pat
     experiment = load_experiment(write(tmp_path, '[[judges]]\nprovider = "length"\n'), CLI)
     (stage,) = [s for s in stage_graph(experiment) if s.kind == "judge"]
     assert stage.name == "judge:length" and "benchmark" not in stage.config
-    invocation = CommandBuilder(experiment, CLI, tmp_path, progress=False).judge(stage, max_cost=None, dry_run=False)
+    invocation = CommandBuilder(experiment, CLI, tmp_path, progress=False).judge(
+        stage, max_cost=None, dry_run=False
+    )
     assert "--benchmark" not in invocation.argv
 
 
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ('benchmarks = ["prizm"]', "study.toml:2: field 'experiment.benchmarks[1].card': --benchmark 'prizm': unknown"),
+        (
+            'benchmarks = ["prizm"]',
+            "study.toml:2: field 'experiment.benchmarks[1].card': --benchmark 'prizm': unknown",
+        ),
         ("benchmarks = []", "study.toml:2: field 'experiment.benchmarks': expected a non-empty list"),
-        ('benchmarks = ["prism", "prism"]', "study.toml:2: field 'experiment.benchmarks[2].card': prism is listed"),
-        ('benchmarks = [{card = "prism", data = "x"}]', "field 'experiment.benchmarks[1].data': unknown field"),
-        ('benchmarks = ["prism"]\ndataset = "sample"', "study.toml:3: field 'experiment.dataset': with 'benchmarks'"),
+        (
+            'benchmarks = ["prism", "prism"]',
+            "study.toml:2: field 'experiment.benchmarks[2].card': prism is listed",
+        ),
+        (
+            'benchmarks = [{card = "prism", data = "x"}]',
+            "field 'experiment.benchmarks[1].data': unknown field",
+        ),
+        (
+            'benchmarks = ["prism"]\ndataset = "sample"',
+            "study.toml:3: field 'experiment.dataset': with 'benchmarks'",
+        ),
     ],
 )
 def test_a_benchmark_given_wrong_is_one_line(tmp_path: Path, line: str, expected: str) -> None:

@@ -38,7 +38,9 @@ def share(n: int, right: int, *, offset: int = 0) -> np.ndarray:
 
 def test_oracle_gap_supported_when_the_best_judge_is_far_below() -> None:
     claim = oracle_gap(
-        [outcomes("j", "profile", share(400, 240)), outcomes("j", "oracle", share(400, 380))], SETTINGS, seed=SEED
+        [outcomes("j", "profile", share(400, 240)), outcomes("j", "oracle", share(400, 380))],
+        SETTINGS,
+        seed=SEED,
     )
     assert claim.verdict == "supported"
     assert claim.value == pytest.approx(0.35)
@@ -47,7 +49,9 @@ def test_oracle_gap_supported_when_the_best_judge_is_far_below() -> None:
 
 def test_oracle_gap_contradicted_when_the_oracle_is_barely_better() -> None:
     claim = oracle_gap(
-        [outcomes("j", "profile", share(2000, 1200)), outcomes("j", "oracle", share(2000, 1240))], SETTINGS, seed=SEED
+        [outcomes("j", "profile", share(2000, 1200)), outcomes("j", "oracle", share(2000, 1240))],
+        SETTINGS,
+        seed=SEED,
     )
     assert claim.verdict == "contradicted"
     assert claim.ci_high is not None and claim.ci_high < 0.10
@@ -67,7 +71,9 @@ def test_oracle_gap_compares_the_best_fair_setting_with_its_own_oracle() -> None
             outcomes("weak", "profile", share(400, 200)),
             outcomes("strong", "none", share(400, 300)),
             outcomes("strong", "oracle", share(400, 390)),
-            outcomes("strong", "swapped-profile", share(400, 399)),  # a control, never "the best fair setting"
+            outcomes(
+                "strong", "swapped-profile", share(400, 399)
+            ),  # a control, never "the best fair setting"
         ],
         SETTINGS,
         seed=SEED,
@@ -113,7 +119,9 @@ def test_size_claim_not_tested_below_three_sizes() -> None:
 # --- (c) the raw profile does not help; (d) planner aspects help ------------------------------------------------
 
 
-def contexts(context: str, with_context: np.ndarray, without: np.ndarray, *, judges: int = 2) -> list[Outcomes]:
+def contexts(
+    context: str, with_context: np.ndarray, without: np.ndarray, *, judges: int = 2
+) -> list[Outcomes]:
     found = []
     for judge in range(judges):
         found.append(outcomes(f"j{judge}", context, with_context))

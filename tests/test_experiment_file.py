@@ -231,7 +231,9 @@ def test_defaults_reach_only_the_commands_that_have_them(tmp_path: Path) -> None
     )
     experiment = load_experiment(path, CLI)
     build = CommandBuilder(experiment, CLI, tmp_path / "out")
-    judge = build.judge(next(s for s in stage_graph(experiment) if s.kind == "judge"), max_cost=None, dry_run=False)
+    judge = build.judge(
+        next(s for s in stage_graph(experiment) if s.kind == "judge"), max_cost=None, dry_run=False
+    )
     assert "--rbo-p" not in judge.argv and "--concurrency" in judge.argv
     correlate = build.correlate(next(s for s in stage_graph(experiment) if s.kind == "correlate"), [], [])
     assert correlate.argv[correlate.argv.index("--rbo-p") + 1] == "0.8"
@@ -311,9 +313,11 @@ def test_each_stage_runs_with_what_is_left_of_its_cap_and_of_the_total(tmp_path:
     assert runner.remaining_cap(capped) == pytest.approx(2.0)
     runner.manifest.spent_usd = 12.0
     assert runner.remaining_cap(free) == 0.0
-    argv = CommandBuilder(runner.experiment, CLI, runner.directory).judge(
-        capped, max_cost=runner.remaining_cap(capped), dry_run=False
-    ).argv
+    argv = (
+        CommandBuilder(runner.experiment, CLI, runner.directory)
+        .judge(capped, max_cost=runner.remaining_cap(capped), dry_run=False)
+        .argv
+    )
     assert argv[argv.index("--max-cost") + 1] == "0.000000"
 
 

@@ -64,7 +64,9 @@ def kill_in(
     kill the process a random moment later; the stage the manifest shows running then ("finished" when the
     process ended first)."""
     later = CALLING_STAGES[CALLING_STAGES.index(target) :]
-    proc = subprocess.Popen(command(experiment, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env())
+    proc = subprocess.Popen(
+        command(experiment, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env()
+    )
     start = len(server.requests)
     deadline = time.monotonic() + 180
     while proc.poll() is None:
@@ -89,7 +91,9 @@ def test_killed_runs_resume_to_the_same_figures_without_paying_twice(tmp_path: P
     with ProviderServer(reply=reply) as server:
         # Long enough that a stage's calls take about a second, so that kills land inside stages.
         server.latency = 0.2
-        reference = write_experiment(tmp_path / "reference.toml", url=server.url, cache=tmp_path / "cache-ref", limit=2)
+        reference = write_experiment(
+            tmp_path / "reference.toml", url=server.url, cache=tmp_path / "cache-ref", limit=2
+        )
         result = CliRunner().invoke(main, ["run", str(reference), "--out", str(tmp_path / "reference")])
         assert result.exit_code == 0, result.output
         uninterrupted = Counter(request_key(r) for r in server.requests)

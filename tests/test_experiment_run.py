@@ -83,8 +83,13 @@ def test_dry_run_counts_equal_the_calls_the_run_makes(server: ProviderServer, tm
         assert plan[stage][0] == calls[stage] == sent[stage], stage
     assert plan["bon-score"][1], "scores of samples not yet written are an upper bound"
     # Gold grades depend on the picks: before they exist the plan is an upper bound...
-    assert plan["bon-evaluate"][1] and plan["bon-evaluate"][0] >= calls["bon-evaluate"] == sent["bon-evaluate"] > 0
-    assert all(calls[name] == 0 for name in ("judge:random", "judge:length", "judge:bm25-profile", "correlate"))
+    assert (
+        plan["bon-evaluate"][1]
+        and plan["bon-evaluate"][0] >= calls["bon-evaluate"] == sent["bon-evaluate"] > 0
+    )
+    assert all(
+        calls[name] == 0 for name in ("judge:random", "judge:length", "judge:bm25-profile", "correlate")
+    )
 
     # ... and exact once they do: a second study, stage by stage up to the picks, then the plan, then the rest.
     second = Study.make(tmp_path / "staged", server)
@@ -96,7 +101,11 @@ def test_dry_run_counts_equal_the_calls_the_run_makes(server: ProviderServer, tm
     assert len(server.requests) == before
     assert planned["bon-evaluate"][1] is False, "the picks exist: the count is exact"
     second.run()
-    assert planned["bon-evaluate"][0] == second.manifest().stages["bon-evaluate"].calls_sent == calls["bon-evaluate"]
+    assert (
+        planned["bon-evaluate"][0]
+        == second.manifest().stages["bon-evaluate"].calls_sent
+        == calls["bon-evaluate"]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +136,9 @@ def test_editing_one_judge_reruns_only_that_judge_and_the_stages_after_it(finish
     # within the second of the one before it, so they cannot tell a rerun stage from a skipped one.
     rerun = {name for name in before if f"{name}: up to date" not in output}
     assert rerun == {"judge:judge-a", "correlate", "report"}
-    assert before["judge:judge-a"][1] != after["judge:judge-a"][1], "the edited judge writes a new run directory"
+    assert before["judge:judge-a"][1] != after["judge:judge-a"][1], (
+        "the edited judge writes a new run directory"
+    )
     assert all(before[name] == after[name] for name in before if name not in rerun)
     # Only the edited judge's new calls were bought (the answers in the other order); the planner's came from
     # the cache, and the dry run counted exactly those.

@@ -66,16 +66,22 @@ def test_the_sample_experiment_equals_its_commands_run_one_by_one(tmp_path: Path
          "--k", "max", "--seed", 42, "--out", hand / "correlation")  # fmt: skip
 
     # Judge runs: summary.json is a pure function of data, judges and seed: byte for byte the same.
-    names = {"random": "random", "length": "length", "bm25-profile": "bm25-profile", "embed-profile": "embed-profile"}
+    names = {
+        "random": "random",
+        "length": "length",
+        "bm25-profile": "bm25-profile",
+        "embed-profile": "embed-profile",
+    }
     names |= {name: Path(name).name for name in TINY}
     for name, run in runs.items():
         (mine,) = [p for p in (experiment / "judges" / names[name]).iterdir() if p.is_dir()]
         assert (mine / "summary.json").read_bytes() == (run / "summary.json").read_bytes(), name
     # Best-of-N curves, and the correlation table.
     (my_bon,) = [p for p in (experiment / "bon").iterdir() if p.is_dir()]
-    assert json.loads((my_bon / "summary.json").read_text())["results"] == json.loads(
-        (bon / "summary.json").read_text()
-    )["results"]
+    assert (
+        json.loads((my_bon / "summary.json").read_text())["results"]
+        == json.loads((bon / "summary.json").read_text())["results"]
+    )
     ours = json.loads((experiment / "correlation" / "correlation.json").read_text())
     theirs = json.loads((hand / "correlation" / "correlation.json").read_text())
     assert ours["comparisons"] == theirs["comparisons"] and ours["comparisons"]
@@ -95,5 +101,10 @@ def test_the_sample_experiment_equals_its_commands_run_one_by_one(tmp_path: Path
     assert verdicts["b"] != "not tested" and verdicts["c"] != "not tested" and verdicts["e"] != "not tested"
     assert len(summary["parameters"]["points"]) == 3
     report = (experiment / "report.html").read_text()
-    for section in ("Claims", "Accuracy against parameter count", "Context effects", "Downstream correlation"):
+    for section in (
+        "Claims",
+        "Accuracy against parameter count",
+        "Context effects",
+        "Downstream correlation",
+    ):
         assert section in report

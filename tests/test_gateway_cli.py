@@ -170,7 +170,9 @@ def test_two_processes_share_one_cache(server, tmp_path) -> None:
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_an_interrupted_run_resumes_without_paying_twice(server, tmp_path, how) -> None:
     server.latency = 0.25
-    command = prbj(server, tmp_path, "--limit", "5", "--max-concurrency", "2")  # two requests in flight at most
+    command = prbj(
+        server, tmp_path, "--limit", "5", "--max-concurrency", "2"
+    )  # two requests in flight at most
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
     deadline = time.monotonic() + 120
     while server.count() < 6 and time.monotonic() < deadline:

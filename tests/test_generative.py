@@ -164,7 +164,16 @@ class Harness:
         self.runs += 1
         out = self.tmp_path / f"out-{self.runs}"
         # Made-up pairs, nothing personal: they may go to any provider.
-        command = ["judge", "--no-progress", "--dataset", str(dataset), "--personal-data", "any", "--out", str(out)]
+        command = [
+            "judge",
+            "--no-progress",
+            "--dataset",
+            str(dataset),
+            "--personal-data",
+            "any",
+            "--out",
+            str(out),
+        ]
         command += ["--api-base", self.server.url, "--cache-dir", str(self.cache)]
         command += ["--providers-dir", str(self.providers_dir)]
         if provider is not None:

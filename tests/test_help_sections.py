@@ -35,7 +35,16 @@ def test_the_first_screen_shows_the_options_most_runs_use() -> None:
     lines = _help()
     screen = "\n".join(lines[:FIRST_SCREEN])
     assert lines[lines.index("Common options:") - 1] == ""
-    for option in ("--provider", "--dataset", "--subset", "--limit", "--context", "--max-cost", "--dry-run", "--out"):
+    for option in (
+        "--provider",
+        "--dataset",
+        "--subset",
+        "--limit",
+        "--context",
+        "--max-cost",
+        "--dry-run",
+        "--out",
+    ):
         assert option in screen, option
     assert "Examples:" not in screen  # the examples follow the options
 

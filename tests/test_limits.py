@@ -33,7 +33,11 @@ from prbj.runs.engine import run_jobs
 from prbj.runs.progress import JobProgress, Meter
 
 FAST_RETRY = RetryPolicy(max_attempts=20, max_total_seconds=30, initial_wait=0.01, max_wait=0.05)
-KEYS = {"OPENAI_API_KEY": "oai-limits-test", "ANTHROPIC_API_KEY": "ant-limits-test", "GEMINI_API_KEY": "g-test"}
+KEYS = {
+    "OPENAI_API_KEY": "oai-limits-test",
+    "ANTHROPIC_API_KEY": "ant-limits-test",
+    "GEMINI_API_KEY": "g-test",
+}
 NO_TICKET = Ticket((None, None, None))
 
 
@@ -96,7 +100,11 @@ def test_anthropic_headers_with_rfc3339_resets() -> None:
     stated = stated_limits(headers, now)
     assert stated is not None and stated.shape == "anthropic"
     assert stated.requests == Quota(2000, 1999, 30.0)
-    assert (stated.input_tokens.limit, stated.output_tokens.limit, stated.tokens.limit) == (800_000, 160_000, None)
+    assert (stated.input_tokens.limit, stated.output_tokens.limit, stated.tokens.limit) == (
+        800_000,
+        160_000,
+        None,
+    )
 
 
 @pytest.mark.parametrize("bad", ["nan", "inf", "-5", "0", "fast", ""])
@@ -305,7 +313,9 @@ def test_progress_shows_the_current_rate(monkeypatch: pytest.MonkeyPatch) -> Non
         ("gpt-5.1", Limits(requests=2400, tokens=20_000_000)),
     ],
 )
-async def test_a_provider_stating_40x_the_profile_is_run_at_its_stated_limit(server, tmp_path, name, limits) -> None:
+async def test_a_provider_stating_40x_the_profile_is_run_at_its_stated_limit(
+    server, tmp_path, name, limits
+) -> None:
     server.latency = 0.05
     server.limits.enforce = server.limits.state = limits
     # The profile's own limits a fortieth of the stated ones: 60 requests a minute (120 calls would take 2 min).
@@ -368,7 +378,13 @@ async def test_an_enforced_limit_without_headers_answers_gemini_429s_and_the_pro
         # Claude's 30,000 input tokens a minute at ~800 tokens a request (~37 requests a minute, issue 30): requests
         # in flight are sized from the input-token limit, so requests wait for a place in flight, and it was the
         # input-token limit that set the pace (the calls table said "in flight (rate × latency)").
-        ("claude-sonnet-4-6", {"rpm": 100_000, "input_tpm": 30_000, "output_tpm": None}, 10, 800, "input-tokens"),
+        (
+            "claude-sonnet-4-6",
+            {"rpm": 100_000, "input_tpm": 30_000, "output_tpm": None},
+            10,
+            800,
+            "input-tokens",
+        ),
         # The same input-token limit in force, but the request rate is the tighter: still the rate.
         ("claude-sonnet-4-6", {"rpm": 300, "input_tpm": 30_000, "output_tpm": None}, 10, 20, "rate"),
     ],
@@ -379,7 +395,9 @@ async def test_the_run_says_what_bound_it(server, tmp_path, name, changes, calls
     profile = replace(resolve_provider(name, api_base=server.url), **changes)
     gateway = Gateway(ResponseCache(tmp_path / "cache"), retry=FAST_RETRY)
     padding = " word" * (words - 1)
-    results = await asyncio.gather(*[gateway.call(profile, ask(f"question {i}{padding}")) for i in range(calls)])
+    results = await asyncio.gather(
+        *[gateway.call(profile, ask(f"question {i}{padding}")) for i in range(calls)]
+    )
     gateway.close()
     assert all(result.ok for result in results)
     row = gateway.stats()[0].as_dict()
@@ -395,7 +413,9 @@ def test_judge_says_when_the_input_token_limit_bound_it(server, tmp_path: Path) 
     server.latency = 0.2
     providers = tmp_path / "providers"
     providers.mkdir()
-    (providers / "claude.toml").write_text('extends = "claude-sonnet-4-6"\nrpm = 100_000\ninput_tpm = 30_000\n')
+    (providers / "claude.toml").write_text(
+        'extends = "claude-sonnet-4-6"\nrpm = 100_000\ninput_tpm = 30_000\n'
+    )
     result = CliRunner().invoke(
         main,
         [

@@ -229,9 +229,7 @@ def test_a_model_that_cannot_load_fails_each_call_once_without_retries(tmp_path:
 
     async def go() -> list[object]:
         gateway = Gateway()
-        provider = resolve_provider(
-            f"hf-local:{broken}", providers_dir=None, api_base=None, gateway=gateway
-        )
+        provider = resolve_provider(f"hf-local:{broken}", providers_dir=None, api_base=None, gateway=gateway)
         return await asyncio.gather(
             *(gateway.call(provider, LLMRequest.chat(None, f"q{i}")) for i in range(2))
         )
@@ -361,7 +359,9 @@ def test_prbj_judge_with_a_local_model_reports_its_verdicts(says_b_llama: Path, 
     assert usage["requests_sent"] == 0 and usage["cache_hits"] == 9
 
 
-def test_prbj_judge_counts_a_rambling_local_model_as_cut_off_or_unreadable(random_llama: Path, tmp_path: Path) -> None:
+def test_prbj_judge_counts_a_rambling_local_model_as_cut_off_or_unreadable(
+    random_llama: Path, tmp_path: Path
+) -> None:
     code, output, run_dir = _judge(
         tmp_path,
         "-p",

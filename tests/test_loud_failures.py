@@ -73,7 +73,9 @@ def test_the_error_that_fails_a_run_is_one_whole_line_at_any_width(server, tmp_p
     result, _ = judge(tmp_path, server.url)
     assert result.exit_code == 1, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert lines == [f"error: gpt-5.1 (none) had no successful judgment ({PAIRS}/{PAIRS} failed; causes above)"]
+    assert lines == [
+        f"error: gpt-5.1 (none) had no successful judgment ({PAIRS}/{PAIRS} failed; causes above)"
+    ]
 
 
 def test_a_closed_port_ends_in_seconds_with_the_cause(tmp_path) -> None:
@@ -178,7 +180,9 @@ def test_calls_table_causes_and_progress_count_the_same_calls(server, tmp_path, 
 
 def test_calls_stopped_by_ctrl_c_are_not_sent_not_failed(server) -> None:
     """Issue 26: after Ctrl-C the progress line counted calls never sent as "failed"."""
-    spec = ProviderSpec(name="p", model="openai/p", api_key_env="OPENAI_API_KEY", paid=False, api_base=server.url)
+    spec = ProviderSpec(
+        name="p", model="openai/p", api_key_env="OPENAI_API_KEY", paid=False, api_base=server.url
+    )
     stopping = asyncio.Event()
     stopping.set()
 

@@ -119,13 +119,25 @@ def test_judge_fills_the_cap_and_says_so(server, tmp_path, concurrency) -> None:
     providers = _capped_profile(tmp_path, concurrency)
     fan_out = ["--concurrency", str(concurrency)] if concurrency else []
     result = run(
-        prbj(server, tmp_path, "--limit", "20", "--max-cost", "0.1", *fan_out, "--providers-dir", str(providers))
+        prbj(
+            server,
+            tmp_path,
+            "--limit",
+            "20",
+            "--max-cost",
+            "0.1",
+            *fan_out,
+            "--providers-dir",
+            str(providers),
+        )
     )
     assert result.returncode == 1, result.stderr
     usage = json.loads((latest_run(tmp_path) / "run.json").read_text())["usage"][0]
     assert 0.09 <= usage["cost_usd"] <= 0.1
     assert usage["requests_sent"] == server.count() == 19
-    assert f"budget reached: $0.0950 of $0.1000 spent, {usage['skipped_budget']} calls not sent" in result.stdout
+    assert (
+        f"budget reached: $0.0950 of $0.1000 spent, {usage['skipped_budget']} calls not sent" in result.stdout
+    )
 
 
 # --- item 6: two processes on one cache buy each answer once -------------------------------------------------

@@ -88,7 +88,10 @@ def test_a_hub_folder_is_read_with_every_split_by_file_name(tmp_path: Path) -> N
 
 def test_a_per_user_parquet_file_reads_like_its_jsonl(tmp_path: Path) -> None:
     records = user_records(("u1", "u2"))
-    flat = [{**r, "chosen": r["chosen"] if isinstance(r["chosen"], str) else r["chosen"]["content"]} for r in records]
+    flat = [
+        {**r, "chosen": r["chosen"] if isinstance(r["chosen"], str) else r["chosen"]["content"]}
+        for r in records
+    ]
     for record in flat:
         record.setdefault("context", None)
         record.setdefault("prompt", None)
@@ -137,7 +140,9 @@ def test_records_of_one_user_may_not_disagree_about_who_the_user_is(tmp_path: Pa
     records = user_records(("u1",))
     records[3]["persona"] = "someone else entirely"
     path = write_jsonl(tmp_path / "users.jsonl", records)
-    with pytest.raises(DataError, match=rf"{path}:4: field 'persona': user 'u1' has another persona at {path}:1"):
+    with pytest.raises(
+        DataError, match=rf"{path}:4: field 'persona': user 'u1' has another persona at {path}:1"
+    ):
         load_dataset(str(path))
 
 
@@ -150,7 +155,18 @@ def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
 
 
 def test_best_of_n_refuses_per_user_data_it_could_not_grade(users_file: Path, tmp_path: Path) -> None:
-    args = ["bon", "sample", "--policy", "demo", "--n", "2", "--dataset", str(users_file), "--out", str(tmp_path)]
+    args = [
+        "bon",
+        "sample",
+        "--policy",
+        "demo",
+        "--n",
+        "2",
+        "--dataset",
+        str(users_file),
+        "--out",
+        str(tmp_path),
+    ]
     result = CliRunner().invoke(main, [*args, "--no-progress"])
     assert result.exit_code == 2
     assert "per-user data has no rubric aspects to grade best-of-N picks with" in result.output

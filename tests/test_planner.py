@@ -69,7 +69,10 @@ def test_parse_aspects_reads_bullets_or_lines() -> None:
         ("Aspects:\n", []),
         ("", []),
         ("<think>- maybe cost</think>\n- **Budget**: cheap\n- Budget: cheap", ["Budget: cheap"]),
-        ("Here is the list:\n1. Hands-on steps\n2) Cost\n- I am unsure about tone", ["Hands-on steps", "Cost"]),
+        (
+            "Here is the list:\n1. Hands-on steps\n2) Cost\n- I am unsure about tone",
+            ["Hands-on steps", "Cost"],
+        ),
         ("Prefers concise answers", ["Prefers concise answers"]),
     ],
 )

@@ -412,7 +412,16 @@ def test_questions_and_answers_are_pseudonymized_when_asked(tmp_path: Path, serv
     record = make_record(1, question=f"Can you email {ANA_EMAIL} a film list?")
     record["profile"] = [{"id": "p1", "category": "photo", "text": f"I am {ANA_EMAIL}."}]
     dataset = write_jsonl(tmp_path / "mine.jsonl", [record])
-    base = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized", "--context", "profile")
+    base = (
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--personal-data",
+        "pseudonymized",
+        "--context",
+        "profile",
+    )
     assert judge(tmp_path, *base, dataset=dataset)[0] == 0
     [left_alone] = sent_bodies(server)
     assert f"Can you email {ANA_EMAIL}" in left_alone and f"I am {ANA_EMAIL}" not in left_alone
@@ -627,7 +636,11 @@ def test_pseudonyms_are_per_user_across_that_users_pairs() -> None:
 
 # --- the per-user layout: personas, earlier choices, stated facts, conversations ----------------------------------
 
-CARA_EMAIL, CARA_PHONE, CARA_URL = "cara.ng@example.org", "+1 206-555-0147", "https://cara-ng.example.net/trips"
+CARA_EMAIL, CARA_PHONE, CARA_URL = (
+    "cara.ng@example.org",
+    "+1 206-555-0147",
+    "https://cara-ng.example.net/trips",
+)
 DAN_EMAIL, DAN_URL = "dan.ruiz@example.com", "https://danruiz.example.com/bikes"
 PLANTED_PER_USER = (CARA_EMAIL, CARA_PHONE, CARA_URL, DAN_EMAIL, DAN_URL)
 
@@ -690,7 +703,16 @@ def test_pseudonymized_per_user_data_sends_caches_and_files_none_of_its_personal
     from prbj.view.catalog import Catalog
 
     dataset = write_jsonl(tmp_path / "users.jsonl", per_user_records())
-    args = ["-p", "gpt-5.1", "--api-base", server.url, "--context", "profile", "--personal-data", "pseudonymized"]
+    args = [
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--context",
+        "profile",
+        "--personal-data",
+        "pseudonymized",
+    ]
     code, output, run_dir = judge(tmp_path, *args, dataset=dataset)
     assert code == 0, output
     assert run_dir is not None

@@ -22,7 +22,10 @@ from prbj.data.validate import parse_pair
 def _legacy_posts(question: str, posts, k: int) -> str:
     """How the posts were shown before profiles had kinds (the planner's own formatter)."""
     ranked = rank_profile(question, posts, k)
-    return "\n".join(f"- [{p.category or 'post'}] {' '.join(p.text.split())}" for p in ranked) or "(no past posts)"
+    return (
+        "\n".join(f"- [{p.category or 'post'}] {' '.join(p.text.split())}" for p in ranked)
+        or "(no past posts)"
+    )
 
 
 def test_posts_alone_are_shown_exactly_as_before() -> None:
@@ -33,7 +36,9 @@ def test_posts_alone_are_shown_exactly_as_before() -> None:
 
 
 HISTORY = (
-    Preference("h1", "How do I bake sourdough bread at home?", "Use a starter and a long cold proof.", "Buy yeast."),
+    Preference(
+        "h1", "How do I bake sourdough bread at home?", "Use a starter and a long cold proof.", "Buy yeast."
+    ),
     Preference("h2", "Which camera lens for portraits?", "A bright 50 mm prime.", "A superzoom."),
     Preference("h3", "Best film stock for portraits?", "Portra 400 for skin tones.", "Any film."),
 )
@@ -90,7 +95,9 @@ def test_a_privacy_step_rewrites_every_profile_text_through_one_place() -> None:
 def test_an_export_scrubs_quotes_of_every_kind_of_profile_text() -> None:
     from prbj.export.privacy import ProfileScrubber, personal_texts
 
-    pair = dataclasses.replace(parse_pair(make_record(1)), history=HISTORY, persona="Ana walks her dog at dawn")
+    pair = dataclasses.replace(
+        parse_pair(make_record(1)), history=HISTORY, persona="Ana walks her dog at dawn"
+    )
     assert {"Ana walks her dog at dawn", "Use a starter and a long cold proof."} <= set(personal_texts(pair))
     scrubbed = ProfileScrubber([pair]).scrub("They once chose to use a starter and a long cold proof, so A.")
     assert scrubbed is not None and "long cold proof" not in scrubbed

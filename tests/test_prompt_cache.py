@@ -149,7 +149,9 @@ def test_the_orders_of_a_pair_wait_for_each_other_only_when_the_second_may_read_
 
     def reply(request) -> str:
         user = request.last_user
-        return "Result: A (chosen first)" if user.index(pair.chosen) < user.index(pair.rejected) else "Result: B"
+        return (
+            "Result: A (chosen first)" if user.index(pair.chosen) < user.index(pair.rejected) else "Result: B"
+        )
 
     server.reply = reply
     try:

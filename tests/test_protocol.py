@@ -181,7 +181,9 @@ async def test_the_official_gold_call_and_its_list_parse(
         plain = ProviderSpec(name="gold", model="openai/gold-judge", api_key_env=None, paid=False)
         assert with_params(plain, gold_params(repo)).params == {"max_tokens": 32, "temperature": 0.0}
         # A reasoning model gets room for its reasoning and no temperature it does not take (test_param_rules).
-        spec = replace(with_params(resolve_provider("gpt-5.1", api_base=running.url), gold_params(repo)), rpm=None)
+        spec = replace(
+            with_params(resolve_provider("gpt-5.1", api_base=running.url), gold_params(repo)), rpm=None
+        )
         judge = gold_judge(spec, Gateway(None, retry=RetryPolicy(max_attempts=1)), "per-answer", repo)
         (request,) = judge.requests(pair, "an answer")
         assert request.messages[0]["content"] == "TEST-GOLD-SYSTEM line."
@@ -222,7 +224,9 @@ def test_an_official_repo_that_is_not_there_is_refused_even_when_no_judge_reads_
     from prbj.cli import main
 
     args = ["judge", "--no-progress", "-p", "length", "--limit", "1", "--out", str(tmp_path / "out")]
-    result = CliRunner().invoke(main, [*args, "--protocol", protocol, "--official-repo", str(tmp_path / "nowhere")])
+    result = CliRunner().invoke(
+        main, [*args, "--protocol", protocol, "--official-repo", str(tmp_path / "nowhere")]
+    )
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines() == [
         f"error: --official-repo {tmp_path / 'nowhere'}: no such folder (your clone of "

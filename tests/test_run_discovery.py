@@ -48,9 +48,13 @@ def test_runs_are_found_at_any_depth(reports: dict[str, Path]) -> None:
     assert rundir.run_kind(root / "experiments" / "demo") == "experiment"
 
 
-def test_report_over_a_glob_takes_the_runs_under_each_folder(reports: dict[str, Path], tmp_path: Path) -> None:
+def test_report_over_a_glob_takes_the_runs_under_each_folder(
+    reports: dict[str, Path], tmp_path: Path
+) -> None:
     root = reports["top"].parent
-    folders = sorted(str(path) + "/" for path in root.iterdir() if path.is_dir())  # what reports/*/ expands to
+    folders = sorted(
+        str(path) + "/" for path in root.iterdir() if path.is_dir()
+    )  # what reports/*/ expands to
     out = tmp_path / "board"
     result = CliRunner().invoke(main, ["report", *folders, "--out", str(out), "--quiet"])
     assert result.exit_code == 0, result.output
@@ -82,7 +86,9 @@ def test_view_bundle_of_the_experiments_folder_shows_its_runs_not_an_error_page(
     reports: dict[str, Path], tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
-    result = CliRunner().invoke(main, ["view", "--bundle", str(site), str(reports["top"].parent / "experiments")])
+    result = CliRunner().invoke(
+        main, ["view", "--bundle", str(site), str(reports["top"].parent / "experiments")]
+    )
     assert result.exit_code == 0, result.output
     pages = "".join(page.read_text() for page in site.rglob("*.html"))
     assert reports["experiment"].name in pages
@@ -101,4 +107,3 @@ def test_a_folder_holding_no_run_is_one_line_and_exit_2(
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and "not a run directory" in lines[0], lines
     assert not site.exists()
-

@@ -198,4 +198,7 @@ def test_a_cut_off_or_refused_reply_is_never_served_as_a_reward(
         status, answer = _post(f"{url}/score", {**body, "response_text": "A long-winded answer."})
         assert status == 500 and "truncated: the reply reached its output cap" in answer["error"]
         status, answer = _post(f"{url}/score", {**body, "response_text": "A blocked answer."})
-        assert status == 500 and "refused: the provider refused to answer (prompt blocked: SAFETY)" in answer["error"]
+        assert (
+            status == 500
+            and "refused: the provider refused to answer (prompt blocked: SAFETY)" in answer["error"]
+        )

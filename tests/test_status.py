@@ -40,11 +40,15 @@ def test_no_module_declares_its_own_list_of_statuses() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Tuple | ast.Set | ast.List):
-                names = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                names = {
+                    e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
                 if len(names & set(STATUSES)) >= 3:
                     offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
             if isinstance(node, ast.Dict) and path.name != "status.py":
-                names = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                names = {
+                    k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                }
                 if len(names & set(STATUSES)) >= 3:
                     offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not offenders, f"statuses declared outside prbj/data/status.py: {offenders}"

@@ -75,10 +75,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         (run,) = list((root / out).iterdir())
         return run
 
-    sure = judge("sure", "-p", "bm25-profile", "--confidence", "available", "--subset", "art", "--subset", "life")
+    sure = judge(
+        "sure", "-p", "bm25-profile", "--confidence", "available", "--subset", "art", "--subset", "life"
+    )
     calibrated = runner.invoke(main, ["calibrate", str(sure), "--target-error", "0.2", "--delta", "0.2"])
     assert calibrated.exit_code == 0, calibrated.output
-    selective = judge("all", "-p", "bm25-profile", "-p", "length", "--selective", str(sure / "selective.json"))
+    selective = judge(
+        "all", "-p", "bm25-profile", "-p", "length", "--selective", str(sure / "selective.json")
+    )
     return {"sure": sure, "selective": selective, "plain": judge("plain", "-p", "length", "-p", "random")}
 
 
@@ -150,11 +154,19 @@ def test_providers_keeps_wrapped_values_under_their_value_at_60_columns() -> Non
 
 def test_check_labels_its_verdict_column(runs: dict[str, Path], tmp_path: Path) -> None:
     baseline = tmp_path / "base.json"
-    made = CliRunner().invoke(main, ["check", str(runs["plain"]), "--baseline", str(baseline), "--update-baseline"])
+    made = CliRunner().invoke(
+        main, ["check", str(runs["plain"]), "--baseline", str(baseline), "--update-baseline"]
+    )
     assert made.exit_code == 0, made.output
-    wide = CliRunner(env={"COLUMNS": "200"}).invoke(main, ["check", str(runs["plain"]), "--baseline", str(baseline)])
-    header = next(line for line in wide.output.splitlines() if line.split()[:3] == ["judge", "context", "subset"])
+    wide = CliRunner(env={"COLUMNS": "200"}).invoke(
+        main, ["check", str(runs["plain"]), "--baseline", str(baseline)]
+    )
+    header = next(
+        line for line in wide.output.splitlines() if line.split()[:3] == ["judge", "context", "subset"]
+    )
     assert header.split()[-1] == "verdict", header
-    narrow = CliRunner(env={"COLUMNS": "60"}).invoke(main, ["check", str(runs["plain"]), "--baseline", str(baseline)])
+    narrow = CliRunner(env={"COLUMNS": "60"}).invoke(
+        main, ["check", str(runs["plain"]), "--baseline", str(baseline)]
+    )
     verdicts = [line for line in narrow.output.splitlines() if line.strip().endswith("PASS")]
     assert verdicts and all(line.split()[0] == "verdict" for line in verdicts), narrow.output

@@ -88,9 +88,18 @@ def users(tmp_path: Path) -> Path:
 
 def ask(server: ProviderServer, openai_profiles: Path, tmp_path: Path, *args: str) -> list[ChatRequest]:
     server.reset()
-    shared = ["--api-base", server.url, "--providers-dir", str(openai_profiles), "--cache-dir", str(tmp_path / "cache")]
+    shared = [
+        "--api-base",
+        server.url,
+        "--providers-dir",
+        str(openai_profiles),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     shared += ["--personal-data", "any"]  # made-up users
-    result = CliRunner().invoke(main, ["judge", *args, *shared, "--out", str(tmp_path / "out"), "--no-progress"])
+    result = CliRunner().invoke(
+        main, ["judge", *args, *shared, "--out", str(tmp_path / "out"), "--no-progress"]
+    )
     assert result.exit_code == 0, result.output
     return list(server.requests)
 
@@ -128,7 +137,9 @@ def test_the_planner_sees_its_users_history_only_and_the_judge_its_aspects(
 @pytest.fixture(scope="module")
 def tiny_rm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     texts = [" ".join(str(v) for v in r.values()) for r in user_records()]
-    texts.append("what is known about this user persona stated preferences earlier choices asked preferred over")
+    texts.append(
+        "what is known about this user persona stated preferences earlier choices asked preferred over"
+    )
     return build_reward_model(tmp_path_factory.mktemp("leak-rm") / "rm", texts)
 
 

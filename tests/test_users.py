@@ -87,7 +87,9 @@ def test_a_user_with_no_decided_pair_is_counted_but_left_out_of_the_mean() -> No
 # --- cluster bootstrap ------------------------------------------------------------------------------------
 
 
-def _naive_cluster_bootstrap(correct: np.ndarray, decided: np.ndarray, resamples: int) -> tuple[np.ndarray, ...]:
+def _naive_cluster_bootstrap(
+    correct: np.ndarray, decided: np.ndarray, resamples: int
+) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(123)
     picks = rng.integers(0, correct.size, size=(resamples, correct.size))
     pooled = correct[picks].sum(axis=1) / decided[picks].sum(axis=1)
@@ -122,7 +124,8 @@ def test_with_one_pair_per_user_user_figures_are_the_pair_figures_without_a_seco
     outcomes = rng.uniform(size=(3, 997)) < rng.uniform(0.3, 0.9, size=(3, 1))
     for row in outcomes:
         rows = [
-            judgment(f"p{i:04d}", SUBSET, "j", correct=bool(c)) | {"user_id": f"u{i:04d}"} for i, c in enumerate(row)
+            judgment(f"p{i:04d}", SUBSET, "j", correct=bool(c)) | {"user_id": f"u{i:04d}"}
+            for i, c in enumerate(row)
         ]
         frame = frame_of(rows)
         # The point estimate: the mean over users, computed its own way, is the pair accuracy to the last bit.
@@ -131,9 +134,18 @@ def test_with_one_pair_per_user_user_figures_are_the_pair_figures_without_a_seco
         # The intervals: given once, from the pair bootstrap, never resampled over users again.
         monkeypatch.setattr(counts_module, "cluster_intervals", _refuse)
         figures = counts_module.user_figures(
-            frame, seed=1, accuracy=overall.accuracy, pair_interval=(0.1, 0.9), resamples=2000, confidence=0.95
+            frame,
+            seed=1,
+            accuracy=overall.accuracy,
+            pair_interval=(0.1, 0.9),
+            resamples=2000,
+            confidence=0.95,
         )
-        assert (figures.user_accuracy, figures.user_ci_low, figures.user_ci_high) == (overall.accuracy, 0.1, 0.9)
+        assert (figures.user_accuracy, figures.user_ci_low, figures.user_ci_high) == (
+            overall.accuracy,
+            0.1,
+            0.9,
+        )
         assert (figures.ci_low, figures.ci_high) == (0.1, 0.9)
         monkeypatch.undo()
         # ...which is what resampling one-pair users would give, within the resampling error.
@@ -153,7 +165,9 @@ def _refuse(*_args: object, **_kwargs: object) -> None:
 
 
 def test_the_prb_sample_writes_no_user_figures_and_says_they_coincide(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["judge", "--no-progress", "--out", str(tmp_path)], catch_exceptions=False)
+    result = CliRunner().invoke(
+        main, ["judge", "--no-progress", "--out", str(tmp_path)], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     assert "one pair per user, so user accuracy = pair accuracy" in " ".join(result.output.split())
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
@@ -222,7 +236,9 @@ def test_compare_judges_resamples_users_and_widens_what_pairs_alone_would_claim(
     assert comparison.difference == naive.difference
     (row,) = power_rows([comparison], delta=0.05)
     plain = math.ceil(pairs_needed_exact(comparison.discordance, 0.05))
-    assert row["pairs_needed"] == math.ceil(pairs_needed_exact(comparison.discordance, 0.05) * comparison.design_effect)
+    assert row["pairs_needed"] == math.ceil(
+        pairs_needed_exact(comparison.discordance, 0.05) * comparison.design_effect
+    )
     assert row["pairs_needed"] > plain and row["design_effect"] == comparison.design_effect
     assert "design_effect" not in power_rows([naive], delta=0.05)[0]
 
@@ -233,7 +249,10 @@ def test_check_passes_a_drop_that_one_users_pairs_make_together(tmp_path: Path) 
         judgment(f"p{u}-{k}", SUBSET, "j") | {"user_id": users[u]} for u in range(4) for k in range(10)
     ]
     # Now every pair of one user is wrong: 10 lost, 0 gained. Independent pairs would call that significant.
-    run_rows = [row | {"correct": False, "verdict": "rejected"} if row["user_id"] == "u0" else row for row in base_rows]
+    run_rows = [
+        row | {"correct": False, "verdict": "rejected"} if row["user_id"] == "u0" else row
+        for row in base_rows
+    ]
     baseline = baseline_from_run(rundir.load_run(write_run_dir(tmp_path / "base", base_rows)))
     run = rundir.load_run(write_run_dir(tmp_path / "new", run_rows))
     report = check_run(run, baseline, CheckSettings(tolerance_points=2.0), baseline_path="b.json")
@@ -249,7 +268,9 @@ def test_diff_gives_the_change_with_its_interval_over_users(tmp_path: Path) -> N
     after = before.with_columns(pl.lit(True).alias("correct"), pl.lit("chosen").alias("verdict"))
     run_a = write_run_dir(tmp_path / "a", before.to_dicts())
     run_b = write_run_dir(tmp_path / "b", after.to_dicts())
-    result = CliRunner().invoke(main, ["diff", str(run_a), str(run_b), "--limit", "1"], catch_exceptions=False)
+    result = CliRunner().invoke(
+        main, ["diff", str(run_a), str(run_b), "--limit", "1"], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "b · none: 90.0% → 100.0% on 150 pairs answered in both: +10.0 pts" in text
@@ -267,9 +288,13 @@ def test_show_names_each_judgments_user_and_gives_user_beside_pair_accuracy(tmp_
     assert f"user accuracy {100 * USER_ACCURACY:.1f}% over 3 users" in text
 
 
-def test_the_every_eval_ever_export_carries_user_accuracy_with_its_interval_over_users(tmp_path: Path) -> None:
+def test_the_every_eval_ever_export_carries_user_accuracy_with_its_interval_over_users(
+    tmp_path: Path,
+) -> None:
     run_dir = write_run_dir(tmp_path / "run", per_user_rows())
-    result = CliRunner().invoke(main, ["export", str(run_dir), "--format", "eee", "--out", str(tmp_path / "eee")])
+    result = CliRunner().invoke(
+        main, ["export", str(run_dir), "--format", "eee", "--out", str(tmp_path / "eee")]
+    )
     assert result.exit_code == 0, result.output
     (aggregate,) = sorted((tmp_path / "eee").glob("data/*/*/*/*.json"))
     results = json.loads(aggregate.read_text())["evaluation_results"]
@@ -307,7 +332,11 @@ def test_the_report_shows_user_accuracy_beside_pair_accuracy_and_a_users_section
     users = report.split("## Users", 1)[1].split("\n## ", 1)[0]
     for value, accuracy in GROUP_USER_ACCURACY.items():
         pairs = GROUP_PAIR_ACCURACY[value]
-        assert f"| age | {value} |" in users and f"{100 * pairs:.1f} (" in users and f"{100 * accuracy:.1f} (" in users
+        assert (
+            f"| age | {value} |" in users
+            and f"{100 * pairs:.1f} (" in users
+            and f"{100 * accuracy:.1f} (" in users
+        )
     assert "| user_seen | unseen |" in users
 
 
@@ -326,7 +355,9 @@ def _by_hand(judgments: pl.DataFrame) -> float:
 def test_a_run_on_a_per_user_sample_holds_user_accuracy_and_groups_as_computed_by_hand(
     benchmark: str, tmp_path: Path
 ) -> None:
-    result = CliRunner().invoke(main, ["judge", "--benchmark", benchmark, "--no-progress", "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        main, ["judge", "--benchmark", benchmark, "--no-progress", "--out", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -346,7 +377,8 @@ def test_a_run_on_a_per_user_sample_holds_user_accuracy_and_groups_as_computed_b
         assert {r["value"] for r in rows if r["group"] == key} == values
     for row in rows:
         part = judgments.filter(
-            pl.col("judge") == row["judge"], pl.col("context") == row["context"],
+            pl.col("judge") == row["judge"],
+            pl.col("context") == row["context"],
             pl.col(f"group:{row['group']}") == row["value"],
         )
         assert row["user_accuracy"] == _by_hand(part)
@@ -355,7 +387,9 @@ def test_a_run_on_a_per_user_sample_holds_user_accuracy_and_groups_as_computed_b
         for row in summary["users"]["seen"]:
             flag = next(k for k, v in names.items() if v == row["value"])
             part = judgments.filter(
-                pl.col("judge") == row["judge"], pl.col("context") == row["context"], pl.col("user_seen") == flag
+                pl.col("judge") == row["judge"],
+                pl.col("context") == row["context"],
+                pl.col("user_seen") == flag,
             )
             assert row["user_accuracy"] == _by_hand(part)
         present = {names[v] for v in judgments["user_seen"].drop_nulls().unique().to_list()}

@@ -95,7 +95,17 @@ def test_80_column_tables_keep_every_column_and_whole_names(tmp_path: Path) -> N
     text = console.export_text()
     assert "gemini-3-flash" in text
     words = set(text.split())
-    for column in ("sent", "retry", "cached", "failed", "not sent", "tok in", "tok out", "$ spent", "$ saved"):
+    for column in (
+        "sent",
+        "retry",
+        "cached",
+        "failed",
+        "not sent",
+        "tok in",
+        "tok out",
+        "$ spent",
+        "$ saved",
+    ):
         assert set(column.split()) <= words, (column, text)
     for value in ("60", "2", "3", "1", "0", "43,143", "122,880", "0.3902", "0.0123"):
         assert value in words, (value, text)

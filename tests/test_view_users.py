@@ -37,7 +37,9 @@ def user_run(folder: Path) -> Path:
         extra = {"user_id": OWNER[pair_id], "group:age": "18-24" if i <= 3 else "25-34"}
         # judge-x: right on t-001 and t-002, wrong on t-003, a failure on t-004; judge-y: right everywhere.
         status = "api_error" if i == 4 else "ok"
-        rows.append(judgment(pair_id, "S", "judge-x", context="profile", correct=i <= 2, status=status) | extra)
+        rows.append(
+            judgment(pair_id, "S", "judge-x", context="profile", correct=i <= 2, status=status) | extra
+        )
         rows.append(judgment(pair_id, "S", "judge-y", context="none", correct=True) | extra)
     fingerprint = load_dataset(str(dataset)).fingerprint()
     return write_run_dir(folder / "run-users", rows, source=str(dataset), fingerprint=fingerprint)
@@ -62,7 +64,9 @@ def _user_url(run: Path, user: str) -> str:
     return f"/run/{run.name}/user/{quote(user, safe='')}"
 
 
-async def test_the_user_page_shows_history_items_and_each_judge(client: TestClient, runs: dict[str, Path]) -> None:
+async def test_the_user_page_shows_history_items_and_each_judge(
+    client: TestClient, runs: dict[str, Path]
+) -> None:
     response = await client.get(_user_url(runs["users"], ODD_USER))
     assert response.status == 200
     html = await response.text()
@@ -87,7 +91,9 @@ async def test_the_user_page_shows_history_items_and_each_judge(client: TestClie
     assert "age: <strong>18-24</strong>" in html
 
 
-async def test_a_failed_judgment_is_not_decided_for_its_user(client: TestClient, runs: dict[str, Path]) -> None:
+async def test_a_failed_judgment_is_not_decided_for_its_user(
+    client: TestClient, runs: dict[str, Path]
+) -> None:
     html = await (await client.get(_user_url(runs["users"], "u2"))).text()
     judges = re.search(r'<table id="user-judges">(.*?)</table>', html, re.S)
     assert judges is not None
@@ -111,12 +117,16 @@ async def test_pair_pages_link_to_their_user_and_unknown_users_are_404(
     assert (await client.get(f"/run/{sample}/user/anyone")).status == 404
 
 
-def test_the_bundle_writes_every_user_page_with_links_that_resolve(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_the_bundle_writes_every_user_page_with_links_that_resolve(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
     site = tmp_path / "site"
     result = CliRunner().invoke(main, ["view", str(runs["users"]), "--bundle", str(site)])
     assert result.exit_code == 0, result.output
     users_dir = site / "run" / runs["users"].name / "user"
-    assert sorted(p.name for p in users_dir.iterdir()) == sorted(f"{file_slug(u)}.html" for u in {ODD_USER, "u2"})
+    assert sorted(p.name for p in users_dir.iterdir()) == sorted(
+        f"{file_slug(u)}.html" for u in {ODD_USER, "u2"}
+    )
     page = (users_dir / f"{file_slug(ODD_USER)}.html").read_text(encoding="utf-8")
     assert "&lt;b&gt;u&amp;1&lt;/b&gt;" in page and SCRIPT not in page and "SECRET-NARRATIVE" not in page
     missing = []

@@ -35,7 +35,9 @@ GROUP_PAIR_ACCURACY = {"18-24": 3 / 5, "25-34": 0.0}
 
 def user_judgment(user: str, pair: str, outcome: str, age: str, seen: bool, judge: str, **kw: Any) -> dict:
     status = outcome if outcome not in ("correct", "wrong", "tie") else "ok"
-    row = judgment(pair, SUBSET, judge, correct=outcome == "correct", status=status, tie=outcome == "tie", **kw)
+    row = judgment(
+        pair, SUBSET, judge, correct=outcome == "correct", status=status, tie=outcome == "tie", **kw
+    )
     return row | {"user_id": user, "group:age": age, "user_seen": seen}
 
 

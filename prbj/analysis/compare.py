@@ -89,7 +89,9 @@ def compare_runs(before: pl.DataFrame, after: pl.DataFrame, *, seed: int) -> lis
     """Each entry (judge · context) in both runs: its accuracy after minus before, on the pairs both runs
     answered, paired and resampled as compare_judges does (the user of a pair read from either run)."""
     old, new = outcomes(before), outcomes(after)
-    both = pl.concat([before.select(_user_columns(before)), after.select(_user_columns(after))], how="diagonal")
+    both = pl.concat(
+        [before.select(_user_columns(before)), after.select(_user_columns(after))], how="diagonal"
+    )
     users = users_of_pairs(both) if users_repeat(both) else None
     comparisons = []
     for entry in (label for label in new if label in old):
@@ -162,7 +164,9 @@ def compare_pair(
         significant=False,
         discordance=discordance,
         min_detectable_difference=(
-            min_detectable_difference(discordance, effective, alpha=alpha, power=power) if discordance else None
+            min_detectable_difference(discordance, effective, alpha=alpha, power=power)
+            if discordance
+            else None
         ),
         users=clustered.count if clustered is not None else None,
         design_effect=inflation,

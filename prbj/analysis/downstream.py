@@ -268,7 +268,9 @@ def _jsonl_records(path: Path) -> Iterable[tuple[Location, Any]]:
             try:
                 yield Location(str(path), line_number), json.loads(line)
             except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{line_number}: invalid JSON: {json_problem(err, with_line=False)}") from err
+                raise DataError(
+                    f"{path}:{line_number}: invalid JSON: {json_problem(err, with_line=False)}"
+                ) from err
 
 
 def _from_records(

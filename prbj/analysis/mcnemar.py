@@ -85,7 +85,9 @@ def mcnemar(lost: int, gained: int, *, exact_below: int = EXACT_BELOW) -> McNema
     return McNemarResult(lost, gained, chi2_continuity_p(lost, gained), "chi2")
 
 
-def clustered_test(baseline: np.ndarray, current: np.ndarray, clusters: Sequence[str] | np.ndarray) -> McNemarResult:
+def clustered_test(
+    baseline: np.ndarray, current: np.ndarray, clusters: Sequence[str] | np.ndarray
+) -> McNemarResult:
     """McNemar on paired 0/1 outcomes whose items belong to `clusters` (aligned labels): Obuchowski's clustered
     test when some cluster holds two items or more, else the plain test, whose figures are then exact."""
     before = np.asarray(baseline, dtype=np.float64)

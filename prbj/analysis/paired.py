@@ -45,5 +45,7 @@ def paired_ci(
     """The interval of mean(first) − mean(second): resampling users (with all their pairs) when `clusters`
     groups the pairs by user and some user has several, else resampling pairs."""
     if clusters is not None and clusters.repeat:
-        return paired_cluster_interval(clusters, seed=seed, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE)
+        return paired_cluster_interval(
+            clusters, seed=seed, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
+        )
     return paired_difference_ci(first, second, seed=seed)

@@ -99,7 +99,7 @@ def quantile_bins(values: Sequence[int | float], bins: int = QUANTILE_BINS) -> l
 
 
 def _label(low: float, high: float) -> str:
-    """"3–7"; with a negative end "−11 to −3" (a typographic minus, and words where a dash would read as one)."""
+    """ "3–7"; with a negative end "−11 to −3" (a typographic minus, and words where a dash would read as one)."""
 
     def show(v: float) -> str:
         text = str(int(v)) if float(v).is_integer() else f"{v:g}"
@@ -122,7 +122,9 @@ def slice_accuracy(frame: pl.DataFrame, kinds: Sequence[str], *, seed: int) -> l
         if kind == "subset":
             groups = [(v, pl.col("_value") == v) for v in sorted(set(per_pair))]
         else:
-            groups = [(_label(lo, hi), pl.col("_value").is_between(lo, hi)) for lo, hi in quantile_bins(per_pair)]
+            groups = [
+                (_label(lo, hi), pl.col("_value").is_between(lo, hi)) for lo, hi in quantile_bins(per_pair)
+            ]
         for judge, context in tagged.select("judge", "context").unique(maintain_order=True).iter_rows():
             mine = tagged.filter(pl.col("judge") == judge, pl.col("context") == context)
             for label, condition in groups:

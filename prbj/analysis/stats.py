@@ -103,7 +103,14 @@ class GroupStats:
 
 
 # Fields summary.json holds only when they have a value, so that runs without them keep the file they had.
-_ONLY_WHEN_PRESENT = ("abstained", "n_users", "n_users_decided", "user_accuracy", "user_ci_low", "user_ci_high")
+_ONLY_WHEN_PRESENT = (
+    "abstained",
+    "n_users",
+    "n_users_decided",
+    "user_accuracy",
+    "user_ci_low",
+    "user_ci_high",
+)
 
 
 TIE_RISK_MARGIN = 1e-6
@@ -224,8 +231,12 @@ def summarize(judgments: pl.DataFrame, *, seed: int) -> list[GroupStats]:
     keys = judgments.select("judge", "context").unique(maintain_order=True).iter_rows()
     for judge, context in keys:
         mine = judgments.filter(pl.col("judge") == judge, pl.col("context") == context)
-        rows.append(group_stats(mine, judge=judge, context=context, subset=ALL_SUBSETS, seed=seed, users=users))
+        rows.append(
+            group_stats(mine, judge=judge, context=context, subset=ALL_SUBSETS, seed=seed, users=users)
+        )
         for subset in sorted(mine["subset"].unique().to_list()):
             part = mine.filter(pl.col("subset") == subset)
-            rows.append(group_stats(part, judge=judge, context=context, subset=subset, seed=seed, users=users))
+            rows.append(
+                group_stats(part, judge=judge, context=context, subset=subset, seed=seed, users=users)
+            )
     return rows

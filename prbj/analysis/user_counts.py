@@ -124,7 +124,9 @@ def user_figures(
     if counts.one_each:
         low, high = pair_interval
         return UserFigures(counts.users, counts.users_decided, accuracy, low, high, low, high)
-    found = cluster_intervals(counts.correct, counts.decided, seed=seed, resamples=resamples, confidence=confidence)
+    found = cluster_intervals(
+        counts.correct, counts.decided, seed=seed, resamples=resamples, confidence=confidence
+    )
     assert found is not None  # a user has two decided judgments or more
     return UserFigures(
         counts.users,

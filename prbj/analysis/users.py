@@ -22,6 +22,7 @@ figures are the pair figures: the same numbers, given once, never resampled twic
 Groups: every `group:<key>` column (a user's age band, a pair's tier, …) gives accuracy per value; a
 `user_seen` column gives seen and unseen users apart. These rows are summary.json's `users` section.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ from prbj.data.user_columns import GROUP_PREFIX, USER_SEEN
 
 # How summary.json's `users` section names the resampling unit when users repeat.
 RESAMPLED_USERS = "users"
+
 
 @dataclass(frozen=True, slots=True)
 class UserSlice:
@@ -116,12 +118,18 @@ def _one_pair_each(part: pl.DataFrame, accuracy: float | None, interval: Interva
 def _values(part: pl.DataFrame, column: str) -> list[tuple[str, pl.Expr]]:
     if column == USER_SEEN:
         present = set(part[column].drop_nulls().to_list())
-        return [(name, pl.col(column) == flag) for flag, name in ((True, "seen"), (False, "unseen")) if flag in present]
+        return [
+            (name, pl.col(column) == flag)
+            for flag, name in ((True, "seen"), (False, "unseen"))
+            if flag in present
+        ]
     values = sorted(str(v) for v in part[column].drop_nulls().unique().to_list())
     return [(value, pl.col(column).cast(pl.String) == value) for value in values]
 
 
-def group_slices(judgments: pl.DataFrame, columns: Sequence[str], *, seed: int, repeat: bool) -> list[UserSlice]:
+def group_slices(
+    judgments: pl.DataFrame, columns: Sequence[str], *, seed: int, repeat: bool
+) -> list[UserSlice]:
     """Rows per judge × context × column × value (over every subset), in a stable order."""
     rows: list[UserSlice] = []
     for judge, context in judgments.select("judge", "context").unique(maintain_order=True).iter_rows():
@@ -159,7 +167,9 @@ def users_section(judgments: pl.DataFrame, *, seed: int) -> dict[str, Any] | Non
         "resampled": RESAMPLED_USERS if repeat else "pairs",
     }
     if groups:
-        section["groups"] = [row.as_dict() for row in group_slices(judgments, groups, seed=seed, repeat=repeat)]
+        section["groups"] = [
+            row.as_dict() for row in group_slices(judgments, groups, seed=seed, repeat=repeat)
+        ]
     if seen:
         section["seen"] = [
             row.as_dict() for row in group_slices(judgments, [USER_SEEN], seed=seed, repeat=repeat)

@@ -74,7 +74,9 @@ def chosen_in_a(seed: int, sheet: str, pair_id: str) -> bool:
 
 
 def _profile_text(pair: Pair, k: int) -> str:
-    return "\n".join(f"{BULLET}{' '.join(p.text.split())}" for p in rank_profile(pair.question, pair.profile, k))
+    return "\n".join(
+        f"{BULLET}{' '.join(p.text.split())}" for p in rank_profile(pair.question, pair.profile, k)
+    )
 
 
 def write_sheets(
@@ -122,4 +124,3 @@ def write_sheets(
     write_csv(key, KEY_COLUMNS, key_rows)
     (folder / INSTRUCTIONS_FILE).write_text(INSTRUCTIONS, encoding="utf-8")
     return WrittenSheets(sheets, key, len(drawn))
-

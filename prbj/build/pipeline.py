@@ -253,7 +253,9 @@ class Builder:
             return gold_aspects(record)
         planned = await self.planner.aspects(record.view("profile"))
         self._record_call(outcome, "planner", planned.result)
-        if planned.result.status == "dry_run":  # as long as the planner may answer: the estimate stays a bound
+        if (
+            planned.result.status == "dry_run"
+        ):  # as long as the planner may answer: the estimate stays a bound
             return self.planner.stand_in_aspects(record.view("profile"))
         if not planned.aspects and planned.status in ("truncated", "refused"):
             raise _Dropped(f"planner_{planned.status}")

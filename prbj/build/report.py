@@ -23,7 +23,10 @@ REASON_TEXT: dict[str, str] = {
     **{
         f"{step}_{status}": f"the {step} reply {meaning}"
         for step in ("planner", "chosen", "rejected", "check")
-        for status, meaning in (("truncated", "reached its output cap"), ("refused", "was refused by the provider"))
+        for status, meaning in (
+            ("truncated", "reached its output cap"),
+            ("refused", "was refused by the provider"),
+        )
     },
     "low_quality_chosen": "the chosen answer scored below --min-quality",
     "low_quality_rejected": "the rejected answer scored below --min-quality",

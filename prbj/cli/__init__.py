@@ -29,7 +29,9 @@ from prbj.cli.view import view
 __all__ = ["EXIT_INTERRUPTED", "friendly_errors", "main"]
 
 
-@click.group(cls=PrbjGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=PrbjGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, prog_name="prbj")
 def main() -> None:
     """prbj runs Personalized RewardBench: does a reward model prefer the answer that fits one

@@ -54,7 +54,9 @@ def friendly_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except PrbjError as err:
-            if err.exit_code == 0:  # a planned stop (--batch --no-wait): its message is the outcome, not an error
+            if (
+                err.exit_code == 0
+            ):  # a planned stop (--batch --no-wait): its message is the outcome, not an error
                 from rich.markup import escape
 
                 stderr_console().print(escape(str(err)), soft_wrap=True)
@@ -110,7 +112,10 @@ def one_line(error: click.ClickException) -> OneLineError:
 def one_line_errors() -> Iterator[None]:
     try:
         yield
-    except (OneLineError, click.exceptions.NoArgsIsHelpError):  # already one line; a bare group shows its help
+    except (
+        OneLineError,
+        click.exceptions.NoArgsIsHelpError,
+    ):  # already one line; a bare group shows its help
         raise
     except click.ClickException as error:
         raise one_line(error) from None

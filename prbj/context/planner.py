@@ -109,7 +109,9 @@ class Planner:
             "model": self.provider.model,
             "profile_k": self.profile_k,
             "profile_order": self.profile_order,
-            "templates": {t.name: t.sha for t in (self.system, self.user, self.system_about, self.user_about)},
+            "templates": {
+                t.name: t.sha for t in (self.system, self.user, self.system_about, self.user_about)
+            },
         }
 
     def request(self, view: JudgeView) -> LLMRequest:

@@ -37,7 +37,9 @@ def swap_donors(pairs: Sequence[Pair], seed: int) -> dict[str, str]:
         def other(user: str, own_user: str = pair.user_id, own_profile: object = own) -> bool:
             return user != own_user and profiles[user] != own_profile
 
-        candidates = {u: pid for (category, u), pid in first_in.items() if category == pair.category and other(u)}
+        candidates = {
+            u: pid for (category, u), pid in first_in.items() if category == pair.category and other(u)
+        }
         if not candidates:
             candidates = {u: pid for u, pid in first.items() if other(u)}
         if not candidates:
@@ -58,4 +60,3 @@ def swapped_profiles(pairs: Sequence[Pair], seed: int) -> dict[str, UserProfile]
 
 def _rank(seed: int, pair_id: str, candidate_user: str) -> str:
     return hashlib.sha256(f"{seed}:swap:{pair_id}:{candidate_user}".encode()).hexdigest()
-

@@ -276,7 +276,9 @@ def _prism_records(
     }
     records: list[tuple[Location, Any]] = []
     ties = 0
-    for (conversation, turn), rated in sorted(turns.items(), key=lambda item: (position[item[0][0]], item[0][1])):
+    for (conversation, turn), rated in sorted(
+        turns.items(), key=lambda item: (position[item[0][0]], item[0][1])
+    ):
         first = rated[0]
         owned = conversations[first.user_id]
         last = owned[-1] == conversation

@@ -139,7 +139,9 @@ def parse_card(
         )
     tie_margin = fields.number(data, "tie_margin", "data")
     if tie_margin is not None and loader != "prism":
-        raise fields.error("data.tie_margin", f"only the prism loader rates answers; the {loader} loader has no ties")
+        raise fields.error(
+            "data.tie_margin", f"only the prism loader rates answers; the {loader} loader has no ties"
+        )
     if user_file:
         sample = _user_sample(fields, data, path)
     columns = _mapping(fields, doc, "columns")

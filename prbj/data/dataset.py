@@ -101,7 +101,12 @@ def _fields_hash(pairs: Sequence[Pair]) -> str:
     digest = hashlib.sha256()
     for pair in sorted(pairs, key=lambda p: p.id):
         parts = [pair.id, pair.category, pair.question, pair.narrative, pair.chosen, pair.rejected]
-        if pair.user_id != pair.id or pair.groups or pair.seen is not None or not pair.user_profile.only_posts:
+        if (
+            pair.user_id != pair.id
+            or pair.groups
+            or pair.seen is not None
+            or not pair.user_profile.only_posts
+        ):
             # Users beyond Personalized RewardBench's one pair each (whose fingerprints stay what they were).
             parts += [pair.user_id, repr(pair.groups), repr(pair.seen), repr(pair.turns)]
             parts += pair.user_profile.texts()
@@ -248,5 +253,3 @@ def _parquet_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
         raise DataError(f"{path}: not a readable Parquet file ({type(err).__name__}: {err})") from None
     for index, record in enumerate(frame.iter_rows(named=True), start=1):
         yield Location(str(path), index, "row"), record
-
-

@@ -93,7 +93,9 @@ def load_dataset(spec: str | None = None, benchmark: str | Card | None = None) -
         if card is None:
             return _load_sample()
         if card.sample is None:
-            raise DataError(f"--benchmark {card.name}: its card names no sample; give the data with --dataset")
+            raise DataError(
+                f"--benchmark {card.name}: its card names no sample; give the data with --dataset"
+            )
         return read_with_card(card, SAMPLE, sample_blobs(card.sample, f"{card.name}/sample"))
     if spec.startswith(HF_PREFIX):
         return _load_hf(spec[len(HF_PREFIX) :], card)

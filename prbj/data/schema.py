@@ -86,7 +86,12 @@ class UserProfile:
         """Every text in the profile, in a fixed order (posts, history, persona, facts)."""
         history = [text for p in self.history for text in (p.prompt, p.chosen, p.rejected)]
         facts = [text for pair in self.facts for text in pair]
-        return [*(post.text for post in self.posts), *history, *([self.persona] if self.persona else []), *facts]
+        return [
+            *(post.text for post in self.posts),
+            *history,
+            *([self.persona] if self.persona else []),
+            *facts,
+        ]
 
     def map_texts(self, transform: Callable[[str], str]) -> UserProfile:
         """This profile with every text the user wrote or was shown passed through `transform` (ids kept)."""

@@ -84,7 +84,9 @@ class Manifest:
             for folder in record.run_dirs:
                 # Stages read, and rewrite files in, the folders recorded here: never one outside the experiment.
                 if not (directory / folder).resolve().is_relative_to(inside):
-                    raise DataError(f"{path}: field 'stages.{name}.run_dirs': {folder} is outside {directory}")
+                    raise DataError(
+                        f"{path}: field 'stages.{name}.run_dirs': {folder} is outside {directory}"
+                    )
         spent = raw.get("spent_usd", 0.0)
         if isinstance(spent, bool) or not isinstance(spent, int | float) or not spent >= 0:
             raise DataError(f"{path}: field 'spent_usd': expected a non-negative number")

@@ -145,7 +145,9 @@ class Runner:
                 "config": stage.config,
                 "upstream": upstream,
                 "files": {str(p): file_digest(p) for p in stage.files},
-                "dataset": dataset_digest(str(stage.config["dataset"])) if "dataset" in stage.config else None,
+                "dataset": dataset_digest(str(stage.config["dataset"]))
+                if "dataset" in stage.config
+                else None,
             }
         )
 

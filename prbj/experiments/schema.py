@@ -318,7 +318,9 @@ def load_experiment(path: Path, cli: CommandLine) -> Experiment:
             )
         loaded = replace(loaded, dataset=loaded.main.dataset)
         if bon is not None and loaded.main.label != PRB:
-            raise reader.error("bon", "best-of-N is graded with PRB's rubric: list 'prb' among the benchmarks")
+            raise reader.error(
+                "bon", "best-of-N is graded with PRB's rubric: list 'prb' among the benchmarks"
+            )
     if loaded.planner is None and any("planner" in _contexts(j.settings.options) for j in judges):
         name = next(j.name for j in judges if "planner" in _contexts(j.settings.options))
         raise reader.error(

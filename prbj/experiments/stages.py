@@ -88,7 +88,9 @@ def _common(experiment: Experiment, entry: BenchmarkEntry) -> dict[str, Any]:
 
 def _card_files(entry: BenchmarkEntry) -> tuple[Path, ...]:
     """A card file a stage reads (an edit reruns it); shipped cards change only with prbj."""
-    return (Path(entry.benchmark),) if entry.benchmark is not None and entry.benchmark.endswith(".toml") else ()
+    return (
+        (Path(entry.benchmark),) if entry.benchmark is not None and entry.benchmark.endswith(".toml") else ()
+    )
 
 
 def judge_name(judge: JudgeEntry) -> str:

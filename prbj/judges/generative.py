@@ -378,13 +378,21 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         usage.context_block = block.text
         if block.failure is not None:
             return self._judgment(
-                task, status=_block_status(block), error=f"planner: {block.failure.error}", cause=block.failure.cause
+                task,
+                status=_block_status(block),
+                error=f"planner: {block.failure.error}",
+                cause=block.failure.cause,
             )
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
-        shown = [(pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions]
+        shown = [
+            (pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions
+        ]
         # Each order counts its own calls, added in order: replies and prompt hashes stay A's, then B's.
         counted = [Usage() for _ in positions]
-        asks = [partial(self._verdict, view, block, a, b, part) for (a, b), part in zip(shown, counted, strict=True)]
+        asks = [
+            partial(self._verdict, view, block, a, b, part)
+            for (a, b), part in zip(shown, counted, strict=True)
+        ]
         if len(asks) > 1 and not self._shared_may_be_cached(view, block):
             # Nothing the first order leaves in a prompt cache could serve the second: both at once (the second
             # as a task, the first awaited here: one task per pair, not gather's two, on a cached rerun too).

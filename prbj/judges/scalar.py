@@ -76,8 +76,10 @@ def conversation(
     elif view.context in ("profile", "swapped-profile") and not profile.only_posts:
         about = about_user(view.question, profile, profile_k, profile_order)
         # The official input concatenates query and profile with nothing between them.
-        user = official_user_turn(question, about) if scalar_input == "official" else ABOUT_TURN.format(
-            question=question, about=about
+        user = (
+            official_user_turn(question, about)
+            if scalar_input == "official"
+            else ABOUT_TURN.format(question=question, about=about)
         )
     return [*earlier, {"role": "user", "content": user}, {"role": "assistant", "content": answer}]
 
@@ -164,6 +166,7 @@ class ScalarJudge(PointwiseJudge):
     async def score_items(self, view: JudgeView, answers: Sequence[str]) -> list[ItemScore]:
         """Each answer's score through the gateway's cache; the misses of every pair being judged at once are
         scored together in the next batch (so all answers are asked for before any is awaited)."""
+
         def scored(answer: str) -> list[dict[str, str]]:
             return conversation(
                 view,
@@ -175,7 +178,9 @@ class ScalarJudge(PointwiseJudge):
 
         try:
             stored = await asyncio.gather(*(self._cached_score(scored(a)) for a in answers))
-        except LocalModelError as err:  # the model cannot run (e.g. a Ray actor cannot load it): this judge fails
+        except (
+            LocalModelError
+        ) as err:  # the model cannot run (e.g. a Ray actor cannot load it): this judge fails
             raise ScoreFailure("api_error", str(err)) from None
         return [ItemScore(**value) for value in stored]
 

@@ -64,7 +64,9 @@ def strip_quotes(text: str, shown: Sequence[str]) -> str:
                 kept.append(line)
                 continue
             if shown_lines is None:
-                shown_lines = {row.strip() for original in shown for row in original.splitlines() if row.strip()}
+                shown_lines = {
+                    row.strip() for original in shown for row in original.splitlines() if row.strip()
+                }
             if any(bare in quoted for quoted in shown_lines):
                 continue
         kept.append(line)

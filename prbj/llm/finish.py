@@ -33,7 +33,6 @@ LENGTH = "length"
 CONTENT_FILTER = "content_filter"
 
 
-
 @dataclass(frozen=True)
 class ReplyEnd:
     """How one reply ended: OpenAI's finish reason (as LiteLLM maps it), the provider's own word for it where

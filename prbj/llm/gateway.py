@@ -564,7 +564,9 @@ class Gateway:
         """The most output tokens `request` may come back with: the largest output bound it is sent with."""
         return self._completion_bound(provider, request)
 
-    def _plan(self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest, key: str) -> LLMResult:
+    def _plan(
+        self, state: _ProviderState, provider: ProviderSpec, request: LLMRequest, key: str
+    ) -> LLMResult:
         # Each distinct request is planned once: within this gateway, and across the steps of a dry run of
         # several (planned_keys), since an earlier step's answer would be in the cache when a later one asks.
         shared = planned_keys.get()

@@ -44,7 +44,9 @@ def thinking_tokens(thinking: str, completion_tokens: int) -> int:
         return 0
     from prbj.llm.litellm_setup import litellm
 
-    return max(0, min(int(litellm().token_counter(text=thinking, count_response_tokens=True)), completion_tokens))
+    return max(
+        0, min(int(litellm().token_counter(text=thinking, count_response_tokens=True)), completion_tokens)
+    )
 
 
 _BLOCKED = "prompt blocked: "

@@ -77,7 +77,9 @@ def provider_answer(error: BaseException) -> ProviderAnswer:
             own if isinstance(own, dict) else _json_object(_embedded_json(str(error))),
         )
     elif not found.headers:
-        found = ProviderAnswer(found.status, _headers(getattr(error, "litellm_response_headers", None)), found.body)
+        found = ProviderAnswer(
+            found.status, _headers(getattr(error, "litellm_response_headers", None)), found.body
+        )
     return found
 
 

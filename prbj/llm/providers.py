@@ -145,7 +145,11 @@ class ProviderSpec:
         retention and locality vouches for its own endpoint only, so at another one it is dropped (standard
         retention, not local) and a note says why."""
         moved = self.with_api_base(api_base)
-        if api_base is None or moved.api_base == self.api_base or not (self.local or self.retention == "zero"):
+        if (
+            api_base is None
+            or moved.api_base == self.api_base
+            or not (self.local or self.retention == "zero")
+        ):
             return moved
         return replace(
             moved,
@@ -177,7 +181,11 @@ class ProviderSpec:
 
     def check_priced(self) -> None:
         """A paid provider with no known price would make the budget meaningless: refuse it."""
-        if self.paid and (self.input_price is None or self.output_price is None) and self.source == ADHOC_SOURCE:
+        if (
+            self.paid
+            and (self.input_price is None or self.output_price is None)
+            and self.source == ADHOC_SOURCE
+        ):
             # A litellm:<model-id> has no profile to set a price in: name the two ways out.
             raise ConfigError(
                 f"provider {self.name!r}: LiteLLM knows no price for {self.model}; a model you serve yourself "
@@ -530,4 +538,3 @@ def missing_keys(specs: Iterable[ProviderSpec]) -> list[str]:
         if spec.api_key_env and spec.api_key_required and not spec.key_is_set():
             needed.setdefault(spec.api_key_env, set()).add(spec.name)
     return [f"{env} ({', '.join(sorted(names))})" for env, names in sorted(needed.items())]
-

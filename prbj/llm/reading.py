@@ -41,7 +41,11 @@ def read_reply(result: LLMResult, parse: Callable[[str], T | None], what: str = 
     if value is not None:
         return Reading("ok", value)
     if result.status == "truncated":
-        visible = f"no {what} in its visible text {snippet(result.text)}" if (result.text or "").strip() else "no text"
+        visible = (
+            f"no {what} in its visible text {snippet(result.text)}"
+            if (result.text or "").strip()
+            else "no text"
+        )
         error = f"{result.error}; {visible}"
         return Reading("truncated", error=error, cause=result.cause)
     return Reading("parse_error", error=f"no {what} in reply: {snippet(result.text)}")

@@ -94,7 +94,9 @@ class Detector:
         results = self._analyzer.analyze(
             text, language=LANGUAGE, entities=list(self.entities), score_threshold=SCORE_THRESHOLD
         )
-        return [Found(r.entity_type, r.start, _trimmed(text, r.start, r.end), float(r.score)) for r in results]
+        return [
+            Found(r.entity_type, r.start, _trimmed(text, r.start, r.end), float(r.score)) for r in results
+        ]
 
 
 # Punctuation that ends a sentence or clause rather than an entity: Presidio's URL pattern takes the full stop

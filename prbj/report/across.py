@@ -32,11 +32,15 @@ def across_text_table(table: AcrossTable) -> TextTable:
     for row in table.rows:
         if not row.is_upper_bound and row.mean_rank is not None:
             place += 1
-        mark = UPPER_BOUND_MARK if row.is_upper_bound else str(place) if row.mean_rank is not None else fmt.DASH
+        mark = (
+            UPPER_BOUND_MARK if row.is_upper_bound else str(place) if row.mean_rank is not None else fmt.DASH
+        )
         cells = []
         for column in table.columns:
             cell = row.cells.get(column.key)
-            cells.append(fmt.DASH if cell is None else fmt.with_span(cell.accuracy, cell.ci_low, cell.ci_high))
+            cells.append(
+                fmt.DASH if cell is None else fmt.with_span(cell.accuracy, cell.ci_low, cell.ci_high)
+            )
         mean = row.mean_rank
         rows.append(
             [
@@ -61,7 +65,7 @@ class RenderedAcross:
 def render_across(table: AcrossTable) -> RenderedAcross:
     text = across_text_table(table)
     markdown = f"# {TITLE}\n\n{markdown_table(text)}\n\n_{text.note}_\n"
-    body = f"<h1>{escape(TITLE)}</h1>\n{html_table(text)}\n<p class=\"note\">{escape(text.note)}</p>"
+    body = f'<h1>{escape(TITLE)}</h1>\n{html_table(text)}\n<p class="note">{escape(text.note)}</p>'
     return RenderedAcross(markdown, page(TITLE, body))
 
 

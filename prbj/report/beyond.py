@@ -340,7 +340,9 @@ def matrix_figure(rows: Sequence[Comparison], key: str = "") -> Figure:
         canvas.text(label_w + j * cell + cell / 2, 16, str(j + 1), size=11, anchor="middle", fill=MUTED)
     for i, row_entry in enumerate(entries):
         y = top + i * cell
-        draw_lines(canvas, LABEL_PAD, y + cell / 2, lines[i], size=12.0)  # four lines fit a cell: 180 characters
+        draw_lines(
+            canvas, LABEL_PAD, y + cell / 2, lines[i], size=12.0
+        )  # four lines fit a cell: 180 characters
         for j, col_entry in enumerate(entries):
             x = label_w + j * cell
             if i == j:

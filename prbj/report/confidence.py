@@ -311,7 +311,9 @@ def reliability_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
     )
 
 
-def _reliability_panel(canvas: Canvas, row: dict[str, Any], title: list[str], left: float, top: float) -> None:
+def _reliability_panel(
+    canvas: Canvas, row: dict[str, Any], title: list[str], left: float, top: float
+) -> None:
     size = PANEL
     label = entry_label(str(row.get("judge")), str(row.get("context")))
     step = 12.0 * LINE_HEIGHT
@@ -352,7 +354,9 @@ def coverage_figure(rows: Sequence[dict[str, Any]], key: str = "") -> Figure:
     legend_w = label_width(names)
     keys = row_layout(names, legend_w, top)
     canvas = Canvas(
-        left + width + legend_w + 40, max(top + height + 50, keys.bottom + 10), title="Accuracy against coverage"
+        left + width + legend_w + 40,
+        max(top + height + 50, keys.bottom + 10),
+        title="Accuracy against coverage",
     )
     _percent_grid(canvas, left, top, width, height)
     canvas.text(

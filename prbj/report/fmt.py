@@ -35,7 +35,7 @@ def percent(value: float | None, digits: int = 1) -> str:
 
 
 def percent_sign(value: float | None) -> str:
-    """"61.0%" in running text; a dash alone for nothing."""
+    """ "61.0%" in running text; a dash alone for nothing."""
     return DASH if value is None else f"{percent(value)}%"
 
 
@@ -61,7 +61,7 @@ def interval(row: GroupStats) -> str:
 
 
 def with_span(value: float | None, low: float | None, high: float | None) -> str:
-    """"61.0 (55.2–66.8)"; the figure alone when it has no interval."""
+    """ "61.0 (55.2–66.8)"; the figure alone when it has no interval."""
     if value is None:
         return DASH
     if low is None or high is None:

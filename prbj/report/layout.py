@@ -83,9 +83,13 @@ def report_sections(content: ReportContent, *, terse: bool = False) -> list[Sect
         )
     )
     if not content.has_cost:
-        cost_intro = "No judgment in these runs recorded a cost (column cost_usd): cost per 100 judgments is n/a."
+        cost_intro = (
+            "No judgment in these runs recorded a cost (column cost_usd): cost per 100 judgments is n/a."
+        )
     elif not any((row.per_100_usd or 0.0) > 0 for row in content.costs):
-        cost_intro = "Every judge here was free (offline or local judges, $0 per 100 judgments): no cost chart."
+        cost_intro = (
+            "Every judge here was free (offline or local judges, $0 per 100 judgments): no cost chart."
+        )
     else:
         cost_intro = ""
     sections.append(

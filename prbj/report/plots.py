@@ -220,7 +220,9 @@ def cost_figure(content: ReportContent) -> Figure | None:
             canvas.text(label_w + 4, y, "n/a (no cost recorded)", size=11, fill=MUTED, italic=True)
             continue
         if value == 0:
-            canvas.text(label_w + 4, y, "free ($0: a local or offline judge)", size=11, fill=MUTED, italic=True)
+            canvas.text(
+                label_w + 4, y, "free ($0: a local or offline judge)", size=11, fill=MUTED, italic=True
+            )
             continue
         length = plot_w * value / largest
         tooltip = f"{row.entry.label}: {fmt.usd(value)} per 100 judgments, {fmt.usd(row.total_usd)} in total"

@@ -19,9 +19,7 @@ from prbj.display.fit import FittingTable
 from prbj.report import fmt
 
 # Said once under the leaderboard: whether user figures are columns of it, or the same as the pair figures.
-USER_CAPTION = (
-    "users = each user's accuracy averaged over users; where users have several pairs, intervals resample users"
-)
+USER_CAPTION = "users = each user's accuracy averaged over users; where users have several pairs, intervals resample users"
 ONE_PAIR_CAPTION = "one pair per user, so user accuracy = pair accuracy"
 
 
@@ -154,7 +152,9 @@ def print_failure_causes(rows: Iterable[tuple[str, str | None, str | None]], con
     for item in causes:
         why = f": {item.not_sent_why}" if item.not_sent_why else ""
         unsent = f" ({item.not_sent} not sent{why})" if item.not_sent else ""
-        console.print(f"  [red]{escape(item.cause)}[/red] ×{item.count}{unsent}: {escape(item.first_message)}")
+        console.print(
+            f"  [red]{escape(item.cause)}[/red] ×{item.count}{unsent}: {escape(item.first_message)}"
+        )
 
 
 def print_missing_keys(missing: Sequence[str], console: Console) -> None:
@@ -198,7 +198,18 @@ def _usage_table(usage: Sequence[dict[str, Any]], *, dry_run: bool = False) -> T
             )
         return table
     extras = _extra_columns(usage, dry_run=False)
-    for name in ("sent", "retry", "cached", "failed", "not sent", "tok in", "tok out", "$ spent", "$ saved", *extras):
+    for name in (
+        "sent",
+        "retry",
+        "cached",
+        "failed",
+        "not sent",
+        "tok in",
+        "tok out",
+        "$ spent",
+        "$ saved",
+        *extras,
+    ):
         table.add_column(name, justify="right", no_wrap=True)
     table.caption = _not_sent_note(usage)
     for row in usage:
@@ -235,7 +246,9 @@ def _not_sent_note(usage: Sequence[dict[str, Any]]) -> str | None:
     return f"not sent: {', '.join(named)}" if named else None
 
 
-def _extra_columns(usage: Sequence[dict[str, Any]], *, dry_run: bool) -> dict[str, Callable[[dict[str, Any]], str]]:
+def _extra_columns(
+    usage: Sequence[dict[str, Any]], *, dry_run: bool
+) -> dict[str, Callable[[dict[str, Any]], str]]:
     """Columns shown only when some provider used them: replies cut off or refused, batch jobs (--batch) and the
     provider's prompt cache."""
     columns: dict[str, Callable[[dict[str, Any]], str]] = {}

@@ -22,9 +22,7 @@ _INTRO = (
 )
 
 
-def slice_table(
-    name: str, title: str, rows: Sequence[tuple[str, UserSlice]], *, several: bool
-) -> TextTable:
+def slice_table(name: str, title: str, rows: Sequence[tuple[str, UserSlice]], *, several: bool) -> TextTable:
     """(run label, row) pairs as a table; the run column only when the report has several runs."""
     headers = ["judge", "context", *(["run"] if several else []), "group", "value", "users", "pairs"]
     headers += ["pairs % (95% CI)", "users % (95% CI)"]

@@ -36,7 +36,10 @@ def run_power_command(baseline: Path, *, delta: float, output_format: str = "tab
     for header in (*headers, "discordant %", "difference (pp)", "pairs needed", "MDE now (pp)"):
         table.add_column(header, justify="left" if header in ("first", "second") else "right")
     for row in rows:
-        users = [str(row.get("users", fmt.DASH)), f"{row['design_effect']:.2f}" if "design_effect" in row else "1"]
+        users = [
+            str(row.get("users", fmt.DASH)),
+            f"{row['design_effect']:.2f}" if "design_effect" in row else "1",
+        ]
         table.add_row(
             row["first"],
             row["second"],

@@ -119,7 +119,9 @@ def run_report_command(
         write_across_benchmarks(loaded, out, console=console, quiet=quiet)
 
 
-def write_across_benchmarks(runs: Sequence[RunData], out: Path | None, *, console: Console, quiet: bool) -> None:
+def write_across_benchmarks(
+    runs: Sequence[RunData], out: Path | None, *, console: Console, quiet: bool
+) -> None:
     """Runs on several benchmarks: one table of judges × benchmarks (user accuracy, mean rank), beside the
     per-dataset reports (in --out, else in the leaderboard folder beside the runs); printed unless quiet."""
     table = across_benchmarks(runs)

@@ -56,7 +56,9 @@ def read_run_pairs(
         return RunPairs({}, "run.json names no dataset")
     if str(named).startswith(EEE_PREFIX):  # an Every Eval Ever file: its instance lines hold the texts
         found = eee_pairs(str(named))
-        return RunPairs(found, None if found else "the Every Eval Ever file has no instance-level texts beside it")
+        return RunPairs(
+            found, None if found else "the Every Eval Ever file has no instance-level texts beside it"
+        )
     wanted = dataset_record.get("fingerprint")
     # The benchmark the run read its data as (run.json's config.benchmark), read the same way again.
     benchmark = recorded_card((config or {}).get("benchmark"))

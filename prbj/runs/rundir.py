@@ -202,7 +202,7 @@ EXPERIMENT_MANIFEST_FILE = "manifest.json"
 
 
 def run_kind(path: Path) -> str | None:
-    """"judge" for a judge run (an Every Eval Ever aggregate file is one: prbj.export.eee_read), "bon",
+    """ "judge" for a judge run (an Every Eval Ever aggregate file is one: prbj.export.eee_read), "bon",
     "build" or "experiment" for those commands' directories, None for anything else."""
     if looks_like_eee(path):
         return "judge"
@@ -448,7 +448,12 @@ def is_run_file_name(relative: str) -> bool:
     if relative in RUN_FILES:
         return True
     folder, _, name = relative.partition("/")
-    return folder == PLOTS_DIR and "/" not in name and name.endswith(PLOT_SUFFIX) and len(name) > len(PLOT_SUFFIX)
+    return (
+        folder == PLOTS_DIR
+        and "/" not in name
+        and name.endswith(PLOT_SUFFIX)
+        and len(name) > len(PLOT_SUFFIX)
+    )
 
 
 def run_file(run_dir: Path, relative: str) -> Path | None:

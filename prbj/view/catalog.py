@@ -98,7 +98,10 @@ def _private_planner(store: PrivateStore, run_id: str) -> dict[str, list[str]]:
     frame = store.load_texts(run_id, "planner")
     if frame is None or "aspects" not in frame.columns:
         return {}
-    return {str(p): [str(a) for a in aspects or []] for p, aspects in frame.select("pair_id", "aspects").iter_rows()}
+    return {
+        str(p): [str(a) for a in aspects or []]
+        for p, aspects in frame.select("pair_id", "aspects").iter_rows()
+    }
 
 
 def is_build(path: Path) -> bool:

@@ -37,6 +37,7 @@ def open_catalog(paths: Sequence[Path], dataset: str | None, console: Console, *
     """A named folder that holds no run is an error (as for `prbj show`); a run that cannot be read gets a page
     saying why. Without paths, every run under reports/, which must hold some. `privacy`: how guarded runs are
     shown (Catalog's private, reveal)."""
+
     def note(message: str) -> None:
         print_whole(console, f"note: {message}")
 

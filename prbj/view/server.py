@@ -279,7 +279,9 @@ async def user_page(request: web.Request) -> web.StreamResponse:
     user_id = request.match_info.get("user_id") or request.query.get("id", "")
     context = user.user_page(run, user_id, LINKS)
     if context is None:
-        return viewer.problem("No such user", f"{run.entry.run_id} has no judgment of user {user_id!r}", status=404)
+        return viewer.problem(
+            "No such user", f"{run.entry.run_id} has no judgment of user {user_id!r}", status=404
+        )
     return viewer.page("user.html", context)
 
 

@@ -123,7 +123,9 @@ def user_page(run: LoadedRun, user_id: str, links: Links) -> dict[str, Any] | No
                 "pair_id": pair_id,
                 "link": links.pair(key, pair_id),
                 "subset": rows["subset"][0],
-                "question": question if len(question) <= QUESTION_CHARS else question[: QUESTION_CHARS - 1] + "…",
+                "question": question
+                if len(question) <= QUESTION_CHARS
+                else question[: QUESTION_CHARS - 1] + "…",
                 "outcomes": [outcomes.get(entry, "") for entry in entries],
             }
         )

@@ -124,7 +124,9 @@ def _outcome(cid: str, result: Any) -> Outcome:
     if kind == "succeeded":
         message = result.message
         text = "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
-        thinking = "".join(getattr(block, "thinking", "") for block in message.content if block.type == "thinking")
+        thinking = "".join(
+            getattr(block, "thinking", "") for block in message.content if block.type == "thinking"
+        )
         usage = message.usage
         prompt = (
             (usage.input_tokens or 0)
