@@ -11,8 +11,9 @@ MAX_CHOICES choices are shown (the newest), each text cut at CHOICE_WORDS words.
 
 How a reply becomes a persona (`parse_persona`):
 1. Reasoning before the last `</think>` is dropped.
-2. The persona is the text after the last line that starts with `Persona:` (a heading mark or emphasis around
-   the word is allowed), to the end of the reply, flattened to one line, emphasis marks removed.
+2. The persona is the text after the last line that starts with `Persona:` (also `Synthesized persona:`, with
+   a heading mark or emphasis around it, or a heading `## Persona` alone on its line), to the end of the reply,
+   flattened to one line, emphasis marks removed.
 3. A persona in which the model speaks of itself ("I cannot ...", "Sorry", "As an AI", "not enough
    information") or of fewer than MIN_PERSONA_WORDS words is none.
 A complete reply with no persona is a `persona_error`; a reply cut at its output cap is `truncated` even when
@@ -55,7 +56,8 @@ MIN_PERSONA_WORDS = 3
 NO_PERSONA = "(none: this user made no earlier choice to write one from)"
 
 _THINK_END = re.compile(r"</think(?:ing)?>", re.I)
-_PERSONA_LINE = re.compile(r"^[\s#>*_`-]*persona[\s*_`]*:(.*)$", re.I | re.M)
+# "Persona:", "**Synthesized persona:**", "## Persona" (a heading, the persona on the lines below).
+_PERSONA_LINE = re.compile(r"^[ \t#>*_`-]*(?:[a-z]+[ \t]+)?persona[ \t*_`]*(?::|$)(.*)$", re.I | re.M)
 _EMPHASIS = re.compile(r"\*\*|__|`")
 # A persona that opens with the model speaking of itself, or saying it has nothing to go on.
 _SELF_TALK = re.compile(
@@ -251,8 +253,8 @@ def histories(pairs: Sequence[Pair], source: str) -> Histories:
         has[pair.user_id] = bool(pair.history)
     if not any(has.values()):
         raise ConfigError(
-            f"--context synthesized: no user in {source} made an earlier choice (train or val preferences) to "
-            "write a persona from; on profiles of past posts use --context profile or planner"
+            f"--context synthesized: no user in the data ({source}) made an earlier choice (train or val "
+            "preferences) to write a persona from; on profiles of past posts use --context profile or planner"
         )
     without = {user for user, known in has.items() if not known}
     return Histories(len(has), len(without), sum(1 for p in pairs if p.user_id in without))
