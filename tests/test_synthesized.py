@@ -10,6 +10,7 @@ figures say whether the persona reached it."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -516,8 +517,6 @@ def test_batch_buys_the_personas_then_the_judge_calls_and_equals_a_live_run(
             str(tmp_path / f"out-{name}"), *extra,
         ]  # fmt: skip
         env = {**KEYS, "PRBJ_BATCH_POLL_SECONDS": "0.05", "PRBJ_PRIVATE_DIR": str(tmp_path / "private")}
-        import os
-
         return subprocess.run(command, capture_output=True, text=True, timeout=240, env={**os.environ, **env})
 
     live = prbj("live")
@@ -583,3 +582,18 @@ def test_a_view_holds_a_persona_in_the_synthesized_context_only() -> None:
         pair.view("synthesized")
     with pytest.raises(ValueError, match="synthesized"):
         pair.view("profile", persona="Likes film cameras.")
+
+
+def test_a_judge_template_that_never_shows_the_persona_is_refused() -> None:
+    from prbj.errors import ConfigError
+    from prbj.judges.generative import check_template_shows_context
+    from prbj.prompts import Template
+
+    blind = Template("mine", "{question}\nA: {Response_A}\nB: {Response_B}")
+    with pytest.raises(
+        ConfigError, match=re.escape("--context synthesized needs a {profile} or {context} placeholder")
+    ):
+        check_template_shows_context(blind, "synthesized", "--judge-template-user")
+    check_template_shows_context(
+        Template("mine", "{profile}\n{question}"), "synthesized", "--judge-template-user"
+    )
