@@ -159,6 +159,12 @@ def context_option(choices: Sequence[str], help: str, *, multiple: bool = True) 
 planner_option = click.option(
     "--planner", metavar="PROVIDER", help="Provider that turns profile + question into aspects."
 )
+synthesizer_option = click.option(
+    "--synthesizer",
+    metavar="PROVIDER",
+    help="Provider that writes each user's persona from their earlier choices (--context synthesized: "
+    "SynthesizeMe's persona, one call per user, cached).",
+)
 
 
 def mode_option(choices: Sequence[str], help: str) -> Callable[[F], F]:

@@ -3,8 +3,10 @@
 Context settings decide what the judge sees besides the question and the answers:
 `none` nothing; `profile` the user's profile of whatever kind the benchmark has (prbj.context.profile_text: past
 posts ranked by BM25 relevance to the question, top k, or earlier choices, persona and stated preferences);
-`planner` the aspects a planner model inferred from the ranked profile; `oracle` the gold rubric aspects
-(an upper bound, never a fair result). Only the oracle view can read the gold rubric (see prbj.data.schema).
+`planner` the aspects a planner model inferred from the ranked profile; `synthesized` the persona a synthesizer
+model wrote from the user's earlier choices (prbj.context.synthesizer; the view holds it in place of the profile);
+`oracle` the gold rubric aspects (an upper bound, never a fair result). Only the oracle view can read the gold
+rubric (see prbj.data.schema).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Literal
 
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, format_profile
+from prbj.context.synthesizer import shown_persona
 from prbj.data.schema import Context, JudgeView, Pair
 from prbj.data.status import HEALABLE_STATUSES, STATUSES, Status, most_severe
 from prbj.errors import ConfigError
@@ -93,13 +96,15 @@ class ContextBuilder:
         self.rubrics_template = builtin("context_rubrics")
         # A profile that is not past posts alone is introduced as what is known about the user.
         self.about_template = builtin("context_user")
+        self.persona_template = builtin("context_persona")
 
     def templates(self) -> list[Template]:
         """The templates named in every request's template hash (the profile text itself is in the messages)."""
         return [self.profile_template, self.rubrics_template]
 
     def described(self) -> list[Template]:
-        return [*self.templates(), self.about_template]
+        persona = [self.persona_template] if self.context == "synthesized" else []
+        return [*self.templates(), self.about_template, *persona]
 
     async def build(self, view: JudgeView) -> ContextBlock:
         if self.context == "none":
@@ -109,6 +114,10 @@ class ContextBuilder:
             profile = format_profile(view, self.profile_k, self.profile_order)
             template = self.profile_template if view.user_profile.only_posts else self.about_template
             return ContextBlock(template.render({"profile": profile}), profile=profile)
+        if self.context == "synthesized":
+            # The view holds the persona in place of the profile (written before the judge was asked).
+            persona = shown_persona(view)
+            return ContextBlock(self.persona_template.render({"profile": persona}), profile=persona)
         if self.context == "planner":
             assert self.planner is not None
             planned = await self.planner.aspects(view)
@@ -139,6 +148,7 @@ def check_template_shows_context(
     needs = {
         "profile": "profile",
         "swapped-profile": "profile",
+        "synthesized": "profile",
         "planner": "rubrics",
         "oracle": "rubrics",
     }.get(context)

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K
+from prbj.context.synthesizer import histories
 from prbj.data import load_dataset
 from prbj.data.cards import Card, resolve_card
 from prbj.data.dataset import Dataset
@@ -21,7 +22,7 @@ from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.judges.base import Judge
 from prbj.judges.registry import build_judges, resolve_judges
-from prbj.judges.setup import JudgeOptions
+from prbj.judges.setup import JudgeOptions, make_synthesizer
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import missing_keys
 from prbj.llm.setup import GatewayOptions
@@ -64,6 +65,7 @@ def run_judge_command(
     dry_run, cache_only = shared.dry_run, shared.cache_only
     console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
+        synthesizer = make_synthesizer(judging, shared, gateway)
         judges, planner = build_judges(providers, judging, shared, gateway)
         _ = surety.thresholds  # a bad --selective file fails before any call
         escalation = _escalation(surety, judges, judging, shared, gateway, planner)
@@ -73,6 +75,7 @@ def run_judge_command(
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
         _check_oracle(judges, data)
+        _check_synthesized(judges, data, source_label(dataset, card))
         data, guard = guard_dataset(data, shared.routed, privacy, note=note_line)
         config = RunConfig(
             dataset=dataset,
@@ -89,7 +92,14 @@ def run_judge_command(
             benchmark=data.benchmark_record,
         )
         result = execute(
-            data, judges, config, gateway=gateway, planner=planner, escalation=escalation, guard=guard
+            data,
+            judges,
+            config,
+            gateway=gateway,
+            planner=planner,
+            escalation=escalation,
+            guard=guard,
+            synthesizer=synthesizer,
         )
     usage = result.extra.get("usage", [])
     _print_benchmark(data, console)
@@ -154,6 +164,15 @@ def _check_oracle(judges: Sequence[Judge], data: Dataset) -> None:
             f"--context oracle: {data.benchmark} has no scoring standard (rubric aspects) to show; "
             "use profile, planner or none"
         )
+
+
+def _check_synthesized(judges: Sequence[Judge], data: Dataset, source: str) -> None:
+    """The synthesized context writes personas from earlier choices: refused where no user made any (PRB's
+    profiles are past posts), and a note where some users made none."""
+    if any(j.context == "synthesized" for j in judges):
+        note = histories(data.pairs, source).note()
+        if note is not None:
+            note_line(note)
 
 
 def _print_benchmark(data: Dataset, console: Console) -> None:
