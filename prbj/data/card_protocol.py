@@ -73,7 +73,9 @@ class ScoringProtocol:
     def with_prbj_rules(self) -> ScoringProtocol:
         """The card's order and unit scored by prbj's rules (failures apart, ties wrong, intervals over users):
         the headline of `--protocol prbj`."""
-        return replace(self, failures="excluded", ties="wrong", interval="cluster-users")
+        return replace(
+            self, failures="excluded", ties="wrong", interval="cluster-users", source=None, notes=None
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
