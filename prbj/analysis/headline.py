@@ -44,8 +44,9 @@ AUTHORS_RESAMPLES = 9999
 # Values held at once by one batch of scipy's resamples (resamples × values), so memory stays flat at any size.
 _BATCH_CELLS = 1 << 22
 
-_SCORE = "_score"
-_ORDER_COLUMNS = ("verdict_chosen_a", "verdict_chosen_b")
+SCORE = "_score"
+# The column item_scores names each scored item by.
+ITEM_KEY = "_item"
 _LABELS = {"judgments": "judgments", "pairs": "pairs", "users": "users"}
 _NAMES = {
     "judgments": "accuracy over judgments (each order shown counts)",
@@ -199,33 +200,54 @@ def _order_score(column: str, rules: ScoringProtocol) -> pl.Expr:
 
 def item_scores(frame: pl.DataFrame, rules: ScoringProtocol) -> pl.DataFrame:
     """The scored items under the rules: one row per judgment shown (unit `judgments`) or per judgment row
-    (`pairs` and `users`), with columns `_user` and `_score` (null: left out)."""
+    (`pairs` and `users`), with columns `_user`, `_item` (the pair id; with `#A` / `#B` for an order of a pair
+    shown in both, `#1` / `#2` for the copies of an order-free judgment) and `_score` (null: left out)."""
     if "chosen_position" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("chosen_position"))
     who = user_expr(frame)
+
+    def items(part: pl.DataFrame, score: pl.Expr, suffix: str = "") -> pl.DataFrame:
+        key = pl.col("pair_id").cast(pl.String) + pl.lit(suffix)
+        return part.select(who, key.alias(ITEM_KEY), score.alias(SCORE))
+
     if rules.unit != "judgments":
-        return frame.select(who, _row_score(rules).alias(_SCORE))
+        return items(frame, _row_score(rules))
     position = pl.col("chosen_position")
     both = frame.filter(position == "both")
     placed = frame.filter(position.is_in(["A", "B"]))
     unplaced = frame.filter(position.is_null())
     # A judge that sees no order gives the same outcome in every order the protocol shows a pair in.
-    copies = 2 if rules.order == "both" else 1
-    parts = [
-        *(both.select(who, _order_score(name, rules).alias(_SCORE)) for name in _ORDER_COLUMNS),
-        placed.select(who, _row_score(rules).alias(_SCORE)),
-        *[unplaced.select(who, _row_score(rules).alias(_SCORE))] * copies,
-    ]
-    return pl.concat(parts)
+    copies = ["#1", "#2"] if rules.order == "both" else [""]
+    return pl.concat(
+        [
+            items(both, _order_score("verdict_chosen_a", rules), "#A"),
+            items(both, _order_score("verdict_chosen_b", rules), "#B"),
+            items(placed, _row_score(rules)),
+            *(items(unplaced, _row_score(rules), suffix) for suffix in copies),
+        ]
+    )
+
+
+def scores_by_group(
+    judgments: pl.DataFrame, rules: ScoringProtocol
+) -> dict[tuple[str, str], dict[str, float | None]]:
+    """Per judge × context, each item's score under the rules, by its key (item_scores)."""
+    found: dict[tuple[str, str], dict[str, float | None]] = {}
+    for (judge, context), part in judgments.group_by("judge", "context", maintain_order=True):
+        scored = item_scores(part, rules)
+        found[(str(judge), str(context))] = dict(
+            zip(scored[ITEM_KEY].to_list(), scored[SCORE].to_list(), strict=True)
+        )
+    return found
 
 
 def _per_user(items: pl.DataFrame) -> pl.DataFrame:
     """Per user with a counted item: points (in half-points, whole numbers) and what they could have been."""
     return (
-        items.filter(pl.col(_SCORE).is_not_null())
+        items.filter(pl.col(SCORE).is_not_null())
         .group_by(USER_KEY, maintain_order=True)
         .agg(
-            (pl.col(_SCORE) * 2).round().sum().cast(pl.Int64).alias("points"),
+            (pl.col(SCORE) * 2).round().sum().cast(pl.Int64).alias("points"),
             (pl.len() * 2).cast(pl.Int64).alias("possible"),
         )
     )
@@ -253,7 +275,7 @@ def headline_figure(frame: pl.DataFrame, rules: ScoringProtocol, *, seed: int) -
         values = np.array([float(share) for share in shares])
     else:
         value, count = Fraction(sum(points), sum(possible)), sum(possible) // 2
-        values = items[_SCORE].drop_nulls().to_numpy().astype(np.float64)
+        values = items[SCORE].drop_nulls().to_numpy().astype(np.float64)
     if rules.interval == "cluster-users":
         low, high = _cluster_interval(users, rules, seed=seed)
     else:
