@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.analysis.headline import Headline, with_headlines
 from prbj.analysis.stats import summarize
 from prbj.analysis.users import users_section
 from prbj.runs.execute import JUDGMENT_SCHEMA
@@ -77,7 +78,10 @@ def write_run_dir(
     fingerprint: str = "hand-made-0001",
     benchmark: str | None = None,
     started: str | None = None,
+    headline: Headline | None = None,
 ) -> Path:
+    """`headline`: the figure the run ranks by, as a card's [protocol] would set it (recorded in summary.json,
+    its figures in each results row)."""
     schema = dict(JUDGMENT_SCHEMA)
     for row in rows:
         for key in row:
@@ -98,6 +102,10 @@ def write_run_dir(
         "bootstrap": {"resamples": 2000, "confidence": 0.95},
         "results": [row.as_dict() for row in summarize(frame, seed=seed)],
     }
+    if headline is not None:
+        rows_ = with_headlines(summarize(frame, seed=seed), frame, headline, seed=seed)
+        summary["results"] = [row.as_dict() for row in rows_]
+        summary["headline"] = headline.as_dict()
     if (users := users_section(frame, seed=seed)) is not None:
         summary["users"] = users
     run_dir.mkdir(parents=True, exist_ok=True)

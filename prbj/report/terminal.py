@@ -113,8 +113,8 @@ def print_leaderboard(
     console.print(FittingTable(leaderboard(summary, title=f"{title} accuracy", headline=headline)))
     if headline.protocol == "official":
         console.print(
-            f"official: {escape(headline.name)}, as its authors score it ({escape(headline.rules.source or '')}); "
-            "prbj's own figures beside it: acc and users, failures counted apart",
+            f"official: the authors' scoring, read in {escape(headline.rules.source or '?')}; prbj's own "
+            "figures beside it: acc and users (failures counted apart, intervals over users)",
             highlight=False,
         )
 
