@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from prbj.analysis.headline import Headline, with_headlines
 from prbj.analysis.stats import summarize
 from prbj.analysis.users import users_section
 from prbj.runs.execute import JUDGMENT_SCHEMA
+
+if TYPE_CHECKING:
+    from prbj.analysis.headline import Headline
 
 EXTRA_TYPES = {
     "cost_usd": pl.Float64,
@@ -103,6 +105,8 @@ def write_run_dir(
         "results": [row.as_dict() for row in summarize(frame, seed=seed)],
     }
     if headline is not None:
+        from prbj.analysis.headline import with_headlines
+
         rows_ = with_headlines(summarize(frame, seed=seed), frame, headline, seed=seed)
         summary["results"] = [row.as_dict() for row in rows_]
         summary["headline"] = headline.as_dict()
