@@ -328,7 +328,9 @@ def test_the_report_shows_user_accuracy_beside_pair_accuracy_and_a_users_section
     report = (run_dir / "report.md").read_text()
     leaderboard = report.split("## Leaderboard", 1)[1].split("\n## ", 1)[0]
     # User accuracy is the headline where users repeat and no card says otherwise: its column is the bold one.
-    assert f"| {100 * PAIR_ACCURACY:.1f} (" in leaderboard and f"| **{100 * USER_ACCURACY:.1f} (" in leaderboard
+    assert (
+        f"| {100 * PAIR_ACCURACY:.1f} (" in leaderboard and f"| **{100 * USER_ACCURACY:.1f} (" in leaderboard
+    )
     assert "One pair per user here" not in report and "intervals, over users" in report
     users = report.split("## Users", 1)[1].split("\n## ", 1)[0]
     for value, accuracy in GROUP_USER_ACCURACY.items():
