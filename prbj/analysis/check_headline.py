@@ -12,12 +12,12 @@ drop from noise; the failure-rate bound as there.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from prbj.analysis.baseline import GroupKey, item_outcomes
-from prbj.analysis.check import CheckSettings, GroupCheck, Status, group_label
 from prbj.analysis.headline import Headline, scores_by_group
 from prbj.analysis.sign_flip import sign_flip_test
 from prbj.analysis.stats import GroupStats
@@ -72,67 +72,73 @@ def user_changes(base: Scores, run: Scores, users: Mapping[str, str], *, per_use
     return np.array(changes, dtype=np.float64)
 
 
+@dataclass(frozen=True)
+class HeadlineGate:
+    """The gate of one judge × context × subset on the headline (prbj.analysis.check makes it a GroupCheck)."""
+
+    before: float | None
+    after: float | None
+    delta_points: float | None
+    paired_items: int
+    # Users whose change was negative, and positive.
+    lost: int
+    gained: int
+    p_value: float
+    error_rate: float | None
+    status: str
+    reasons: list[str]
+
+
 def check_headline_group(
     base: GroupStats,
     current: GroupStats,
-    base_items: Scores,
-    run_items: Scores,
+    items: tuple[Scores, Scores],
     users: Mapping[str, str],
-    settings: CheckSettings,
+    bounds: tuple[float, float, float | None],
     headline: Headline,
     *,
+    label: str,
     seed: int,
-) -> GroupCheck:
-    """The gate of one judge × context × subset on the headline; `base_items` and `run_items` hold the items of
-    this subset only, `users` maps a pair id to its user."""
+) -> HeadlineGate:
+    """`items`: the baseline's and the run's item scores of this subset; `users` maps a pair id to its user;
+    `bounds`: the tolerance in points, alpha, and the largest share of failed judgments (None: no bound)."""
+    base_items, run_items = items
+    tolerance, alpha, max_error_rate = bounds
     changes = user_changes(base_items, run_items, users, per_user_mean=headline.unit == "users")
     test = sign_flip_test(changes, seed=seed)
     before, after = headline.value(base), headline.value(current)
     delta = None if before is None or after is None else 100.0 * (after - before)
     name = headline.short
-    label = group_label(base.judge, base.context, base.subset)
-    status: Status = "pass"
+    status = "pass"
     reasons: list[str] = []
     if after is None and before is not None:
         status = "fail"
         reasons.append(f"{label}: no {name} figure (baseline {_pct(before)})")
-    elif delta is not None and delta < -settings.tolerance_points:
+    elif delta is not None and delta < -tolerance:
         change = (
-            f"{label}: {name} {_pct(before)} → {_pct(after)} ({delta:+.1f} pts, tolerance "
-            f"{settings.tolerance_points:g}); {test.describe()}"
+            f"{label}: {name} {_pct(before)} → {_pct(after)} ({delta:+.1f} pts, tolerance {tolerance:g}); "
         )
-        if test.p_value < settings.alpha:
+        if test.p_value < alpha:
             status = "fail"
-            reasons.append(f"{change} < alpha {settings.alpha:g}")
+            reasons.append(f"{change}{test.describe()} < alpha {alpha:g}")
         else:
             status = "warn"
-            reasons.append(f"{change} ≥ alpha {settings.alpha:g}: not significant, passing")
+            reasons.append(f"{change}{test.describe()} ≥ alpha {alpha:g}: not significant, passing")
     error_rate = (current.n - (current.n_ok or 0)) / current.n if current.n else None
-    if (
-        settings.max_error_rate is not None
-        and error_rate is not None
-        and error_rate > settings.max_error_rate
-    ):
+    if max_error_rate is not None and error_rate is not None and error_rate > max_error_rate:
         status = "fail"
-        reasons.append(
-            f"{label}: {_pct(error_rate)} of judgments failed (bound {_pct(settings.max_error_rate)})"
-        )
-    return GroupCheck(
-        judge=base.judge,
-        context=base.context,
-        subset=base.subset,
-        baseline_accuracy=before,
-        accuracy=after,
+        reasons.append(f"{label}: {_pct(error_rate)} of judgments failed (bound {_pct(max_error_rate)})")
+    return HeadlineGate(
+        before=before,
+        after=after,
         delta_points=delta,
-        paired_items=sum(1 for item in base_items.keys() & run_items.keys()),
+        paired_items=len(base_items.keys() & run_items.keys()),
         lost=int(np.sum(changes < 0)),
         gained=int(np.sum(changes > 0)),
         p_value=test.p_value,
-        test="sign-flip",
         error_rate=error_rate,
         status=status,
         reasons=reasons,
-        figure=name,
     )
 
 
