@@ -47,7 +47,6 @@ _BATCH_CELLS = 1 << 22
 SCORE = "_score"
 # The column item_scores names each scored item by.
 ITEM_KEY = "_item"
-_LABELS = {"judgments": "judgments", "pairs": "pairs", "users": "users"}
 _NAMES = {
     "judgments": "accuracy over judgments (each order shown counts)",
     "pairs": "accuracy over pairs",
@@ -77,7 +76,7 @@ class Headline:
     def short(self) -> str:
         """The column header of the headline: `users`, `pairs`, `judgments`, or `official` under the official
         protocol."""
-        return "official" if self.protocol == "official" else _LABELS[self.rules.unit]
+        return "official" if self.protocol == "official" else self.rules.unit
 
     @property
     def name(self) -> str:
