@@ -72,8 +72,10 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     result = CliRunner(env={"COLUMNS": "300"}).invoke(main, [*args, *shared, *out])
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.split()[:1] == ["judge"])
-    # One pairwise call per pair and context, nothing sent.
-    assert int(row.split()[1]) == 2 * len(data.pairs) and server.count() == 0
+    # One pairwise call per pair, context and answer order the card's [protocol] asks for, nothing sent.
+    protocol = resolve_card(name).protocol
+    orders = 2 if protocol is not None and protocol.order == "both" else 1
+    assert int(row.split()[1]) == 2 * len(data.pairs) * orders and server.count() == 0
     if name != "prb":
         version = resolve_card(name).version
         assert (

@@ -176,10 +176,10 @@ def mode_option(choices: Sequence[str], help: str) -> Callable[[F], F]:
 order_option = click.option(
     "--order",
     type=click.Choice(["random", "both"]),
-    default="random",
-    show_default=True,
+    default=None,
     help="random: chosen answer's position drawn per pair from --seed; both: judge each pair in both orders "
-    "(correct only if both verdicts pick the chosen answer; reports order consistency).",
+    "(correct only if both verdicts pick the chosen answer; reports order consistency). Default: the benchmark "
+    "card's [protocol] order, else random.",
 )
 
 

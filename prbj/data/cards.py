@@ -9,6 +9,8 @@
     [facts]      fact name = "column": stated preferences and demographics a judge is shown
     [profile]    kinds (posts, history, persona, facts: what the profile holds), k (how many posts or
                  earlier choices a judge sees), order (similar | newest: which earlier choices come first)
+    [protocol]   how the benchmark's authors score: order, unit, failures, ties, interval, source, notes
+                 (prbj.data.card_protocol)
 
 `--benchmark NAME` names a card shipped with prbj (prb, personal-reward-bench, prism, persona-feedback);
 `--benchmark FILE.toml` reads a user's own card, validated like any input from elsewhere: an unknown key or a value
@@ -26,6 +28,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from prbj.data.card_protocol import ScoringProtocol, parse_protocol
 from prbj.data.names import did_you_mean
 from prbj.data.toml_lines import TomlFields, key_lines, read_toml
 from prbj.errors import ConfigError
@@ -36,7 +39,7 @@ PROFILE_KINDS = ("posts", "history", "persona", "facts")
 PROFILE_ORDERS = ("similar", "newest")
 # The per-user layout's fields a card may read from other columns (prbj.data.per_user).
 MAPPABLE = ("user_id", "id", "prompt", "context", "chosen", "rejected", "split", "subset", "persona", "seen")
-SECTIONS = ("benchmark", "data", "columns", "groups", "facts", "profile")
+SECTIONS = ("benchmark", "data", "columns", "groups", "facts", "profile", "protocol")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SHIPPED = "benchmarks"
 
@@ -65,6 +68,8 @@ class Card:
     sample: Traversable | None = None
     # sha256 of the card's text: a different card on the same files is different data.
     digest: str = ""
+    # How the benchmark's authors score ([protocol]); None: prbj's rules (prbj.data.card_protocol).
+    protocol: ScoringProtocol | None = None
 
     @property
     def label(self) -> str:
@@ -180,6 +185,7 @@ def parse_card(
         path=path if user_file else None,
         sample=sample,
         digest=hashlib.sha256(text.encode()).hexdigest(),
+        protocol=parse_protocol(fields, doc),
     )
 
 

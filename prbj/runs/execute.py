@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, with_headlines
 from prbj.analysis.run_data import RunData
 from prbj.analysis.slices import pair_features
 from prbj.analysis.stats import GroupStats, summarize
@@ -106,6 +107,8 @@ class RunConfig:
     confidence: ConfidenceOptions = field(default_factory=ConfidenceOptions)
     # Which benchmark the data is (run.json's config.benchmark): its card's name and version.
     benchmark: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_BENCHMARK))
+    # The figure the run ranks by (a card's [protocol] unit, and its rules under --protocol official).
+    headline: Headline = DEFAULT_HEADLINE
 
 
 @dataclass(frozen=True)
@@ -326,7 +329,7 @@ def execute(
         second_stage=_with_features(judgments_frame(stages.second), dataset) if stages.second else None,
     )
     frame = surety.frame
-    summary = summarize(frame, seed=config.seed)
+    summary = with_headlines(summarize(frame, seed=config.seed), frame, config.headline, seed=config.seed)
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()] if gateway is not None else []
     if gateway is not None and gateway.mode == "dry_run":
@@ -366,6 +369,7 @@ def execute(
             config.seed,
             summary,
             extra={
+                **({"headline": config.headline.as_dict()} if config.headline != DEFAULT_HEADLINE else {}),
                 **_users_extra(frame, seed=config.seed),
                 **config.beyond.figures(frame, juries, seed=config.seed),
                 **surety.figures,
