@@ -74,6 +74,7 @@ def run_planner(
     privacy = PrivacyOptions(
         **{k: v for k, v in experiment.defaults.items() if k in PrivacyOptions.__dataclass_fields__}
     )
+    shared = privacy.cache_for(shared)
     console = output_console()
     data = load_dataset(entry.dataset, card).select(experiment.subsets, experiment.limit)
     # The judge stages pseudonymize as this one does: their planner calls are the same requests, cached here.
