@@ -377,7 +377,16 @@ def test_pseudonymized_never_sends_caches_or_files_the_planted_entities(
 
 def test_a_rerun_sends_the_same_prompts_and_pays_nothing(tmp_path: Path, server: ProviderServer) -> None:
     dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
-    args = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized", "--ner-model", "none")
+    args = (
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--personal-data",
+        "pseudonymized",
+        "--ner-model",
+        "none",
+    )
     assert judge(tmp_path, *args, dataset=dataset)[0] == 0
     first = len(server.requests)
     assert first > 0
@@ -585,7 +594,16 @@ def test_the_viewer_shows_pseudonyms_reveals_locally_and_a_bundle_carries_no_tex
     from prbj.view.catalog import Catalog
 
     dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
-    args = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized", "--ner-model", "none")
+    args = (
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--personal-data",
+        "pseudonymized",
+        "--ner-model",
+        "none",
+    )
     code, output, run_dir = judge(tmp_path, *args, dataset=dataset)
     assert code == 0 and run_dir is not None, output
     monkeypatch.setenv("PRBJ_PRIVATE_DIR", str(tmp_path / "private"))

@@ -60,7 +60,14 @@ JUDGE_SECTIONS = (
     ("How sure is the judge", ["confidence", "selective", "escalate_to", "escalate_below"]),
     (
         "Personal data (docs/privacy.md)",
-        ["personal_data", "pseudonymize_answers", "ner_model", "keep_entities", "private_dir"],
+        [
+            "personal_data",
+            "pseudonymize_answers",
+            "ner_model",
+            "keep_entities",
+            "pseudonymize_terms",
+            "private_dir",
+        ],
     ),
     ("Local models on a Ray cluster", ["ray", "gpus_per_model", "cpus_per_model", "replicas"]),
 )  # fmt: skip

@@ -470,6 +470,14 @@ privacy_options = stacked(
         "replace every kind.",
     ),
     click.option(
+        "--pseudonymize-terms",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help="With --personal-data pseudonymized: terms of your own to replace too, one per line, optionally "
+        "with a kind (CONDITION: type 1 diabetes): what no recognizer or NER model finds.",
+    ),
+    click.option(
         "--private-dir",
         type=click.Path(file_okay=False, path_type=Path),
         envvar="PRBJ_PRIVATE_DIR",

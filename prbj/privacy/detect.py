@@ -78,9 +78,15 @@ class Found:
 
 class Detector:
     """Presidio's AnalyzerEngine over its pattern recognizers and prbj's, and over a spaCy NER pipeline when
-    the run has one (`ner` None: patterns only). `kept`: entity kinds left as they are."""
+    the run has one (`ner` None: patterns only). `kept`: entity kinds left as they are; `terms`: (kind, term)
+    of the user's own list (prbj.privacy.terms)."""
 
-    def __init__(self, ner: NerModel | None = None, kept: Sequence[str] = DEFAULT_KEPT) -> None:
+    def __init__(
+        self,
+        ner: NerModel | None = None,
+        kept: Sequence[str] = DEFAULT_KEPT,
+        terms: Sequence[tuple[str, str]] = (),
+    ) -> None:
         _offline_public_suffixes()
         # Presidio logs a warning per recognizer of another language it skips: noise on the user's terminal.
         logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
@@ -91,7 +97,11 @@ class Detector:
                 from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
                 from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
-                from prbj.privacy.recognizers import AllRegionsPhoneRecognizer, pattern_recognizers
+                from prbj.privacy.recognizers import (
+                    AllRegionsPhoneRecognizer,
+                    pattern_recognizers,
+                    term_recognizers,
+                )
             except ImportError:
                 raise ConfigError(
                     "--personal-data pseudonymized needs Presidio: pip install 'prbj[privacy]'"
@@ -109,7 +119,12 @@ class Detector:
         )
         # Handed a loaded pipeline, the engine never loads (or downloads) one of its own.
         engine.nlp = {LANGUAGE: nlp}
-        recognizers = [*_presidio_recognizers(), AllRegionsPhoneRecognizer(), *pattern_recognizers()]
+        recognizers = [
+            *_presidio_recognizers(),
+            AllRegionsPhoneRecognizer(),
+            *pattern_recognizers(),
+            *term_recognizers(terms),
+        ]
         if ner is not None:
             recognizers.append(
                 SpacyRecognizer(supported_language=LANGUAGE, supported_entities=list(NER_ENTITIES))

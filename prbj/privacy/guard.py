@@ -54,13 +54,15 @@ RARE_GROUP = f"other (fewer than {MIN_GROUP_USERS} users)"
 
 @dataclass(frozen=True)
 class PrivacyOptions:
-    """--pseudonymize-answers, --ner-model, --keep-entities, --private-dir: how a pseudonymizing run works,
+    """--pseudonymize-answers, --ner-model, --keep-entities, --pseudonymize-terms, --private-dir: how a
+    pseudonymizing run works,
     named as on the command line. `pseudonymize_answers` None: yes on per-user data (the answers are the user's
     own conversations), no on data with one pair per user."""
 
     pseudonymize_answers: bool | None = None
     ner_model: str | None = None
     keep_entities: tuple[str, ...] | None = None
+    pseudonymize_terms: Path | None = None
     private_dir: Path | None = None
 
     @classmethod
@@ -78,8 +80,11 @@ class PrivacyOptions:
         from prbj.privacy.ner import resolve_ner
 
         answers = self.pseudonymize_answers if self.pseudonymize_answers is not None else per_user
+        from prbj.privacy.terms import read_terms
+
         kept = self.keep_entities if self.keep_entities is not None else DEFAULT_KEPT
-        return TableSettings(resolve_ner(self.ner_model), tuple(sorted(set(kept))), answers)
+        terms = read_terms(self.pseudonymize_terms) if self.pseudonymize_terms is not None else ()
+        return TableSettings(resolve_ner(self.ner_model), tuple(sorted(set(kept))), answers, terms)
 
     def cache_for(self, shared: GatewayOptions) -> GatewayOptions:
         """`shared` caching its answers in the private store under a guarded policy: a reply can quote whatever

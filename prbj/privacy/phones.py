@@ -26,7 +26,7 @@ GROUPED_SCORE = 0.55
 UNGROUPED_SCORE = 0.1
 PHONE_CONTEXT = [
     "phone", "telephone", "tel", "mobile", "cell", "call", "ring", "text", "sms", "whatsapp", "signal", "fax",
-    "number", "contact", "reach",
+    "reach",
 ]  # fmt: skip
 
 # Digit groups joined by single separators (or none after a closing parenthesis: "(02)9876 5432"), after an

@@ -9,6 +9,7 @@ This module imports Presidio: only prbj.privacy.detect imports it, once it has i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from presidio_analyzer import (
@@ -89,10 +90,15 @@ ADDRESS_PATTERNS = (
 )
 ADDRESS_CONTEXT = ["live", "address", "street", "moved", "house", "flat", "apartment", "home", "at"]
 
+# Where a handle may start: after a word and a space (not at a line's start, where Python writes decorators, nor
+# after indentation), or an opening bracket or quote; never after a word character (an email's @).
+_HANDLE_START = r"(?:(?<=\S[ \t])|(?<=[(\[\"']))@"
+_HANDLE_REST = r"[A-Za-z0-9_](?:[A-Za-z0-9_.]{0,28}[A-Za-z0-9_])?\b(?![(\w])"
 HANDLE_PATTERNS = (
-    # @ana_lima, not the @ of an email (a word character before it); taken only with a context word (a lone
-    # "@property" is Python's).
-    (r"(?<=[\s(\[\"'])@[A-Za-z0-9_](?:[A-Za-z0-9_.]{0,28}[A-Za-z0-9_])?\b", 0.3),
+    # @wang_fang88: a digit or an underscore makes it a user name.
+    (_HANDLE_START + r"(?=[A-Za-z0-9_.]*[\d_])" + _HANDLE_REST, 0.4),
+    # @ana: taken only with a context word ("follow", "instagram"): "the @property decorator" is Python's.
+    (_HANDLE_START + _HANDLE_REST, 0.3),
     # u/ana_lima, /u/ana_lima (Reddit)
     (r"(?<![\w/])/?u/[A-Za-z0-9_\-]{3,20}\b", 0.5),
 )
@@ -123,4 +129,17 @@ def pattern_recognizers() -> list[Any]:
             context=HANDLE_CONTEXT,
             supported_language="en",
         ),
+    ]
+
+
+def term_recognizers(terms: Sequence[tuple[str, str]]) -> list[Any]:
+    """The user's own terms (--pseudonymize-terms), one deny-list recognizer per kind (any case, whole words)."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, term in terms:
+        by_kind.setdefault(kind, []).append(term)
+    return [
+        PatternRecognizer(
+            supported_entity=kind, name=f"prbj terms {kind}", deny_list=listed, supported_language="en"
+        )
+        for kind, listed in by_kind.items()
     ]

@@ -31,6 +31,8 @@ class TableSettings:
     ner: NerModel | None
     kept: tuple[str, ...]
     answers: bool
+    # --pseudonymize-terms: (kind, term) of the user's own list.
+    terms: tuple[tuple[str, str], ...] = ()
 
     def key(self, fingerprint: str) -> str:
         """The table's name: the data and everything that decides its content (no text of it)."""
@@ -44,6 +46,7 @@ class TableSettings:
                 self.ner.identity if self.ner is not None else None,
                 sorted(self.kept),
                 self.answers,
+                [list(term) for term in self.terms],
                 _version("presidio-analyzer"),
                 _version("phonenumbers"),
             ]
@@ -86,7 +89,7 @@ def _analysed(
     from prbj.privacy.detect import Detector, describe
     from prbj.privacy.pseudonyms import Pseudonymizer
 
-    detector = Detector(settings.ner, settings.kept)
+    detector = Detector(settings.ner, settings.kept, settings.terms)
     tables = Pseudonymizer(detector, answers=settings.answers).tables(records)
     # Entities, not spellings: "Jane Doe" and "J. Doe" are one person replaced.
     counts = Counter(
