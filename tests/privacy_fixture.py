@@ -56,7 +56,9 @@ COVERED_BY = {
     },
 }  # fmt: skip
 NER_PATTERNS = {
-    "PERSON": ("Siobhán Ní Bhriain", "Jane Doe", "J. Doe", "Иван Петров", "王芳", "محمد علي", "Αλέξανδρος Παπαδόπουλος"),
+    "PERSON": (
+        "Siobhán Ní Bhriain", "Jane Doe", "J. Doe", "Иван Петров", "王芳", "محمد علي", "Αλέξανδρος Παπαδόπουλος",
+    ),
     "GPE": ("Galway", "Kraków", "Nairobi"),
     "ORG": ("Acme Robotics", "Globex Corporation", "Initech"),
 }  # fmt: skip

@@ -858,7 +858,8 @@ def test_build_under_pseudonymized_sends_no_planted_entity(tmp_path: Path, serve
         result = CliRunner().invoke(
             main,
             ["build", "--input", str(lamp), "--out", str(tmp_path / "built"), "-p", "gpt-5.1", "--no-progress",
-             "--api-base", server.url, "--cache-dir", str(tmp_path / "cache"), "--personal-data", "pseudonymized", "--ner-model", "none"],
+             "--api-base", server.url, "--cache-dir", str(tmp_path / "cache"), "--personal-data", "pseudonymized",
+             "--ner-model", "none"],
             env={**KEYS, "PRBJ_PRIVATE_DIR": str(tmp_path / "private")},
         )  # fmt: skip
     finally:
