@@ -295,11 +295,12 @@ def one_line(err: BaseException) -> str:
 
 
 def describe(entities: Sequence[str], ner: str | None) -> str:
-    """What a pseudonymizing run replaced, for its terminal note."""
-    found = ", ".join(e.lower().replace("_", " ") for e in entities if e not in NER_ENTITIES)
+    """What a pseudonymizing run replaced, for its terminal note (docs/privacy.md lists every kind)."""
+    patterns = [e for e in entities if e not in NER_ENTITIES]
+    found = (
+        f"{len(patterns)} kinds found by patterns (emails, phone numbers, URLs, street addresses, handles, "
+        f"cards, IBANs, passports, licences, national and tax numbers, dates, ...)"
+    )
     if ner is None:
-        return (
-            f"pseudonymized: {found}; names, places and organizations are NOT (--ner-model none: they are sent "
-            f"as they are)"
-        )
+        return f"pseudonymized: {found}; names, places and organizations are NOT (--ner-model none)"
     return f"pseudonymized: {found}, and names, places and organizations found by the spaCy pipeline {ner}"

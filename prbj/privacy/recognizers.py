@@ -9,6 +9,7 @@ This module imports Presidio: only prbj.privacy.detect imports it, once it has i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,23 +72,49 @@ _CONTINENTAL_SUFFIXES = (
 _CONTINENTAL_PREFIXES = (
     "rue|avenue|boulevard|chemin|via|viale|piazza|calle|avenida|paseo|plaza|rua|travessa|ulica"
 )
+_NAME_WORD = r"[A-ZÀ-ÝÄÖÜ][\w'\-.]*"
+_PARTICLES = r"(?:(?:de la|de|del|des|della|di|da|do|dos|das|du|la|le|les|d')\s?)?"
+# Matched case-sensitively (Presidio matches patterns in any case unless told): a street's name is capitalized,
+# so "5 miles the other way" is no address.
 ADDRESS_PATTERNS = (
     # 12 Quay Street, 221B Baker St, 1600 Pennsylvania Avenue NW
     (
-        r"\b\d{1,5}[A-Za-z]?,? (?:[A-Z][\w'\-.]*\s){1,4}(?:" + _STREET_WORDS + r")\b\.?(?: [NSEW]{1,2}\b)?",
+        r"\b\d{1,5}[A-Za-z]?,? (?:"
+        + _NAME_WORD
+        + r"\s){1,4}(?:"
+        + _STREET_WORDS
+        + r")\b\.?(?: [NSEW]{1,2}\b)?",
         0.6,
     ),
     # Hauptstraße 5, Prinsengracht 263
     (r"\b[A-ZÄÖÜ][\w\-]*(?:" + _CONTINENTAL_SUFFIXES + r") \d{1,4}[a-z]?\b", 0.6),
-    # rue de la Paix 3, 3 rue de la Paix, Via Roma 12, Calle Mayor 10
+    # 3 rue de la Paix, 12 Via Roma; Via Roma 12, Calle Mayor 10: a number on one side ("via MTP" is English).
     (
-        r"\b(?:\d{1,4},? )?(?:"
+        r"\b\d{1,4},? (?i:"
         + _CONTINENTAL_PREFIXES
-        + r") (?:(?:d[eiu']|de la|del|dos|das|da|di|la|le|les|"
-        r"des)\s?)?[A-ZÀ-Ý][\w\-']*(?: [A-ZÀ-Ý][\w\-']*){0,3}(?:,? \d{1,4}[a-z]?)?",
+        + r") "
+        + _PARTICLES
+        + _NAME_WORD
+        + r"(?: "
+        + _NAME_WORD
+        + r"){0,3}",
+        0.5,
+    ),
+    (
+        r"\b(?i:"
+        + _CONTINENTAL_PREFIXES
+        + r") "
+        + _PARTICLES
+        + _NAME_WORD
+        + r"(?: "
+        + _NAME_WORD
+        + r"){0,3},? "
+        r"\d{1,4}[a-z]?\b",
         0.5,
     ),
 )
+# Presidio's default flags less IGNORECASE.
+CASE_SENSITIVE = re.DOTALL | re.MULTILINE
 ADDRESS_CONTEXT = ["live", "address", "street", "moved", "house", "flat", "apartment", "home", "at"]
 
 # Where a handle may start: after a word and a space (not at a line's start, where Python writes decorators, nor
@@ -119,6 +146,7 @@ def pattern_recognizers() -> list[Any]:
             ],
             context=ADDRESS_CONTEXT,
             supported_language="en",
+            global_regex_flags=CASE_SENSITIVE,
         ),
         PatternRecognizer(
             supported_entity=HANDLE,
@@ -128,6 +156,7 @@ def pattern_recognizers() -> list[Any]:
             ],
             context=HANDLE_CONTEXT,
             supported_language="en",
+            global_regex_flags=CASE_SENSITIVE,
         ),
     ]
 
