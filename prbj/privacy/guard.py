@@ -14,7 +14,7 @@ guard. The gateway checks every provider against the routing (prbj.llm.routing) 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +68,22 @@ class PrivacyOptions:
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> PrivacyOptions:
         return cls(**{f.name: options.pop(f.name) for f in fields(cls) if f.name in options})
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> PrivacyOptions:
+        """From an experiment file's [defaults] (TOML values, named as the options are)."""
+        kept = settings.get("keep_entities")
+        if isinstance(kept, str):
+            kept = [k.strip().upper() for k in kept.split(",") if k.strip()]
+            kept = () if kept == ["NONE"] else tuple(kept)
+        terms, private = settings.get("pseudonymize_terms"), settings.get("private_dir")
+        return cls(
+            pseudonymize_answers=settings.get("pseudonymize_answers"),
+            ner_model=settings.get("ner_model"),
+            keep_entities=tuple(kept) if kept is not None else None,
+            pseudonymize_terms=Path(terms) if terms else None,
+            private_dir=Path(private) if private else None,
+        )
 
     @property
     def store(self) -> PrivateStore:
