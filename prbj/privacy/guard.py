@@ -55,9 +55,8 @@ RARE_GROUP = f"other (fewer than {MIN_GROUP_USERS} users)"
 @dataclass(frozen=True)
 class PrivacyOptions:
     """--pseudonymize-answers, --ner-model, --keep-entities, --pseudonymize-terms, --private-dir: how a
-    pseudonymizing run works,
-    named as on the command line. `pseudonymize_answers` None: yes on per-user data (the answers are the user's
-    own conversations), no on data with one pair per user."""
+    pseudonymizing run works, named as on the command line. `pseudonymize_answers` None: yes on per-user data
+    (the answers are the user's own conversations), no on data with one pair per user."""
 
     pseudonymize_answers: bool | None = None
     ner_model: str | None = None
@@ -94,10 +93,9 @@ class PrivacyOptions:
         `--ner-model none` said names and places may stay."""
         from prbj.privacy.detect import DEFAULT_KEPT
         from prbj.privacy.ner import resolve_ner
-
-        answers = self.pseudonymize_answers if self.pseudonymize_answers is not None else per_user
         from prbj.privacy.terms import read_terms
 
+        answers = self.pseudonymize_answers if self.pseudonymize_answers is not None else per_user
         kept = self.keep_entities if self.keep_entities is not None else DEFAULT_KEPT
         terms = read_terms(self.pseudonymize_terms) if self.pseudonymize_terms is not None else ()
         return TableSettings(resolve_ner(self.ner_model), tuple(sorted(set(kept))), answers, terms)
