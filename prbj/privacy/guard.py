@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from prbj.data.lamp import LampSet
 from prbj.data.loaders import Dataset
 from prbj.data.schema import Pair
+from prbj.data.status import STATUS_MEANING
 from prbj.llm.routing import Routing
 from prbj.privacy.store import PrivateStore, Pseudonyms
 from prbj.privacy.tables import TableSettings, pseudonymized
@@ -35,16 +36,6 @@ if TYPE_CHECKING:
 # store, not in the run directory, when the policy is not `any`. An error message can quote the reply it could
 # not read ("no verdict in reply: '…'") or a provider's echo of the request: the run directory keeps its cause.
 PRIVATE_COLUMNS = ("reply", "context_block", "error")
-# What a failed judgment's `error` says in the run directory of a guarded run (with the provider's cause).
-STATUS_WORDS = {
-    "parse_error": "no verdict could be read from the reply",
-    "truncated": "the reply was cut off",
-    "refused": "the provider refused to answer",
-    "api_error": "the call failed",
-    "abstained": "the judge abstained",
-    "skipped_budget": "not sent: the budget was spent",
-    "skipped_cache": "not in the cache (--cache-only)",
-}
 PRIVATE_MESSAGE = "the message is in the private store"
 # A group value (age band, region, ...) shared by fewer users than this names too few people to record under a
 # guarded policy: it is recorded as RARE_GROUP instead (statistics, run files, reports).
@@ -153,7 +144,8 @@ class Guard:
 def public_error(status: str, cause: str | None, *, where: str = PRIVATE_MESSAGE) -> str:
     """What went wrong with a judgment, for a guarded run's files: its status in words and the provider's
     cause, never the message (which may quote the reply it could not read, or the request)."""
-    what = STATUS_WORDS.get(status, status)
+    meanings: dict[str, str] = dict(STATUS_MEANING)
+    what = meanings.get(status, status)
     return f"{what} ({cause}); {where}" if cause else f"{what}; {where}"
 
 
