@@ -144,8 +144,7 @@ class Guard:
 def public_error(status: str, cause: str | None, *, where: str = PRIVATE_MESSAGE) -> str:
     """What went wrong with a judgment, for a guarded run's files: its status in words and the provider's
     cause, never the message (which may quote the reply it could not read, or the request)."""
-    meanings: dict[str, str] = dict(STATUS_MEANING)
-    what = meanings.get(status, status)
+    what = next((meaning for known, meaning in STATUS_MEANING.items() if known == status), status)
     return f"{what} ({cause}); {where}" if cause else f"{what}; {where}"
 
 
