@@ -20,7 +20,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
         "Siobhán Ní Bhriain", "Jane Doe", "jane doe", "J. Doe", "Иван Петров", "王芳", "محمد علي",
         "Αλέξανδρος Παπαδόπουλος",
     ),
-    "city": ("Galway", "Kraków", "Nairobi"),
+    "place": ("Galway", "Kraków", "Nairobi", "Connemara"),
     "employer": ("Acme Robotics", "Globex Corporation", "Initech"),
     "condition": ("type 1 diabetes", "asthma", "epilepsy"),
     "email": ("Siobhan.NiBhriain@Example.ie", "siobhan.nibhriain@example.ie", "ivan.petrov@example.com"),
@@ -45,7 +45,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
 # "--pseudonymize-terms": only because the test lists the terms; no recognizer or spaCy model finds a condition.
 COVERED_BY = {
     "name": "test NER pipeline",
-    "city": "test NER pipeline",
+    "place": "test NER pipeline",
     "employer": "test NER pipeline",
     "condition": "--pseudonymize-terms",
     **{
@@ -60,6 +60,7 @@ NER_PATTERNS = {
         "Siobhán Ní Bhriain", "Jane Doe", "J. Doe", "Иван Петров", "王芳", "محمد علي", "Αλέξανδρος Παπαδόπουλος",
     ),
     "GPE": ("Galway", "Kraków", "Nairobi"),
+    "LOC": ("Connemara",),
     "ORG": ("Acme Robotics", "Globex Corporation", "Initech"),
 }  # fmt: skip
 TERMS = "# no recognizer finds these\nCONDITION: type 1 diabetes\nCONDITION: asthma\nCONDITION: epilepsy\n"
@@ -136,7 +137,7 @@ def leak_records() -> list[dict[str, Any]]:
         ),
         _history(
             siobhan, 2, "Is my card 4111 1111 1111 1111 safe to use abroad with IBAN IE29 AIBK 9311 5212 3456 78?",
-            "Follow @siobhan_nb on instagram for the trip; my blog is https://siobhan-nb.example.ie/blog.",
+            "Follow @siobhan_nb on instagram for the trip to Connemara; my blog is https://siobhan-nb.example.ie/blog.",
             "Your passport C03005988 and SSN 219-09-9999 are needed; my server is 203.0.113.42.",
         ),
         _judged(

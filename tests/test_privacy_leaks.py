@@ -3,7 +3,7 @@ no request, cache, run directory, report or export of a `--personal-data pseudon
 under `any` shows them everywhere the test looks (so the test can fail). A recording loopback provider answers
 every request by quoting it whole, the worst a judge can do.
 
-Which kinds are found by what (privacy_fixture.COVERED_BY): names, cities and employers by the test's NER
+Which kinds are found by what (privacy_fixture.COVERED_BY): names, places and employers by the test's NER
 pipeline (an entity ruler: a real run needs a real spaCy model for them), conditions only because the test lists
 them with --pseudonymize-terms (nothing finds a condition otherwise), everything else by patterns."""
 
