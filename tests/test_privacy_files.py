@@ -105,7 +105,9 @@ def test_a_local_run_files_and_exports_no_text_and_errors_keep_their_cause(
     judgments = pl.read_parquet(run_dir / "judgments.parquet")
     assert judgments["reply"].null_count() == judgments["context_block"].null_count() == judgments.height
     errors = judgments.filter(pl.col("error").is_not_null())["error"].to_list()
-    assert errors and all(e.startswith("the reply held no readable verdict or score;") for e in errors), errors
+    assert errors and all(e.startswith("the reply held no readable verdict or score;") for e in errors), (
+        errors
+    )
     planner = [json.loads(line) for line in (run_dir / "planner.jsonl").read_text().splitlines()]
     assert planner and all(record["aspects"] == [] for record in planner)
     assert QUOTE not in all_text(run_dir)
