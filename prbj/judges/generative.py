@@ -60,6 +60,16 @@ def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
     }
 
 
+def draw_positions(pairs: Sequence[Pair], order: OrderMode, protocol: Protocol, seed: int) -> dict[str, str]:
+    """Where each pair's chosen answer is shown (A or B) under `order`, drawn as `protocol` draws it; none under
+    `both`, where every pair is asked in both orders. Every judge that shows two answers at once draws here."""
+    if order == "both":
+        return {}
+    if protocol == "official":
+        return official_positions(pairs, seed)
+    return assign_positions([p.id for p in pairs], seed)
+
+
 @dataclass
 class ContextBlock:
     text: str = ""
@@ -357,12 +367,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
         }
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
-        if self.order == "both":
-            return  # every pair is asked in both orders: there is no position to draw
-        if self.protocol == "official":
-            self.positions = official_positions(pairs, self.order_seed)
-        else:
-            self.positions = assign_positions([p.id for p in pairs], self.order_seed)
+        self.positions = draw_positions(pairs, self.order, self.protocol, self.order_seed)
 
     def _read_verdict(self, reply: str | None, shown: Sequence[str]) -> str | None:
         """The official first-`result:` rule under --protocol official, prbj's last explicit verdict otherwise;

@@ -144,11 +144,26 @@ class MicroBatcher(Generic[I, R]):
         loop = asyncio.get_running_loop()
         futures = [future for _, future in batch]
         stop = threading.Event()
+        # Results emitted since the event loop last took them: handed over in one wake-up of the loop, not one
+        # each (a fast model emits thousands a second; each wake-up is a write to the loop's self-pipe).
+        ready: list[tuple[int, Any]] = []
+        lock = threading.Lock()
+
+        def hand_over() -> None:
+            with lock:
+                taken = ready[:]
+                ready.clear()
+            for index, result in taken:
+                error = result if isinstance(result, BaseException) else None
+                settle(futures[index], None if error else result, error)
 
         def emit(index: int, result: R | BaseException) -> None:
-            error = result if isinstance(result, BaseException) else None
+            with lock:
+                ready.append((index, result))
+                if len(ready) > 1:
+                    return  # a hand-over is already scheduled and will take this one too
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, futures[index], None if error else result, error)
+                loop.call_soon_threadsafe(hand_over)
 
         self.batches_run += 1
         try:
@@ -162,5 +177,6 @@ class MicroBatcher(Generic[I, R]):
             return
         # Emits are queued on the loop before the batch's own completion, so they have all landed by now;
         # an item the batch function forgot must not leave its caller waiting forever.
+        hand_over()
         for future in futures:
             settle(future, None, RuntimeError("batch finished without a result for this item"))
