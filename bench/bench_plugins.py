@@ -152,7 +152,9 @@ def main() -> None:
 
     def line(label: str, seconds: float) -> None:
         overhead = (seconds - bare) / n * 1e6
-        print(f"  {label:<34} {seconds:7.3f} s  {n / seconds:>10,.0f} items/s  {overhead:6.1f} µs/item over bare")
+        print(
+            f"  {label:<34} {seconds:7.3f} s  {n / seconds:>10,.0f} items/s  {overhead:6.1f} µs/item over bare"
+        )
 
     print(f"  {'bare model, batches':<34} {bare:7.3f} s  {n / bare:>10,.0f} items/s")
     line("prbj judge path, cold cache", cold)

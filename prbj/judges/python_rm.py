@@ -184,7 +184,9 @@ class PythonRMJudge(PointwiseJudge):
             for answer in answers
         )
 
-    async def _ask(self, method: Method, shown: Shown, items: tuple[Item, ...], answers: Sequence[str]) -> RMResult:
+    async def _ask(
+        self, method: Method, shown: Shown, items: tuple[Item, ...], answers: Sequence[str]
+    ) -> RMResult:
         return await self.runtime.submit(RMRequest(method, self._key(method, shown, answers), items))
 
     # --- judging -----------------------------------------------------------------------------------------
@@ -213,7 +215,9 @@ class PythonRMJudge(PointwiseJudge):
     async def _judge_pairwise(self, task: PairTask, shown: Shown) -> Judgment:
         pair = task.pair
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
-        orders = [(pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions]
+        orders = [
+            (pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions
+        ]
         items = tuple(
             PairItem(
                 shown.user_id, shown.pair_id, shown.prompt, a, b, shown.persona, shown.groups, shown.history
@@ -223,7 +227,9 @@ class PythonRMJudge(PointwiseJudge):
         result = await self._ask("prefer", shown, items, [text for order in orders for text in order])
         failed = _failure(result.outcomes)
         if failed is not None:
-            return self._judgment(task, **failed, chosen_position="both" if self.order == "both" else positions[0])
+            return self._judgment(
+                task, **failed, chosen_position="both" if self.order == "both" else positions[0]
+            )
         picks: dict[str, Verdict] = {}
         chosen_probabilities = []
         for position, outcome in zip(positions, result.outcomes, strict=True):
@@ -294,7 +300,9 @@ def rm_source(spec: str) -> RMSource:
         return parse_spec(spec)
     found = entry_point_source(spec)
     if found is None:
-        raise ConfigError(f"-p {spec}: no installed reward model of that name (entry points {ENTRY_POINT_GROUP})")
+        raise ConfigError(
+            f"-p {spec}: no installed reward model of that name (entry points {ENTRY_POINT_GROUP})"
+        )
     return found
 
 
@@ -309,7 +317,9 @@ def make_python_judges(
     for context in options.contexts or (DEFAULT_PY_CONTEXT,):
         check_context(spec, context)
         if context == "planner" and planner is None:
-            raise ConfigError("--context planner needs --planner <provider> (the model that infers the aspects)")
+            raise ConfigError(
+                "--context planner needs --planner <provider> (the model that infers the aspects)"
+            )
         loaded = models.open_python_rm(source)
         runner = models.python_rm_runner(loaded, options.batch_size)
         runtime = RMRuntime(loaded, cache=gateway.cache, batch_size=options.batch_size, runner=runner)

@@ -602,7 +602,7 @@ _INSERT_ROW = (
 def _select_values(store: diskcache.Cache | _ReadOnlyStore, keys: list[str]) -> Iterator[tuple[str, Any]]:
     """(key, decoded entry) for each of `keys` stored in the index (string keys only: prbj writes no other)."""
     marks = ", ".join("?" * len(keys))
-    query = f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"  # noqa: S608 - only placeholders
+    query = f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
     if isinstance(store, _ReadOnlyStore):
         rows = store.select(query, keys)
         disk: diskcache.Disk = store._disk

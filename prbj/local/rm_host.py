@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from prbj.local.rm_api import PairItem, ScoreItem
-from prbj.local.rm_loader import error_text
+from prbj.local.rm_loader import article, error_text
 
 Method = Literal["score", "prefer"]
 Item = ScoreItem | PairItem
@@ -58,7 +58,9 @@ class RMHost:
         # How often each method was called (the bench and tests read it).
         self.calls: Counter[str] = Counter()
 
-    def run(self, method: Method, items: Sequence[Item], stop: threading.Event | None = None) -> list[Outcome]:
+    def run(
+        self, method: Method, items: Sequence[Item], stop: threading.Event | None = None
+    ) -> list[Outcome]:
         """One outcome per item, in order."""
         outcomes: list[Outcome | None] = [None] * len(items)
         ready: list[int] = []
@@ -122,12 +124,12 @@ class RMHost:
             return
         values = _numbers(returned)
         if isinstance(values, str) or len(values) != len(batch):
-            what = values if isinstance(values, str) else f"{len(values)} values for {len(batch)} items"
+            what = values if isinstance(values, str) else f"{len(values)} value{'s' * (len(values) != 1)}"
+            size = f"{len(batch)} item{'s' * (len(batch) != 1)}"
             failure = RMFailure(
                 "parse_error",
                 f"{method} returned {'no list of numbers' if isinstance(values, str) else 'a wrong count'}",
-                f"{self.label}: {method} returned {what} (a batch of {len(batch)} items, the first "
-                f"{_item_name(batch[0])})",
+                f"{self.label}: {method} returned {what} for a batch of {size}, the first {_item_name(batch[0])}",
             )
             for index in indexes:
                 outcomes[index] = failure
@@ -155,11 +157,11 @@ def _numbers(returned: Any) -> list[float | str] | str:
     """The values of a reply as floats (an element that is no number as a description of it), or what the reply
     is instead of a sequence."""
     if isinstance(returned, str | bytes | dict) or returned is None:
-        return f"a {type(returned).__name__}, not a list of numbers"
+        return f"{article(type(returned).__name__)}, not a list of numbers,"
     try:
         elements = list(returned)
     except TypeError:
-        return f"a {type(returned).__name__}, not a list of numbers"
+        return f"{article(type(returned).__name__)}, not a list of numbers,"
     values: list[float | str] = []
     for element in elements:
         if isinstance(element, str | bytes | bool) or element is None:
@@ -168,5 +170,5 @@ def _numbers(returned: Any) -> list[float | str] | str:
         try:
             values.append(float(element))
         except (TypeError, ValueError):
-            values.append(f"a {type(element).__name__} (not a number)")
+            values.append(f"{article(type(element).__name__)} (not a number)")
     return values

@@ -81,9 +81,7 @@ def parse_spec(spec: str) -> RMSource:
     if target.endswith(".py") or "/" in target or "\\" in target:
         return RMSource(spec, "file", str(Path(target).expanduser().resolve()), attribute)
     if not _MODULE_NAME.match(target):
-        raise ConfigError(
-            f"-p {spec}: {target!r} is neither a .py file nor a module name (package.module)"
-        )
+        raise ConfigError(f"-p {spec}: {target!r} is neither a .py file nor a module name (package.module)")
     return RMSource(spec, "module", target, attribute)
 
 
@@ -208,8 +206,9 @@ def _import_file(source: RMSource) -> tuple[ModuleType, Path]:
             near = did_you_mean(path.name, [p.name for p in path.parent.glob("*.py")])
         raise ConfigError(f"-p {source.spec}: no such file {typed};{near}".rstrip(";"))
     content = path.read_bytes()
-    # One module per file content, so that two judges naming one file share it, and an edited file is new code.
-    name = f"prbj_rm_{hashlib.sha256(content).hexdigest()[:16]}"
+    # One module per file and content: two judges naming one file share it, an edited file is new code.
+    digest = hashlib.sha256(str(path).encode() + b"\0" + content).hexdigest()
+    name = f"prbj_rm_{digest[:16]}"
     if name in sys.modules:
         return sys.modules[name], path
     spec = importlib.util.spec_from_file_location(name, path)
@@ -269,7 +268,7 @@ def _attribute(source: RMSource, module: ModuleType, path: Path | None) -> Any:
             raise ConfigError(f"-p {source.spec}: {where} has no {source.attribute!r};{near}".rstrip(";"))
     if not callable(found):
         raise ConfigError(
-            f"-p {source.spec}: {source.attribute!r} in {where} is a {type(found).__name__}, not a class or a "
+            f"-p {source.spec}: {source.attribute!r} in {where} is {article(type(found).__name__)}, not a class or a "
             "factory"
         )
     return found
@@ -277,13 +276,13 @@ def _attribute(source: RMSource, module: ModuleType, path: Path | None) -> Any:
 
 def _check_interface(source: RMSource, instance: Any) -> None:
     if not callable(getattr(instance, "score", None)):
-        made = "" if isinstance(instance, type) else f"() gave a {type(instance).__name__} that"
+        made = "" if isinstance(instance, type) else f"() gave {article(type(instance).__name__)} that"
         raise ConfigError(f"-p {source.spec}: {source.attribute}{made} has no score(items) method")
     for optional in ("prefer", "fit_user"):
         value = getattr(instance, optional, None)
         if value is not None and not callable(value):
             raise ConfigError(
-                f"-p {source.spec}: {source.attribute}().{optional} is a {type(value).__name__}, not a method"
+                f"-p {source.spec}: {source.attribute}().{optional} is {article(type(value).__name__)}, not a method"
             )
 
 
@@ -293,9 +292,14 @@ def _text_attribute(source: RMSource, instance: Any, attribute: str) -> str | No
         return None
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ConfigError(
-            f"-p {source.spec}: {source.attribute}().{attribute} is a {type(value).__name__}; expected text"
+            f"-p {source.spec}: {source.attribute}().{attribute} is {article(type(value).__name__)}; expected text"
         )
     return str(value)
+
+
+def article(noun: str) -> str:
+    """`a noun` or `an noun`."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _where(error: BaseException, path: Path | None) -> str:
