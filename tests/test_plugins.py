@@ -32,21 +32,10 @@ def dataset(tmp_path: Path) -> Path:
 def judge(tmp_path: Path, dataset: Path, *args: str, cache: str = "cache") -> tuple[int, str, Path | None]:
     out = tmp_path / "runs"
     before = set(out.iterdir()) if out.exists() else set()
-    result = CliRunner().invoke(
-        main,
-        [
-            "judge",
-            "--no-progress",
-            "--dataset",
-            str(dataset),
-            "--cache-dir",
-            str(tmp_path / cache),
-            "--out",
-            str(out),
-        ]
-        + list(args),
-        env={"COLUMNS": "1000"},  # a failure's line is long (it names the file): unwrapped
-    )
+    command = ["judge", "--no-progress", "--dataset", str(dataset), "--cache-dir", str(tmp_path / cache)]
+    command += ["--out", str(out), *args]
+    # A failure's line is long (it names the file): unwrapped.
+    result = CliRunner().invoke(main, command, env={"COLUMNS": "1000"})
     made = sorted(set(out.iterdir()) - before) if out.exists() else []
     return result.exit_code, result.output, made[-1] if made else None
 
