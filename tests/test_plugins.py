@@ -407,7 +407,11 @@ def test_prefer_is_asked_in_the_order_drawn_and_in_both_orders(tmp_path: Path, d
     assert set(judgments["verdict_chosen_a"]) == {"chosen"} and set(judgments["verdict_chosen_b"]) == {
         "rejected"
     }
-    assert len(read_log(rm)) == 2 * len(judgments)
+    # Each order is an item of its own in the cache: only the order the first run did not show is asked now.
+    assert len(read_log(rm)) == len(judgments)
+    assert {(e["pair"], e["first"]) for e in read_log(rm)}.isdisjoint(
+        {(e["pair"], e["first"]) for e in asked}
+    )
     # --mode pointwise asks score() instead.
     code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:First", "--mode", "pointwise")
     assert run_dir is not None
@@ -451,3 +455,55 @@ def test_bulk_cache_writes_read_back_like_single_ones(tmp_path: Path) -> None:
     }
     assert cache.stats().by_kind == {"py-rm": 3}
     cache.close()
+
+
+# --- serving ----------------------------------------------------------------------------------------------
+
+
+def test_prbj_serve_serves_a_python_reward_model(tmp_path: Path) -> None:
+    """`prbj serve -p py:…` in its own process: served scores are the model's, batched, cached, and a failure
+    reaches the trainer as an error, never as a score."""
+    import urllib.request
+
+    from test_serve import _Server
+
+    rm = write_rm(tmp_path)
+
+    def post(url: str, body: Any) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    server = _Server("-p", f"py:{rm}:Logged", "--cache-dir", str(tmp_path / "cache"))
+    try:
+        items = [
+            {
+                "pair_id": "p1",
+                "query": "Which lens?",
+                "response_text": text,
+                "profile": ["I shoot portraits."],
+            }
+            for text in ("a bright prime", "a long zoom", "a macro lens")
+        ]
+        status, body = post(f"{server.url}/score/batch", {"items": items})
+        assert status == 200, body
+        assert body["scores"] == pytest.approx([expected_score("p1", i["response_text"]) for i in items])
+        status, body = post(f"{server.url}/score", items[0])
+        assert status == 200 and body["score"] == pytest.approx(expected_score("p1", "a bright prime"))
+    finally:
+        server.stop()
+    scored = [item for e in read_log(rm) if e["method"] == "score" for item in e["items"]]
+    assert len(scored) == 3  # the single request was answered from the cache: each answer is its own entry
+    assert {i["user"] for i in scored} == {"p1"} and scored[0]["persona"] == "- [post] I shoot portraits."
+    write_rm(tmp_path, bad="nan", version="2")
+    server = _Server("-p", f"py:{rm}:Logged", "--cache-dir", str(tmp_path / "cache"))
+    try:
+        status, body = post(f"{server.url}/score", items[0])
+    finally:
+        server.stop()
+    assert status == 500 and "score returned nan for pair p1 (user p1)" in body["error"]

@@ -158,23 +158,15 @@ class PythonRMJudge(PointwiseJudge):
         self._history_digests[id(history)] = (history, digest)
         return digest
 
-    def _key(self, method: Method, shown: Shown, answers: Sequence[str]) -> str:
-        """Everything the model is given for this judgment, and the model itself."""
+    def _keys(self, method: Method, shown: Shown, answers: Sequence[Sequence[str]]) -> tuple[str, ...]:
+        """One key per item: everything the model is given for it (what is shown of the user, digested once per
+        judgment, and the item's own answers), and the model itself."""
         groups = "\n".join(f"{name}={value}" for name, value in sorted(shown.groups.items()))
-        return text_key(
-            "py-rm",
-            [
-                self._model,
-                method,
-                shown.user_id,
-                shown.pair_id,
-                shown.prompt,
-                shown.persona,
-                groups,
-                shown.history_digest,
-                *answers,
-            ],
+        context = text_key(
+            "py-rm-shown",
+            [shown.user_id, shown.pair_id, shown.prompt, shown.persona, groups, shown.history_digest],
         )
+        return tuple(text_key("py-rm", [self._model, method, context, *texts]) for texts in answers)
 
     def _score_items(self, shown: Shown, answers: Sequence[str]) -> tuple[Item, ...]:
         return tuple(
@@ -185,9 +177,10 @@ class PythonRMJudge(PointwiseJudge):
         )
 
     async def _ask(
-        self, method: Method, shown: Shown, items: tuple[Item, ...], answers: Sequence[str]
+        self, method: Method, shown: Shown, items: tuple[Item, ...], answers: Sequence[Sequence[str]]
     ) -> RMResult:
-        return await self.runtime.submit(RMRequest(method, self._key(method, shown, answers), items))
+        """`answers`: each item's own texts (a response, or the two answers in the order shown)."""
+        return await self.runtime.submit(RMRequest(method, self._keys(method, shown, answers), items))
 
     # --- judging -----------------------------------------------------------------------------------------
     async def judge(self, task: PairTask) -> Judgment:
@@ -199,7 +192,7 @@ class PythonRMJudge(PointwiseJudge):
         if self.use_prefer:
             return await self._judge_pairwise(task, shown)
         answers = (pair.chosen, pair.rejected)
-        result = await self._ask("score", shown, self._score_items(shown, answers), answers)
+        result = await self._ask("score", shown, self._score_items(shown, answers), [(a,) for a in answers])
         failed = _failure(result.outcomes)
         if failed is not None:
             return self._judgment(task, **failed, cached=False)
@@ -224,7 +217,7 @@ class PythonRMJudge(PointwiseJudge):
             )
             for a, b in orders
         )
-        result = await self._ask("prefer", shown, items, [text for order in orders for text in order])
+        result = await self._ask("prefer", shown, items, orders)
         failed = _failure(result.outcomes)
         if failed is not None:
             return self._judgment(
@@ -257,7 +250,7 @@ class PythonRMJudge(PointwiseJudge):
         """Scores for answers outside a benchmark run (`prbj serve`, best-of-N): the user is the request's pair
         id (it has no other), the history what the view holds (none, for a served request)."""
         shown = await self._shown(view, view.pair_id, {})
-        result = await self._ask("score", shown, self._score_items(shown, answers), answers)
+        result = await self._ask("score", shown, self._score_items(shown, answers), [(a,) for a in answers])
         failed = _failure(result.outcomes)
         if failed is not None:
             raise ScoreFailure(failed["status"], failed["error"], failed["cause"])

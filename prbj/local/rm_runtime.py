@@ -2,10 +2,11 @@
 local models' one batcher, prbj.local.batcher), looked up in the run's cache, the misses scored on the model's
 worker thread (or its Ray actors) in calls of at most `batch_size` items, the answers stored.
 
-A request is everything one judgment needs from the model (a pair's two answers, or the orders it is shown in)
-and one cache entry: a rerun asks the model nothing it answered before, and a failure is never stored. The cache
-is the gateway's, reached in bulk (ResponseCache.get_many, store_many_soon): one query per batch of lookups and
-one statement per batch of answers, so a fast model is not held back by the disk.
+A request is everything one judgment needs from the model (a pair's two answers, or the orders it is shown in);
+each item is one cache entry, keyed by all the model is given for it: a rerun asks the model nothing it answered
+before (whatever other items it comes with), and a failure is never stored. The cache is the gateway's, reached
+in bulk (ResponseCache.get_many, store_many_soon): one query per batch of lookups and one statement per batch of
+answers, so a fast model is not held back by the disk.
 """
 
 from __future__ import annotations
@@ -24,16 +25,18 @@ from prbj.local.rm_loader import LoadedRM
 
 # Items per call of the model unless --batch-size says otherwise.
 DEFAULT_BATCH_SIZE = 64
-# The name of a request's values in its cache entry.
-VALUES = "values"
+# The name of an item's value in its cache entry.
+VALUE = "value"
 
 Deliver = Callable[[int, Outcome], None]
 
 
 @dataclass(slots=True)
 class RMRequest:
+    """The items one judgment needs (a pair's two answers, or the orders it is shown in), each with its key."""
+
     method: Method
-    key: str
+    keys: tuple[str, ...]
     items: tuple[Item, ...]
 
 
@@ -70,17 +73,15 @@ class LocalRunner:
                     deliver(index, outcome)
 
 
-def cached_values(entry: Any, request: RMRequest) -> tuple[float, ...] | None:
-    """A stored entry's values when they fit the request (one finite number per item; a probability for
-    `prefer`); None otherwise, and the request is computed again (the cache folder is input, never trusted)."""
-    values = entry.get(VALUES) if isinstance(entry, dict) else None
-    if not isinstance(values, list) or len(values) != len(request.items):
+def cached_value(entry: Any, method: Method) -> float | None:
+    """A stored item's value when it is one finite number (a probability for `prefer`); None otherwise, and the
+    item is computed again (the cache folder is input, never trusted)."""
+    value = entry.get(VALUE) if isinstance(entry, dict) else None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         return None
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+    if method == "prefer" and not 0.0 <= value <= 1.0:
         return None
-    if request.method == "prefer" and not all(0.0 <= v <= 1.0 for v in values):
-        return None
-    return tuple(float(v) for v in values)
+    return float(value)
 
 
 class RMRuntime:
@@ -110,48 +111,51 @@ class RMRuntime:
         return self.batcher.submit(request)
 
     def _batch(self, requests: list[RMRequest], emit: Emit, stop: threading.Event) -> None:
-        """On the worker thread: every request answered, from the cache or by the model (identical requests
-        once)."""
-        found = self.cache.get_many([r.key for r in requests]) if self.cache is not None else {}
+        """On the worker thread: every request answered, each item from the cache or by the model (an item asked
+        for twice, once)."""
+        keys = list(dict.fromkeys(key for request in requests for key in request.keys))
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        values: dict[str, Outcome] = {}
+        # Items to compute: (method, item) by key, and the requests that wait for each key.
+        work: dict[str, tuple[Method, Item]] = {}
         waiting: dict[str, list[int]] = {}
+        missing = [0] * len(requests)
         for index, request in enumerate(requests):
-            values = cached_values(found[request.key], request) if request.key in found else None
-            if values is not None:
-                self.hits += 1
-                emit(index, RMResult(values, cached=True))
-            else:
-                waiting.setdefault(request.key, []).append(index)
-        if not waiting:
+            for key, item in zip(request.keys, request.items, strict=True):
+                value = cached_value(found[key], request.method) if key in found else None
+                if value is not None:
+                    values[key] = value
+                    continue
+                work.setdefault(key, (request.method, item))
+                waiting.setdefault(key, []).append(index)
+                missing[index] += 1
+            if not missing[index]:
+                self.hits += len(request.items)
+                emit(index, self._result(request, values, cached=True))
+        if not work:
             return
-        # The model's work: the items of each distinct request missed, flat; where each item goes back.
-        work: list[tuple[Method, Item]] = []
-        slots: list[tuple[str, int]] = []
-        pending: dict[str, list[Outcome | None]] = {}
-        for key, indexes in waiting.items():
-            request = requests[indexes[0]]
-            pending[key] = [None] * len(request.items)
-            for position, item in enumerate(request.items):
-                work.append((request.method, item))
-                slots.append((key, position))
+        order = list(work)
         unstored: list[tuple[str, dict[str, Any]]] = []
 
-        def deliver(index: int, outcome: Outcome) -> None:
-            key, position = slots[index]
-            outcomes = pending[key]
-            outcomes[position] = outcome
-            if any(o is None for o in outcomes):
-                return
-            done = tuple(o for o in outcomes if o is not None)
+        def deliver(position: int, outcome: Outcome) -> None:
+            key = order[position]
+            values[key] = outcome
             self.computed += 1
-            for waiter in waiting[key]:
-                emit(waiter, RMResult(done, cached=False))
-            if not any(isinstance(o, RMFailure) for o in done):
-                unstored.append((key, {VALUES: list(done)}))
+            if not isinstance(outcome, RMFailure):
+                unstored.append((key, {VALUE: outcome}))
                 if len(unstored) >= self.batch_size:
                     self._store(unstored)
+            for index in waiting[key]:
+                missing[index] -= 1
+                if not missing[index]:
+                    emit(index, self._result(requests[index], values, cached=False))
 
-        self.runner.run(work, deliver, stop)
+        self.runner.run([work[key] for key in order], deliver, stop)
         self._store(unstored)
+
+    @staticmethod
+    def _result(request: RMRequest, values: dict[str, Outcome], *, cached: bool) -> RMResult:
+        return RMResult(tuple(values[key] for key in request.keys), cached=cached)
 
     def _store(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
         if self.cache is not None and entries:
