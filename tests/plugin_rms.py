@@ -15,6 +15,7 @@ LOGGED_RM = """
 import hashlib
 import json
 import math
+import threading
 from pathlib import Path
 
 LOG = Path(__file__).with_suffix(".log")
@@ -43,6 +44,7 @@ class Logged:
         write(
             {{
                 "method": "score",
+                "thread": threading.current_thread().name,
                 "items": [
                     {{
                         "user": i.user_id,

@@ -507,3 +507,43 @@ def test_prbj_serve_serves_a_python_reward_model(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert status == 500 and "score returned nan for pair p1 (user p1)" in body["error"]
+
+
+# --- where the model's calls run -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("inline_below", [0.0, math.inf], ids=["worker-thread", "event-loop"])
+def test_a_fast_model_runs_on_the_event_loop_with_the_same_results(
+    tmp_path: Path, dataset: Path, inline_below: float
+) -> None:
+    """A model whose calls are quicker than `inline_below` seconds runs on the event loop (two thread switches
+    per batch cost more than it); the first batch always goes to the worker thread, which measures it."""
+    import asyncio
+
+    from prbj.data.loaders import load_dataset
+    from prbj.judges.python_rm import make_python_judges
+    from prbj.judges.setup import JudgeOptions
+    from prbj.llm.cache import ResponseCache
+    from prbj.llm.gateway import Gateway
+    from prbj.runs.execute import judge_dataset
+
+    rm = write_rm(tmp_path)
+    data = load_dataset(str(dataset))
+    gateway = Gateway(ResponseCache(tmp_path / "cache"))
+    (judge,) = make_python_judges(
+        f"py:{rm}:Logged", JudgeOptions(batch_size=2, mode="pointwise"), gateway, None
+    )
+    judge.runtime.inline_below = inline_below
+    judge.pairs_in_flight = 1  # one pair per batch: several batches
+    try:
+        judgments = asyncio.run(judge_dataset(data, [judge], concurrency=1, show_progress=False))
+    finally:
+        gateway.close()
+    threads = [e["thread"] for e in read_log(rm) if e["method"] == "score"]
+    assert len(threads) == len(data.pairs)
+    assert threads[0].startswith("prbj-py:")
+    expected = "MainThread" if inline_below else threads[0]
+    assert set(threads[1:]) == {expected}
+    for judgment, pair in zip(judgments, data.pairs, strict=True):
+        assert judgment.status == "ok"
+        assert judgment.score_chosen == pytest.approx(expected_score(pair.id, pair.chosen))

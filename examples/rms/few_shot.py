@@ -31,7 +31,8 @@ SYSTEM = (
     "question with answers. Judge by what this person has preferred, not by what most people would."
 )
 EXAMPLES = 4  # earlier choices shown, the most recent first
-VERDICT = re.compile(r"answer:\s*([AB])\b", re.IGNORECASE)
+# "Answer: A", or "Result: A" as the official judge prompts ask for it.
+VERDICT = re.compile(r"(?:answer|result):\s*([AB])\b", re.IGNORECASE)
 RATING = re.compile(r"score:\s*(10|[1-9])\b", re.IGNORECASE)
 
 

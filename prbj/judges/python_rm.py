@@ -38,13 +38,13 @@ from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, V
 from prbj.judges.generative import ContextBuilder, OrderMode, draw_positions
 from prbj.judges.official import Protocol
 from prbj.judges.setup import JudgeOptions
-from prbj.llm.cache import text_key
+from prbj.llm.cache import text_key, text_keys
 from prbj.llm.gateway import Gateway
 from prbj.local.models import local_models
 from prbj.local.rm_api import PairItem, ScoreItem
 from prbj.local.rm_host import Item, Method, Outcome, RMFailure
 from prbj.local.rm_loader import ENTRY_POINT_GROUP, PY_PREFIX, RMSource, entry_point_source, parse_spec
-from prbj.local.rm_runtime import RMRequest, RMResult, RMRuntime
+from prbj.local.rm_runtime import RMRequest, RMRuntime
 
 PY_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile", "planner", "oracle")
 DEFAULT_PY_CONTEXT: Context = "profile"
@@ -123,19 +123,30 @@ class PythonRMJudge(PointwiseJudge):
             self.positions = draw_positions(pairs, self.order, self.protocol, self.order_seed)
 
     # --- what the items hold -----------------------------------------------------------------------------
-    async def _shown(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
-        persona: str | None = None
-        history: tuple[Preference, ...] = ()
-        if self.context in ("profile", "swapped-profile"):
-            history = view.history
-            persona = self._persona(view)
-        elif self._aspects is not None:
-            block = await self._aspects.build(view)
-            if block.failure is not None:
-                status: Status = block.failure_status or "api_error"
-                raise ScoreFailure(status, f"planner: {block.failure.error}", block.failure.cause)
-            persona = block.rubrics or None
+    def _shown(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
+        """What the items show of the user in the `none` and profile contexts."""
+        if self.context == "none":
+            return Shown(user_id, view.pair_id, view.question, None, groups, (), "")
+        history = view.history
+        persona = self._persona(view)
         return Shown(user_id, view.pair_id, view.question, persona, groups, history, self._history(history))
+
+    async def _shown_aspects(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
+        """What the items show in the planner and oracle contexts: the aspects, as LLM judges see them (a
+        planner that failed raises ScoreFailure)."""
+        assert self._aspects is not None
+        block = await self._aspects.build(view)
+        if block.failure is not None:
+            status: Status = block.failure_status or "api_error"
+            raise ScoreFailure(status, f"planner: {block.failure.error}", block.failure.cause)
+        return Shown(user_id, view.pair_id, view.question, block.rubrics or None, groups, (), "")
+
+    async def _shown_for(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
+        return (
+            await self._shown_aspects(view, user_id, groups)
+            if self._aspects
+            else self._shown(view, user_id, groups)
+        )
 
     def _persona(self, view: JudgeView) -> str | None:
         if view.profile:  # past posts: ranked for each question
@@ -153,50 +164,62 @@ class PythonRMJudge(PointwiseJudge):
         found = self._history_digests.get(id(history))
         if found is not None and found[0] is history:
             return found[1]
-        blob = json.dumps([[h.id, h.prompt, h.chosen, h.rejected] for h in history], ensure_ascii=False)
-        digest = hashlib.sha256(blob.encode()).hexdigest()
+        digest = text_key(
+            "py-rm-history", [text for h in history for text in (h.id, h.prompt, h.chosen, h.rejected)]
+        )
         self._history_digests[id(history)] = (history, digest)
         return digest
 
-    def _keys(self, method: Method, shown: Shown, answers: Sequence[Sequence[str]]) -> tuple[str, ...]:
-        """One key per item: everything the model is given for it (what is shown of the user, digested once per
-        judgment, and the item's own answers), and the model itself."""
-        groups = "\n".join(f"{name}={value}" for name, value in sorted(shown.groups.items()))
-        context = text_key(
-            "py-rm-shown",
-            [shown.user_id, shown.pair_id, shown.prompt, shown.persona, groups, shown.history_digest],
-        )
-        return tuple(text_key("py-rm", [self._model, method, context, *texts]) for texts in answers)
-
-    def _score_items(self, shown: Shown, answers: Sequence[str]) -> tuple[Item, ...]:
-        return tuple(
-            ScoreItem(
-                shown.user_id, shown.pair_id, shown.prompt, answer, shown.persona, shown.groups, shown.history
-            )
-            for answer in answers
-        )
-
-    async def _ask(
+    def _request(
         self, method: Method, shown: Shown, items: tuple[Item, ...], answers: Sequence[Sequence[str]]
-    ) -> RMResult:
-        """`answers`: each item's own texts (a response, or the two answers in the order shown)."""
-        return await self.runtime.submit(RMRequest(method, self._keys(method, shown, answers), items))
+    ) -> RMRequest:
+        """The request for `items`, one key per item: the model, and everything it is given for the item (what is
+        shown of the user, hashed once for all the items, and `answers`, the item's own texts)."""
+        groups = "\n".join(f"{name}={value}" for name, value in sorted(shown.groups.items()))
+        keys = text_keys(
+            "py-rm",
+            [
+                self._model,
+                method,
+                shown.user_id,
+                shown.pair_id,
+                shown.prompt,
+                shown.persona,
+                groups,
+                shown.history_digest,
+            ],
+            answers,
+        )
+        return RMRequest(method, keys, items)
+
+    def _score_request(self, shown: Shown, answers: Sequence[str]) -> RMRequest:
+        items = tuple(
+            [
+                ScoreItem(
+                    shown.user_id, shown.pair_id, shown.prompt, a, shown.persona, shown.groups, shown.history
+                )
+                for a in answers
+            ]
+        )
+        return self._request("score", shown, items, [(a,) for a in answers])
 
     # --- judging -----------------------------------------------------------------------------------------
     async def judge(self, task: PairTask) -> Judgment:
         pair = task.pair
-        try:
-            shown = await self._shown(task.view, pair.user_id, dict(pair.groups))
-        except ScoreFailure as failure:
-            return self._judgment(task, status=failure.status, error=failure.message, cause=failure.cause)
+        groups = dict(pair.groups)
+        if self._aspects is None:  # a coroutine less per pair where nothing is awaited
+            shown = self._shown(task.view, pair.user_id, groups)
+        else:
+            try:
+                shown = await self._shown_aspects(task.view, pair.user_id, groups)
+            except ScoreFailure as failure:
+                return self._judgment(task, status=failure.status, error=failure.message, cause=failure.cause)
         if self.use_prefer:
             return await self._judge_pairwise(task, shown)
-        answers = (pair.chosen, pair.rejected)
-        result = await self._ask("score", shown, self._score_items(shown, answers), [(a,) for a in answers])
-        failed = _failure(result.outcomes)
-        if failed is not None:
-            return self._judgment(task, **failed, cached=False)
-        chosen, rejected = (float(o) for o in result.outcomes)  # type: ignore[arg-type]  # no failure above
+        result = await self.runtime.submit(self._score_request(shown, (pair.chosen, pair.rejected)))
+        chosen, rejected = result.outcomes
+        if isinstance(chosen, RMFailure) or isinstance(rejected, RMFailure):
+            return self._judgment(task, **_failure(result.outcomes), cached=False)
         return self._judgment(
             task,
             verdict=verdict_from_scores(chosen, rejected),
@@ -208,6 +231,7 @@ class PythonRMJudge(PointwiseJudge):
     async def _judge_pairwise(self, task: PairTask, shown: Shown) -> Judgment:
         pair = task.pair
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
+        chosen_position = "both" if self.order == "both" else positions[0]
         orders = [
             (pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions
         ]
@@ -217,18 +241,14 @@ class PythonRMJudge(PointwiseJudge):
             )
             for a, b in orders
         )
-        result = await self._ask("prefer", shown, items, orders)
-        failed = _failure(result.outcomes)
-        if failed is not None:
-            return self._judgment(
-                task, **failed, chosen_position="both" if self.order == "both" else positions[0]
-            )
+        result = await self.runtime.submit(self._request("prefer", shown, items, orders))
         picks: dict[str, Verdict] = {}
         chosen_probabilities = []
         for position, outcome in zip(positions, result.outcomes, strict=True):
-            p_first = float(outcome)  # type: ignore[arg-type]  # no failure above
+            if isinstance(outcome, RMFailure):
+                return self._judgment(task, **_failure(result.outcomes), chosen_position=chosen_position)
             # P(the chosen answer wins) in this order: P(first) when it was shown first.
-            p_chosen = p_first if position == "A" else 1.0 - p_first
+            p_chosen = outcome if position == "A" else 1.0 - outcome
             chosen_probabilities.append(p_chosen)
             picks[position] = "chosen" if p_chosen > 0.5 else "rejected" if p_chosen < 0.5 else "tie"
         values = set(picks.values())
@@ -236,7 +256,7 @@ class PythonRMJudge(PointwiseJudge):
         return self._judgment(
             task,
             verdict=verdict,
-            chosen_position="both" if self.order == "both" else positions[0],
+            chosen_position=chosen_position,
             verdict_chosen_a=picks.get("A"),
             verdict_chosen_b=picks.get("B"),
             cached=result.cached,
@@ -249,19 +269,20 @@ class PythonRMJudge(PointwiseJudge):
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
         """Scores for answers outside a benchmark run (`prbj serve`, best-of-N): the user is the request's pair
         id (it has no other), the history what the view holds (none, for a served request)."""
-        shown = await self._shown(view, view.pair_id, {})
-        result = await self._ask("score", shown, self._score_items(shown, answers), [(a,) for a in answers])
-        failed = _failure(result.outcomes)
-        if failed is not None:
-            raise ScoreFailure(failed["status"], failed["error"], failed["cause"])
-        return [float(o) for o in result.outcomes]  # type: ignore[arg-type]  # no failure above
+        shown = await self._shown_for(view, view.pair_id, {})
+        result = await self.runtime.submit(self._score_request(shown, answers))
+        scores = []
+        for outcome in result.outcomes:
+            if isinstance(outcome, RMFailure):
+                failed = _failure(result.outcomes)
+                raise ScoreFailure(failed["status"], failed["error"], failed["cause"])
+            scores.append(outcome)
+        return scores
 
 
-def _failure(outcomes: Sequence[Outcome]) -> dict[str, Any] | None:
+def _failure(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """The judgment's status, error and cause when an item failed: the most severe, its first message."""
     failures = [o for o in outcomes if isinstance(o, RMFailure)]
-    if not failures:
-        return None
     status = most_severe(f.status for f in failures)
     first = next(f for f in failures if f.status == status)
     return {"status": status, "error": first.message, "cause": first.cause}

@@ -100,8 +100,26 @@ def cache_key(kind: str, **parts: Any) -> str:
 def text_key(kind: str, texts: Sequence[str | None]) -> str:
     """`cache_key` for a key made of texts alone (a local model's inputs), without a JSON encoding: each text
     length-prefixed, so no two different lists hash alike. A separate namespace from cache_key's."""
-    parts = [f"{CACHE_FORMAT}", kind, *("-" if text is None else f"{len(text)}:{text}" for text in texts)]
-    return f"{kind}:{hashlib.sha256(chr(0x1F).join(parts).encode()).hexdigest()}"
+    return text_keys(kind, texts, [()])[0]
+
+
+def text_keys(
+    kind: str, shared: Sequence[str | None], each: Sequence[Sequence[str | None]]
+) -> tuple[str, ...]:
+    """`text_key(kind, [*shared, *texts])` for each `texts` of `each`, the shared texts hashed once (the items of
+    one request: what the model is shown of the user, then each item's own answers)."""
+    base = hashlib.sha256("\x1f".join([str(CACHE_FORMAT), kind, *_framed(shared)]).encode())
+    keys = []
+    for texts in each:
+        digest = base.copy()
+        if texts:
+            digest.update(("\x1f" + "\x1f".join(_framed(texts))).encode())
+        keys.append(kind + ":" + digest.hexdigest())
+    return tuple(keys)
+
+
+def _framed(texts: Sequence[str | None]) -> list[str]:
+    return ["-" if text is None else f"{len(text)}:{text}" for text in texts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +134,13 @@ class CorruptEntry(Exception):
     """A stored value or key that is not plain JSON data: refused, never decoded."""
 
 
+# One encoder for every value (json.dumps with options would build one per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _encode(value: Any) -> bytes:
     """How a value is stored: compact UTF-8 JSON."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(value).encode()
 
 
 class JSONDisk(diskcache.Disk):

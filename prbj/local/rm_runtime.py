@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,6 +26,8 @@ from prbj.local.rm_loader import LoadedRM
 
 # Items per call of the model unless --batch-size says otherwise.
 DEFAULT_BATCH_SIZE = 64
+# Model calls quicker than this run on the event loop (see RMRuntime._fast).
+INLINE_BELOW_SECONDS = 0.002
 # The name of an item's value in its cache entry.
 VALUE = "value"
 
@@ -54,23 +57,28 @@ class Runner(Protocol):
 
 
 class LocalRunner:
-    """The model in this process, on the runtime's worker thread: calls of at most `batch_size` items, one method
-    at a time."""
+    """The model in this process: calls of at most `batch_size` items, one method at a time."""
 
     def __init__(self, host: RMHost, batch_size: int) -> None:
         self.host = host
         self.batch_size = batch_size
+        # How long the slowest call of the last batch took (None before the first).
+        self.slowest: float | None = None
 
     def run(self, work: Sequence[tuple[Method, Item]], deliver: Deliver, stop: threading.Event) -> None:
+        slowest = 0.0
         for method in dict.fromkeys(m for m, _ in work):
             indexes = [i for i, (m, _) in enumerate(work) if m == method]
             for start in range(0, len(indexes), self.batch_size):
                 if stop.is_set():
                     return
                 chunk = indexes[start : start + self.batch_size]
+                began = time.perf_counter()
                 outcomes = self.host.run(method, [work[i][1] for i in chunk], stop)
+                slowest = max(slowest, time.perf_counter() - began)
                 for index, outcome in zip(chunk, outcomes, strict=True):
                     deliver(index, outcome)
+        self.slowest = slowest
 
 
 def cached_value(entry: Any, method: Method) -> float | None:
@@ -101,14 +109,27 @@ class RMRuntime:
         self.host = RMHost(loaded.instance, loaded.label)
         self.runner: Runner = runner or LocalRunner(self.host, batch_size)
         self.batcher: MicroBatcher[RMRequest, RMResult] = MicroBatcher(
-            self._batch, WorkerThread(f"prbj-py:{loaded.label}")
+            self._batch, WorkerThread(f"prbj-py:{loaded.label}"), inline=self._fast
         )
-        # Requests answered by the model and from the cache, in this run.
+        # Items answered by the model and from the cache, in this run.
         self.computed = 0
         self.hits = 0
+        # A batch whose model calls are this quick is cheaper to run on the event loop than to hand to the worker
+        # thread and back (two thread switches; the loop stalls for at most that long).
+        self.inline_below = INLINE_BELOW_SECONDS
 
     def submit(self, request: RMRequest) -> asyncio.Future[RMResult]:
         return self.batcher.submit(request)
+
+    def _fast(self) -> bool:
+        """Whether the next batch runs on the event loop: a model in this process whose calls took less than
+        `inline_below` seconds each last time (the first batch, and a slow model's, go to the worker thread)."""
+        runner = self.runner
+        return (
+            isinstance(runner, LocalRunner)
+            and runner.slowest is not None
+            and runner.slowest < self.inline_below
+        )
 
     def _batch(self, requests: list[RMRequest], emit: Emit, stop: threading.Event) -> None:
         """On the worker thread: every request answered, each item from the cache or by the model (an item asked
