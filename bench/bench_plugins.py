@@ -47,6 +47,8 @@ from prbj.local.rm_api import ScoreItem  # noqa: E402
 from prbj.local.rm_loader import load, parse_spec  # noqa: E402
 from prbj.runs.execute import judge_dataset  # noqa: E402
 
+# Items per second a model returning constants must be scored at, in-process (issue 40).
+TARGET = 50_000
 BARE = "bare model, batches"
 ENGINE = "engine alone (built-in length judge)"
 COLD = "prbj judge path, cold cache"
@@ -194,9 +196,12 @@ def main() -> None:
         over = "" if label == BARE else f"{(cpu - best[BARE][1]) / n * 1e6:23.1f}"
         print(f"  {label:<36} {wall:8.3f} {n / wall:10,.0f}  {cpu:7.3f} {n / cpu:11,.0f}  {over}")
     cold_wall, cold_cpu = best[COLD]
+    verdict = (
+        "met" if n / cold_wall >= TARGET else "met per CPU-second" if n / cold_cpu >= TARGET else "NOT met"
+    )
     print(
-        f"target >= 50,000 items/s in-process, cold cache: {n / cold_wall:,.0f} wall, {n / cold_cpu:,.0f} per "
-        f"CPU-second: {'met' if n / cold_wall >= 50_000 else 'met per CPU-second' if n / cold_cpu >= 50_000 else 'NOT met'}"
+        f"target >= {TARGET:,} items/s in-process, cold cache: {n / cold_wall:,.0f} wall, {n / cold_cpu:,.0f} per "
+        f"CPU-second: {verdict}"
     )
 
 
