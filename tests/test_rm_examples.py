@@ -126,3 +126,20 @@ def test_the_few_shot_judge_waits_out_a_429_and_fails_only_the_pair_with_an_empt
     _, again = judge(tmp_path, "--dataset", str(TASTES), "-p", spec)
     assert len(server.requests) == sent + 1
     assert set(pl.read_parquet(again / "judgments.parquet")["status"]) == {"ok"}
+
+
+def test_the_twenty_line_example_of_the_docs_is_the_file_the_suite_runs() -> None:
+    """docs/plugins.md shows examples/rms/overlap.py as it is (its docstring aside), and its docs example runs
+    that file (tests/test_examples.py)."""
+    doc = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = doc.split("## A model in twenty lines", 1)[1]
+    shown = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = (RMS / "overlap.py").read_text(encoding="utf-8").split('"""\n\n', 1)[1]
+    assert shown == code
+    assert len(code.strip().splitlines()) <= 22
+
+
+def test_the_twenty_line_example_learns_each_users_taste(tmp_path: Path) -> None:
+    spec = "py:examples/rms/overlap.py:Overlap"
+    _, run_dir = judge(tmp_path, "--dataset", str(TASTES), "-p", spec, "--batch-size", "16")
+    assert accuracy(run_dir)[spec] == pytest.approx(46 / 48)  # as docs/plugins.md says: 95.8%

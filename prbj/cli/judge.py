@@ -77,7 +77,7 @@ JUDGE_EXAMPLES = (
     "prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1",
     "prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096",
     "prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2",
-    "prbj judge -p py:examples/rms/user_head.py:UserHead --benchmark examples/rms/tastes.toml",
+    "prbj judge -p py:examples/rms/user_head.py:UserHead --dataset examples/rms/tastes.jsonl",
     "prbj judge -p litellm:openai/Qwen/Qwen3-8B --protocol official --official-repo"
     " ../Personalized-RewardBench",
     "prbj judge -p gemini-3-flash --context profile --context swapped-profile --context none",
