@@ -455,6 +455,22 @@ def test_bulk_cache_writes_read_back_like_single_ones(tmp_path: Path) -> None:
     }
     assert cache.stats().by_kind == {"py-rm": 3}
     cache.close()
+    # The rows are diskcache's own, as `set` writes them (times aside): its count, too, is right.
+    import sqlite3
+
+    import diskcache
+
+    columns = "raw, expire_time, access_count, tag, size, mode, filename, typeof(value)"
+    with sqlite3.connect(tmp_path / "cache" / "cache.db") as db:
+        one, two = (
+            db.execute(f"SELECT {columns} FROM Cache WHERE key = ?", (k,)).fetchone()
+            for k in ("py-rm:one", "py-rm:two")
+        )
+        assert one == two
+        assert json.loads(db.execute("SELECT value FROM Cache WHERE key = 'py-rm:two'").fetchone()[0])[
+            "value"
+        ] == {"values": [0.2, math.pi]}
+    assert len(diskcache.Cache(str(tmp_path / "cache"))) == 3
 
 
 # --- serving ----------------------------------------------------------------------------------------------

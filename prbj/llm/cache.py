@@ -345,9 +345,11 @@ class ResponseCache:
             if not isinstance(store, diskcache.Cache):
                 return  # read-only: answers are used, not stored
             now = time.time()
+            # The entry is {"value": …, "stored_at": now}: encoded as the encoder would, the time stamp once.
+            tail = b',"stored_at":' + _encode(now) + b"}"
             rows = []
             for key, value in entries:
-                blob = _encode({"value": value, "stored_at": now})
+                blob = b'{"value":' + _encode(value) + tail
                 if not isinstance(key, str) or len(blob) >= store._disk.min_file_size:
                     # Too large for the index (diskcache keeps it in a file), or not a text key: its own path.
                     store.add(key, {"value": value, "stored_at": now})
@@ -632,7 +634,14 @@ def _select_values(store: diskcache.Cache | _ReadOnlyStore, keys: list[str]) -> 
         rows = store._sql(query, keys).fetchall()
         disk = store._disk
     for key, mode, filename, value in rows:
-        yield key, disk.fetch(mode, filename, value, False)
+        if filename is None and mode in (MODE_RAW, MODE_BINARY) and isinstance(value, bytes):
+            # An inline value: what JSONDisk.fetch decodes, without its layers (a batch reads thousands).
+            try:
+                yield key, json.loads(value)
+            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise CorruptEntry(f"a value is not JSON ({err})") from None
+        else:
+            yield key, disk.fetch(mode, filename, value, False)
 
 
 def _entry(entry: Any) -> dict[str, Any]:
