@@ -26,6 +26,8 @@ from prbj.local.rm_loader import LoadedRM
 
 # Items per call of the model unless --batch-size says otherwise.
 DEFAULT_BATCH_SIZE = 64
+# Values the runtime remembers until the cache surely holds them (they are committed within milliseconds).
+RECENT_ITEMS = 65_536
 # Model calls quicker than this run on the event loop (see RMRuntime._fast).
 INLINE_BELOW_SECONDS = 0.002
 # The name of an item's value in its cache entry.
@@ -111,6 +113,9 @@ class RMRuntime:
         self.batcher: MicroBatcher[RMRequest, RMResult] = MicroBatcher(
             self._batch, WorkerThread(f"prbj-py:{loaded.label}"), inline=self._fast
         )
+        # Values computed lately, by key: a request that asks again before the cache has committed them (a
+        # served trainer's next call) is answered from here. Bounded: emptied when full.
+        self._recent: dict[str, dict[str, Any]] = {}
         # Items answered by the model and from the cache, in this run.
         self.computed = 0
         self.hits = 0
@@ -136,6 +141,8 @@ class RMRuntime:
         for twice, once)."""
         keys = list(dict.fromkeys(key for request in requests for key in request.keys))
         found = self.cache.get_many(keys) if self.cache is not None else {}
+        # What this run computed lately: its stores may still wait in the cache's queue.
+        found.update((key, self._recent[key]) for key in keys if key in self._recent)
         values: dict[str, Outcome] = {}
         # Items to compute: (method, item) by key, and the requests that wait for each key.
         work: dict[str, tuple[Method, Item]] = {}
@@ -163,7 +170,11 @@ class RMRuntime:
             values[key] = outcome
             self.computed += 1
             if not isinstance(outcome, RMFailure):
-                unstored.append((key, {VALUE: outcome}))
+                entry = {VALUE: outcome}
+                unstored.append((key, entry))
+                if len(self._recent) >= RECENT_ITEMS:
+                    self._recent.clear()
+                self._recent[key] = entry
                 if len(unstored) >= self.batch_size:
                     self._store(unstored)
             for index in waiting[key]:
