@@ -563,3 +563,36 @@ def test_a_fast_model_runs_on_the_event_loop_with_the_same_results(
     for judgment, pair in zip(judgments, data.pairs, strict=True):
         assert judgment.status == "ok"
         assert judgment.score_chosen == pytest.approx(expected_score(pair.id, pair.chosen))
+
+
+def test_the_planner_context_shows_the_planners_aspects_as_the_persona(
+    tmp_path: Path, openai_profiles: Path
+) -> None:
+    """Every context beyond none and the profile ones is rendered as the LLM judges see it: here the aspects a
+    --planner (the loopback provider) inferred; a planner reply without aspects fails that pair alone."""
+    from loopback import ChatRequest, ProviderServer
+
+    aspects = "- keeps costs low\n- prefers hands-on advice"
+    replies = {"text": aspects}
+
+    def reply(request: ChatRequest) -> str:
+        return replies["text"]
+
+    rm = write_rm(tmp_path)
+    args = ["-p", f"py:{rm}:Logged", "--context", "planner", "--planner", "planner", "--subset", "art"]
+    args += ["--providers-dir", str(openai_profiles), "--limit", "2"]
+    with ProviderServer(reply=reply) as server:
+        code, output, run_dir = judge(tmp_path, Path("sample"), *args, "--api-base", f"{server.url}/v1")
+        assert code == 0, output
+        assert run_dir is not None
+        items = _items(rm)
+        assert len(items) == 4 and {i["persona"] for i in items} == {aspects}
+        assert all(i["history"] == [] for i in items)
+        assert set(frame(run_dir)["status"]) == {"ok"}
+        replies["text"] = "I cannot tell."
+        code, output, run_dir = judge(
+            tmp_path, Path("sample"), *args, "--api-base", f"{server.url}/v1", cache="other"
+        )
+    assert code == 1, output
+    assert run_dir is not None
+    assert set(frame(run_dir)["status"]) == {"planner_error"}

@@ -12,8 +12,8 @@ What each item holds about the user, by `--context` (default `profile`):
     swapped-profile  the same, of another user (the profile-reliance control)
     planner          persona: the aspects --planner inferred from the profile, one `- aspect` line each
     oracle           persona: the gold rubric aspects (asked by name only: an upper bound, never a result)
-
-A context that writes a persona from the user's history puts it in `persona` too, so a model reads it there.
+    any other        persona: what the LLM judges' context builder renders for it (a persona written from the
+                     user's history arrives there), history empty
 
 The judge scores each answer (`score`), or, when the model has `prefer` and `--mode pairwise` (prbj judge's
 default), asks it which of the two shown answers wins, in the order `--order` draws (both orders under
@@ -31,7 +31,7 @@ from typing import Any
 
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, about_user, post_lines
-from prbj.data.schema import Context, JudgeView, Pair, Preference, UserProfile
+from prbj.data.schema import CONTEXTS, Context, JudgeView, Pair, Preference, UserProfile
 from prbj.data.status import Status, most_severe
 from prbj.errors import ConfigError
 from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, Verdict, verdict_from_scores
@@ -46,7 +46,8 @@ from prbj.local.rm_host import Item, Method, Outcome, RMFailure
 from prbj.local.rm_loader import ENTRY_POINT_GROUP, PY_PREFIX, RMSource, entry_point_source, parse_spec
 from prbj.local.rm_runtime import RMRequest, RMRuntime
 
-PY_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile", "planner", "oracle")
+# The contexts whose items this module fills itself; every other one prbj knows is rendered as LLM judges see it.
+OWN_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile")
 DEFAULT_PY_CONTEXT: Context = "profile"
 # Bumped when what a cached value of a Python reward model means changes.
 PY_KEY_VERSION = 1
@@ -93,11 +94,12 @@ class PythonRMJudge(PointwiseJudge):
         self.order_seed = order_seed
         self.protocol: Protocol = protocol
         self.positions: dict[str, str] = {}
-        # Planner aspects and the gold rubric are rendered as the LLM judges render them.
+        # Every other context (planner aspects, the gold rubric, what a later context writes) is rendered by the
+        # LLM judges' context builder, and arrives as the persona.
         self._aspects = (
-            ContextBuilder(context, profile_k=profile_k, planner=planner, profile_order=profile_order)
-            if context in ("planner", "oracle")
-            else None
+            None
+            if context in OWN_CONTEXTS
+            else ContextBuilder(context, profile_k=profile_k, planner=planner, profile_order=profile_order)
         )
         # The model's identity (file hash, version, NAME) in every cache key, as one digest.
         self._model = hashlib.sha256(
@@ -132,14 +134,15 @@ class PythonRMJudge(PointwiseJudge):
         return Shown(user_id, view.pair_id, view.question, persona, groups, history, self._history(history))
 
     async def _shown_aspects(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
-        """What the items show in the planner and oracle contexts: the aspects, as LLM judges see them (a
-        planner that failed raises ScoreFailure)."""
+        """What the items show in the other contexts: what the LLM judges' context builder renders, as the persona
+        (a planner that failed raises ScoreFailure)."""
         assert self._aspects is not None
         block = await self._aspects.build(view)
         if block.failure is not None:
             status: Status = block.failure_status or "api_error"
             raise ScoreFailure(status, f"planner: {block.failure.error}", block.failure.cause)
-        return Shown(user_id, view.pair_id, view.question, block.rubrics or None, groups, (), "")
+        persona = block.rubrics or block.profile or block.text or None
+        return Shown(user_id, view.pair_id, view.question, persona, groups, (), "")
 
     async def _shown_for(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
         return (
@@ -301,11 +304,8 @@ def persona_text(view: JudgeView, k: int, order: ProfileOrder) -> str | None:
 
 
 def check_context(spec: str, context: str) -> None:
-    if context not in PY_CONTEXTS:
-        raise ConfigError(
-            f"-p {spec}: context {context!r} is not one a Python reward model can be shown "
-            f"(supported: {', '.join(PY_CONTEXTS)})"
-        )
+    if context not in CONTEXTS:
+        raise ConfigError(f"-p {spec}: unknown context {context!r} (known: {', '.join(CONTEXTS)})")
 
 
 def rm_source(spec: str) -> RMSource:

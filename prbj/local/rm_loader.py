@@ -146,7 +146,10 @@ class LoadedRM:
     def describe(self) -> dict[str, Any]:
         return {
             "source": self.source.kind,
-            "target": self.source.target,
+            # As typed (a file's absolute path, which may name the user's home, stays out of run.json).
+            "target": self.source.label.rpartition(":")[0]
+            if self.source.kind != "entry-point"
+            else self.source.target,
             "attribute": self.source.attribute,
             "rm_name": self.name,
             "version": self.version,
