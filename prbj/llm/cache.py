@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -356,8 +357,11 @@ class ResponseCache:
                     continue
                 # What diskcache writes for a text key and a short bytes value (JSONDisk.store's blob, inline).
                 rows.append((key, True, now, None, now, 0, None, 0, MODE_RAW, None, sqlite3.Binary(blob)))
-            # diskcache's own table; its triggers keep the count and size it reports.
-            store._con.executemany(_INSERT_ROW, rows)
+            # diskcache's own table; its triggers keep the count and size it reports. Many rows per statement:
+            # one trip into SQLite (and one release of the GIL) for all of them, not one per row.
+            for start in range(0, len(rows), _ROWS_PER_INSERT):
+                chunk = rows[start : start + _ROWS_PER_INSERT]
+                store._con.execute(_insert_rows(len(chunk)), [field for row in chunk for field in row])
 
     # --- leases: one process buys an answer, the others sharing the folder wait for it ----------------------
     def claim(self, key: str, holder: str, seconds: float) -> bool:
@@ -617,10 +621,18 @@ def _settle_all(results: list[tuple[asyncio.Future[Any], Any, BaseException | No
 
 # Keys per query of get_many (SQLite allows 32,766 parameters; fewer keep each statement small).
 _MANY = 500
-_INSERT_ROW = (
-    "INSERT OR IGNORE INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, mode, "
-    "filename, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+# Rows per INSERT of store_many_soon (11 parameters each; SQLite allows 32,766 per statement).
+_ROWS_PER_INSERT = 500
+
+
+@functools.cache
+def _insert_rows(count: int) -> str:
+    """One INSERT of `count` rows into diskcache's table, a key already there kept as it is."""
+    row = "(" + ", ".join("?" * 11) + ")"
+    return (
+        "INSERT OR IGNORE INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, "
+        "mode, filename, value) VALUES " + ", ".join([row] * count)
+    )
 
 
 def _select_values(store: diskcache.Cache | _ReadOnlyStore, keys: list[str]) -> Iterator[tuple[str, Any]]:
