@@ -26,6 +26,9 @@ from prbj.local.rm_loader import LoadedRM
 
 # Items per call of the model unless --batch-size says otherwise.
 DEFAULT_BATCH_SIZE = 64
+# Answers handed to the cache at once (at the latest at the end of each batch): one transaction for many rows is
+# far cheaper per row than one for a few (a commit costs as much as a few hundred rows).
+STORE_EVERY = 1024
 # Values the runtime remembers until the cache surely holds them (they are committed within milliseconds).
 RECENT_ITEMS = 65_536
 # Model calls quicker than this run on the event loop (see RMRuntime._fast).
@@ -175,7 +178,7 @@ class RMRuntime:
                 if len(self._recent) >= RECENT_ITEMS:
                     self._recent.clear()
                 self._recent[key] = entry
-                if len(unstored) >= self.batch_size:
+                if len(unstored) >= STORE_EVERY:
                     self._store(unstored)
             for index in waiting[key]:
                 missing[index] -= 1
