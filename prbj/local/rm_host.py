@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -55,8 +54,6 @@ class RMHost:
         self.label = label
         # user → None once fitted, or the failure of their fit.
         self.fitted: dict[str, RMFailure | None] = {}
-        # How often each method was called (the bench and tests read it).
-        self.calls: Counter[str] = Counter()
 
     def run(
         self, method: Method, items: Sequence[Item], stop: threading.Event | None = None
@@ -83,7 +80,6 @@ class RMHost:
         fit = getattr(self.instance, "fit_user", None)
         failure = None
         if fit is not None:
-            self.calls["fit_user"] += 1
             try:
                 fit(user, list(item.history))
             except Exception as err:
@@ -107,7 +103,6 @@ class RMHost:
         if stop is not None and stop.is_set():
             return
         batch = [items[i] for i in indexes]
-        self.calls[method] += 1
         try:
             returned = getattr(self.instance, method)(batch)
         except Exception as err:

@@ -111,8 +111,8 @@ class RMRuntime:
         self.loaded = loaded
         self.cache = cache
         self.batch_size = batch_size
-        self.host = RMHost(loaded.instance, loaded.label)
-        self.runner: Runner = runner or LocalRunner(self.host, batch_size)
+        # Where its calls run: given (this process, or Ray actors: LocalModels.python_rm_runner), else here.
+        self.runner: Runner = runner or LocalRunner(RMHost(loaded.instance, loaded.label), batch_size)
         self.batcher: MicroBatcher[RMRequest, RMResult] = MicroBatcher(
             self._batch, WorkerThread(f"prbj-py:{loaded.label}"), inline=self._fast
         )
