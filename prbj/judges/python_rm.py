@@ -96,7 +96,7 @@ class PythonRMJudge(PointwiseJudge):
         self.positions: dict[str, str] = {}
         # Every other context (planner aspects, the gold rubric, what a later context writes) is rendered by the
         # LLM judges' context builder, and arrives as the persona.
-        self._aspects = (
+        self._builder = (
             None
             if context in OWN_CONTEXTS
             else ContextBuilder(context, profile_k=profile_k, planner=planner, profile_order=profile_order)
@@ -133,11 +133,11 @@ class PythonRMJudge(PointwiseJudge):
         persona = self._persona(view)
         return Shown(user_id, view.pair_id, view.question, persona, groups, history, self._history(history))
 
-    async def _shown_aspects(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
+    async def _shown_built(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
         """What the items show in the other contexts: what the LLM judges' context builder renders, as the persona
         (a planner that failed raises ScoreFailure)."""
-        assert self._aspects is not None
-        block = await self._aspects.build(view)
+        assert self._builder is not None
+        block = await self._builder.build(view)
         if block.failure is not None:
             status: Status = block.failure_status or "api_error"
             raise ScoreFailure(status, f"planner: {block.failure.error}", block.failure.cause)
@@ -146,8 +146,8 @@ class PythonRMJudge(PointwiseJudge):
 
     async def _shown_for(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
         return (
-            await self._shown_aspects(view, user_id, groups)
-            if self._aspects
+            await self._shown_built(view, user_id, groups)
+            if self._builder
             else self._shown(view, user_id, groups)
         )
 
@@ -210,11 +210,11 @@ class PythonRMJudge(PointwiseJudge):
     async def judge(self, task: PairTask) -> Judgment:
         pair = task.pair
         groups = dict(pair.groups)
-        if self._aspects is None:  # a coroutine less per pair where nothing is awaited
+        if self._builder is None:  # a coroutine less per pair where nothing is awaited
             shown = self._shown(task.view, pair.user_id, groups)
         else:
             try:
-                shown = await self._shown_aspects(task.view, pair.user_id, groups)
+                shown = await self._shown_built(task.view, pair.user_id, groups)
             except ScoreFailure as failure:
                 return self._judgment(task, status=failure.status, error=failure.message, cause=failure.cause)
         if self.use_prefer:
