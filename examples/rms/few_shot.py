@@ -36,12 +36,14 @@ VERDICT = re.compile(r"(?:answer|result):\s*([AB])\b", re.IGNORECASE)
 RATING = re.compile(r"score:\s*(10|[1-9])\b", re.IGNORECASE)
 
 
+def they(choice: HistoryItem) -> str:
+    return f"They preferred: {choice.chosen}\nOver: {choice.rejected}"
+
+
 def earlier_choices(history: list[HistoryItem] | tuple[HistoryItem, ...]) -> str:
     shown = list(history)[-EXAMPLES:][::-1]
-    return (
-        "\n\n".join(f"Question: {h.prompt}\nThey preferred: {h.chosen}\nOver: {h.rejected}" for h in shown)
-        or "(no earlier choices)"
-    )
+    examples = "\n\n".join(f"Question: {h.prompt}\n{they(h)}" for h in shown)
+    return examples or "(no earlier choices)"
 
 
 class FewShot:
@@ -57,7 +59,8 @@ class FewShot:
         self.api_base = os.environ.get("FEW_SHOT_API_BASE") or None
         self.retries = int(os.environ.get("FEW_SHOT_RETRIES", "4"))
         self.first_delay = float(os.environ.get("FEW_SHOT_RETRY_SECONDS", "2"))
-        self.pool = ThreadPoolExecutor(max_workers=int(os.environ.get("FEW_SHOT_CONCURRENCY", "8")))
+        workers = int(os.environ.get("FEW_SHOT_CONCURRENCY", "8"))
+        self.pool = ThreadPoolExecutor(max_workers=workers)
 
     def ask(self, prompt: str) -> str:
         for attempt in range(self.retries + 1):
@@ -65,7 +68,10 @@ class FewShot:
                 reply = self.litellm.completion(
                     model=self.model,
                     api_base=self.api_base,
-                    messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+                    messages=[
+                        {"role": "system", "content": SYSTEM},
+                        {"role": "user", "content": prompt},
+                    ],
                     temperature=0,
                     max_tokens=16,
                     num_retries=0,
@@ -84,7 +90,10 @@ class FewShot:
         try:
             reply = self.ask(prompt)
         except Exception as error:
-            print(f"few-shot: {type(error).__name__}: {' '.join(str(error).split())[:200]}", file=sys.stderr)
+            print(
+                f"few-shot: {type(error).__name__}: {' '.join(str(error).split())[:200]}",
+                file=sys.stderr,
+            )
             return math.nan
         return read(reply)
 
@@ -128,7 +137,8 @@ def about(item: ScoreItem | PairItem) -> str:
 def retry_after(error: Any) -> float | None:
     """The provider's Retry-After in seconds, when its 429 says one."""
     response = getattr(error, "response", None)
-    value = getattr(response, "headers", {}).get("retry-after") if response is not None else None
+    headers = getattr(response, "headers", None) or {}
+    value = headers.get("retry-after")
     try:
         return float(value) if value is not None else None
     except ValueError:

@@ -17,7 +17,12 @@ import random
 from pathlib import Path
 
 STYLES = ("budget", "premium", "quick", "thorough")
-OPPOSITE = {"budget": "premium", "premium": "budget", "quick": "thorough", "thorough": "quick"}
+OPPOSITE = {
+    "budget": "premium",
+    "premium": "budget",
+    "quick": "thorough",
+    "thorough": "quick",
+}
 USERS_PER_STYLE = 4
 TRAIN, VAL, TEST = 6, 1, 3
 
@@ -152,7 +157,8 @@ def records() -> list[dict[str, object]]:
 def main() -> None:
     path = Path(__file__).with_name("tastes.jsonl")
     path.write_text(
-        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in records()), encoding="utf-8"
+        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in records()),
+        encoding="utf-8",
     )
     print(f"wrote {path} ({len(records())} rows)")
 

@@ -13,11 +13,12 @@ class Overlap:
     def fit_user(self, user_id: str, history: list[HistoryItem]) -> None:
         chosen = {w for h in history for w in h.chosen.lower().split()}
         rejected = {w for h in history for w in h.rejected.lower().split()}
-        self.liked[user_id] = chosen - rejected  # words only the answers they preferred used
+        self.liked[user_id] = chosen - rejected  # words only their favourites used
 
     def score(self, items: list[ScoreItem]) -> list[float]:
         scores = []
         for item in items:
             words = set(item.response.lower().split())
-            scores.append(len(words & self.liked.get(item.user_id, set())) / (len(words) or 1))
+            liked = self.liked.get(item.user_id, set())
+            scores.append(len(words & liked) / (len(words) or 1))
         return scores

@@ -29,7 +29,8 @@ class UserHead:
     learning_rate = 2.0
 
     def __init__(self) -> None:
-        self.embedder = WordLlama.load(cache_dir=wordllama.__path__[0], disable_download=True)
+        weights = wordllama.__path__[0]  # shipped in the wheel: never downloaded
+        self.embedder = WordLlama.load(cache_dir=weights, disable_download=True)
         self.heads: dict[str, np.ndarray] = {}
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -38,10 +39,12 @@ class UserHead:
     def fit_user(self, user_id: str, history: list[HistoryItem]) -> None:
         if not history:
             return
-        margins = self.embed([h.chosen for h in history]) - self.embed([h.rejected for h in history])
+        chosen = self.embed([h.chosen for h in history])
+        margins = chosen - self.embed([h.rejected for h in history])
         weights = np.zeros(margins.shape[1])
         for _ in range(self.steps):
-            wrong = 1.0 / (1.0 + np.exp(margins @ weights))  # 1 − P(chosen ≻ rejected), per earlier choice
+            # 1 − P(chosen ≻ rejected), per earlier choice
+            wrong = 1.0 / (1.0 + np.exp(margins @ weights))
             gradient = -(wrong @ margins) / len(history) + self.l2 * weights
             weights -= self.learning_rate * gradient
         self.heads[user_id] = weights
