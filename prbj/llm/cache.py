@@ -1,4 +1,5 @@
-"""The disk cache every model call goes through (LLM calls, local RM forward passes, planner outputs).
+"""The disk cache every model call goes through (LLM calls, local RM forward passes, the scores of reward models
+written in Python, planner outputs).
 
 Keys are content hashes of everything that determines an answer (resolved model id, api_base, messages,
 generation params, template hash, sample index, ...) and nothing that does not (concurrency, retry settings,

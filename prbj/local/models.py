@@ -1,4 +1,5 @@
-"""The in-process models of one run, owned by its gateway: causal-LM generators and scalar reward models.
+"""The in-process models of one run, owned by its gateway: causal-LM generators, scalar reward models, and where
+the reward models written in Python run (prbj.local.rm_runtime).
 
 `local_models(gateway)` registers one `LocalModels` on the gateway as its `local` transport, so that hf-local
 chat requests go through the gateway's one call path (cache, accounting, statuses) and every judge of the run
