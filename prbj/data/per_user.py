@@ -269,10 +269,10 @@ def validate_user_records(
             histories.setdefault(row.user_id, []).append(
                 Preference(str(row.id), prompt, row.chosen, row.rejected)
             )
+    # One tuple per user, shared by all of the user's pairs (a judge can tell a history it has seen by identity).
+    shared = {user: tuple(history) for user, history in histories.items()}
     pairs = [
-        _pair(row, users[row.user_id], tuple(histories.get(row.user_id, ())))
-        for row in rows
-        if row.split == "test"
+        _pair(row, users[row.user_id], shared.get(row.user_id, ())) for row in rows if row.split == "test"
     ]
     return UserData(
         pairs, sum(len(h) for h in histories.values()), len({r.user_id for r in rows if r.split == "test"})
