@@ -183,7 +183,8 @@ def test_each_bad_output_fails_its_items_in_one_line_and_is_never_cached(
 
 def test_a_bad_value_fails_only_its_own_pair(tmp_path: Path, dataset: Path) -> None:
     rm = write_rm(tmp_path, bad="nan:u3-test-2")
-    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Logged")
+    # Under `any` the run directory keeps the message (a guarded policy keeps its cause only).
+    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Logged", "--personal-data", "any")
     assert code == 0, output
     assert run_dir is not None
     failed = frame(run_dir).filter(pl.col("status") != "ok")
@@ -201,7 +202,9 @@ def test_an_exception_fails_only_the_item_that_raises_it(tmp_path: Path, dataset
         "            raise RuntimeError('cannot take this one')\n"
         "        return [len(i.response) for i in items]\n"
     )
-    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Picky", "--batch-size", "64")
+    code, output, run_dir = judge(
+        tmp_path, dataset, "-p", f"py:{rm}:Picky", "--batch-size", "64", "--personal-data", "any"
+    )
     assert code == 0, output
     assert run_dir is not None
     failed = frame(run_dir).filter(pl.col("status") != "ok")
@@ -222,7 +225,7 @@ def test_a_failing_fit_user_fails_that_users_pairs_only(tmp_path: Path, dataset:
         "    def score(self, items):\n"
         "        return [len(i.response) for i in items]\n"
     )
-    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Fussy")
+    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Fussy", "--personal-data", "any")
     assert code == 0, output
     assert run_dir is not None
     failed = frame(run_dir).filter(pl.col("status") != "ok")
@@ -319,7 +322,9 @@ def _items(rm: Path) -> list[dict[str, Any]]:
 
 def test_the_none_context_shows_no_persona_and_no_history(tmp_path: Path, dataset: Path) -> None:
     rm = write_rm(tmp_path)
-    code, output, _ = judge(tmp_path, dataset, "-p", f"py:{rm}:Logged", "--context", "none")
+    code, output, _ = judge(
+        tmp_path, dataset, "-p", f"py:{rm}:Logged", "--context", "none", "--personal-data", "any"
+    )
     assert code == 0, output
     items = _items(rm)
     assert items and all(i["persona"] is None and i["history"] == [] for i in items)

@@ -109,7 +109,8 @@ def test_the_few_shot_judge_waits_out_a_429_and_fails_only_the_pair_with_an_empt
     server.reply = reply
     server.inject(Fault("429", retry_after=0))
     spec = "py:examples/rms/few_shot.py:FewShot"
-    output, run_dir = judge(tmp_path, "--dataset", str(TASTES), "-p", spec)
+    # Under `any` the run directory keeps the failure's message (a guarded policy keeps its cause only).
+    output, run_dir = judge(tmp_path, "--dataset", str(TASTES), "-p", spec, "--personal-data", "any")
     frame = pl.read_parquet(run_dir / "judgments.parquet")
     failed = frame.filter(pl.col("status") != "ok")
     assert failed.height == 1, output
