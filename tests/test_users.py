@@ -68,8 +68,10 @@ def test_per_group_and_seen_rows_hold_pair_and_user_accuracy(tmp_path: Path) -> 
     for value, row in groups.items():
         assert row["user_accuracy"] == GROUP_USER_ACCURACY[value]
         assert row["accuracy"] == GROUP_PAIR_ACCURACY[value]
-        assert row["ci_low"] <= row["accuracy"] <= row["ci_high"]
+    assert groups["18-24"]["ci_low"] <= groups["18-24"]["accuracy"] <= groups["18-24"]["ci_high"]
     assert (groups["25-34"]["n_users"], groups["25-34"]["n_users_decided"]) == (3, 1)
+    # One decided user shows no spread between users: no interval (the bootstrap printed [0.0, 0.0]).
+    assert [groups["25-34"][f] for f in ("ci_low", "ci_high", "user_ci_low", "user_ci_high")] == [None] * 4
     seen = {row["value"]: row for row in section["seen"]}
     assert seen["seen"]["user_accuracy"] == GROUP_USER_ACCURACY["18-24"]
     assert seen["unseen"]["user_accuracy"] == 0.0 and seen["unseen"]["group"] == "user_seen"
@@ -132,7 +134,7 @@ def test_with_one_pair_per_user_user_figures_are_the_pair_figures_without_a_seco
         (overall, _subset) = summarize(frame, seed=1)
         assert UserCounts.of(frame).mean_accuracy() == overall.accuracy
         # The intervals: given once, from the pair bootstrap, never resampled over users again.
-        monkeypatch.setattr(counts_module, "cluster_intervals", _refuse)
+        monkeypatch.setattr(counts_module, "accuracy_intervals", _refuse)
         figures = counts_module.user_figures(
             frame,
             seed=1,
@@ -224,9 +226,9 @@ def _two_judges(rows_per_user: int, users: int, *, shared_flip: bool, seed: int 
 
 
 def test_compare_judges_resamples_users_and_widens_what_pairs_alone_would_claim() -> None:
-    clustered = _two_judges(10, 40, shared_flip=True)
+    clustered = _two_judges(10, 60, shared_flip=True)
     (comparison,) = compare_judges(clustered, seed=0)
-    assert comparison.method == "clustered" and comparison.users == 40
+    assert comparison.method == "clustered" and comparison.users == 60
     assert comparison.design_effect is not None and comparison.design_effect > 5
     # The same outcomes without user ids: independent pairs, a narrower interval and a smaller p.
     (naive,) = compare_judges(clustered.drop("user_id"), seed=0)
@@ -243,12 +245,14 @@ def test_compare_judges_resamples_users_and_widens_what_pairs_alone_would_claim(
     assert "design_effect" not in power_rows([naive], delta=0.05)[0]
 
 
-def test_check_passes_a_drop_that_one_users_pairs_make_together(tmp_path: Path) -> None:
+def test_check_fails_a_drop_on_too_few_users_to_test_and_says_so(tmp_path: Path) -> None:
+    """Four users, every pair of one of them now wrong: 10 lost, 0 gained. The pair-level test would call it
+    significant; over users, no outcome of 4 users can reach p < 0.05, so the test cannot decide. The check
+    says "too few users to test" and fails the drop on the tolerance alone (it used to pass it as WARN)."""
     users = [f"u{u}" for u in range(4)]
     base_rows = [
         judgment(f"p{u}-{k}", SUBSET, "j") | {"user_id": users[u]} for u in range(4) for k in range(10)
     ]
-    # Now every pair of one user is wrong: 10 lost, 0 gained. Independent pairs would call that significant.
     run_rows = [
         row | {"correct": False, "verdict": "rejected"} if row["user_id"] == "u0" else row
         for row in base_rows
@@ -257,10 +261,35 @@ def test_check_passes_a_drop_that_one_users_pairs_make_together(tmp_path: Path) 
     run = rundir.load_run(write_run_dir(tmp_path / "new", run_rows))
     report = check_run(run, baseline, CheckSettings(tolerance_points=2.0), baseline_path="b.json")
     overall = next(g for g in report.groups if g.subset == ALL_SUBSETS)
-    assert overall.test == "clustered" and (overall.lost, overall.gained) == (10, 0)
-    assert overall.status == "warn" and overall.p_value > 0.05
+    assert overall.test == "sign-flip" and (overall.lost, overall.gained) == (10, 0)
+    assert overall.status == "fail" and overall.p_value == 1.0
     assert mcnemar(10, 0).p_value < 0.05  # what the pair-level test would have said
-    assert "clustered McNemar (Obuchowski, 4 users)" in overall.reasons[0]
+    assert "too few users to test (on these 4 users" in overall.reasons[0]
+    assert "fails on the tolerance alone" in overall.reasons[0]
+    assert not report.passed
+    # Within the tolerance nothing fails, too few users or not.
+    lenient = check_run(run, baseline, CheckSettings(tolerance_points=30.0), baseline_path="b.json")
+    assert lenient.passed
+
+
+def test_check_gates_on_the_sign_flip_test_from_six_users_with_a_difference(tmp_path: Path) -> None:
+    """Eight users, six of whom lost one pair of their five: the exact sign-flip test gives 2 / 2^6 = 0.031 and
+    fails the drop (under 50 users the chi-square reference of Obuchowski's statistic is not used)."""
+    base_rows = [
+        judgment(f"p{u}-{k}", SUBSET, "j") | {"user_id": f"u{u}"} for u in range(8) for k in range(5)
+    ]
+    run_rows = [
+        row | {"correct": False, "verdict": "rejected"}
+        if row["pair_id"].endswith("-0") and int(row["user_id"][1:]) < 6
+        else row
+        for row in base_rows
+    ]
+    baseline = baseline_from_run(rundir.load_run(write_run_dir(tmp_path / "base", base_rows)))
+    run = rundir.load_run(write_run_dir(tmp_path / "new", run_rows))
+    report = check_run(run, baseline, CheckSettings(tolerance_points=2.0), baseline_path="b.json")
+    overall = next(g for g in report.groups if g.subset == ALL_SUBSETS)
+    assert overall.test == "sign-flip" and overall.p_value == pytest.approx(2 / 2**6)
+    assert overall.status == "fail" and "sign-flip test over 8 users (exact) p=0.0312" in overall.reasons[0]
 
 
 def test_diff_gives_the_change_with_its_interval_over_users(tmp_path: Path) -> None:
@@ -274,7 +303,8 @@ def test_diff_gives_the_change_with_its_interval_over_users(tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "b · none: 90.0% → 100.0% on 150 pairs answered in both: +10.0 pts" in text
-    assert "over 30 users); clustered McNemar (Obuchowski, 30 users)" in text
+    # Three of 30 users gained all their pairs: the exact sign-flip test over users, 2 / 2^3.
+    assert "over 30 users); sign-flip test over 30 users (exact) p=0.25 (0 lost, 15 gained)" in text
 
 
 def test_show_names_each_judgments_user_and_gives_user_beside_pair_accuracy(tmp_path: Path) -> None:

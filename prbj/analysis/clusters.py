@@ -1,5 +1,8 @@
 """Intervals and tests when pairs come in clusters (the pairs of one user): the cluster bootstrap, which
 resamples whole clusters with replacement and keeps every pair of each, and Obuchowski's clustered McNemar test.
+With few clusters (under prbj.analysis.small_samples.SMALL_SAMPLE) or an accuracy of 0% or 100%, the bootstrap
+cannot hold and `accuracy_intervals` and `paired_cluster_interval` use intervals from effective sizes and
+Student's t over clusters instead (bench/small_users.py measures both).
 
 Both work on per-cluster counts, never on pairs. A statistic of resampled clusters depends only on how many
 times each *kind* of cluster was drawn, where a kind is a cluster's counts (correct and decided pairs, say), and
@@ -14,6 +17,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from prbj.analysis.small_samples import SMALL_SAMPLE, at_the_edge, kish_size, korn_graubard, t_quantile
 
 # Cells of one block of multinomial draws (resamples × kinds), so that memory stays flat with many kinds.
 _BLOCK_CELLS = 1 << 21
@@ -78,6 +83,60 @@ def cluster_intervals(
     )
 
 
+def _jackknife_variance(leave_one_out: np.ndarray) -> float:
+    """The jackknife's variance from the estimates that leave out one cluster each."""
+    k = leave_one_out.size
+    return float((k - 1) / k * np.sum((leave_one_out - leave_one_out.mean()) ** 2))
+
+
+def _ratio_variance(numerators: np.ndarray, denominators: np.ndarray) -> float:
+    """Jackknife variance over clusters of Σ numerators / Σ denominators (a ratio: the jackknife follows a
+    large cluster's pull where the linearized variance understates it)."""
+    total, size = float(numerators.sum()), float(denominators.sum())
+    return _jackknife_variance((total - numerators) / (size - denominators))
+
+
+def accuracy_intervals(
+    correct: np.ndarray, decided: np.ndarray, *, seed: int, resamples: int, confidence: float
+) -> ClusterIntervals | None:
+    """The intervals of pair accuracy (pooled) and of mean per-cluster accuracy that prbj reports where users
+    repeat; clusters with no decided pair are left out. None under 2 clusters with a decided pair (one user
+    shows no spread between users). At 0% or 100%: Clopper–Pearson on the effective size at the largest
+    design effect (kish_size: K for the mean over users, (Σ m)² / Σ m² for pairs). Under SMALL_SAMPLE
+    clusters: Korn–Graubard with the jackknife's variance over clusters and t with K − 1 degrees of freedom.
+    Otherwise the cluster bootstrap's percentile intervals (cluster_intervals)."""
+    correct = np.asarray(correct, dtype=np.int64)
+    decided = np.asarray(decided, dtype=np.int64)
+    keep = decided > 0
+    k = int(keep.sum())
+    if k < 2:
+        return None
+    right, sizes = correct[keep].astype(np.float64), decided[keep].astype(np.float64)
+    pooled = float(right.sum() / sizes.sum())
+    shares = right / sizes
+    mean = float(shares.mean())
+    edge_pooled = at_the_edge(pooled, kish_size(sizes), confidence)
+    edge_mean = at_the_edge(mean, float(k), confidence)
+    if edge_pooled is not None and edge_mean is not None:
+        return ClusterIntervals(edge_pooled, edge_mean)
+    if k >= SMALL_SAMPLE:
+        found = cluster_intervals(correct, decided, seed=seed, resamples=resamples, confidence=confidence)
+        assert found is not None
+        return found
+    pooled_interval = korn_graubard(
+        pooled, _ratio_variance(right, sizes), units=k, most=float(sizes.sum()), confidence=confidence
+    )
+    # Were every pair independent, the mean of per-user shares would have variance p(1 − p) Σ(1/m) / K².
+    mean_interval = korn_graubard(
+        mean,
+        float(shares.var(ddof=1) / k),
+        units=k,
+        most=k**2 / float(np.sum(1.0 / sizes)),
+        confidence=confidence,
+    )
+    return ClusterIntervals(pooled_interval, mean_interval)
+
+
 @dataclass(frozen=True, slots=True)
 class PairedClusters:
     """Two judges' outcomes on the same pairs, summed per cluster: pairs `first` and `second` got right, pairs
@@ -119,16 +178,35 @@ class PairedClusters:
 def paired_cluster_interval(
     clusters: PairedClusters, *, seed: int, resamples: int, confidence: float
 ) -> Interval:
-    """Percentile interval of Σ first / Σ n − Σ second / Σ n (accuracy difference over pairs), resampling
-    clusters with all their pairs."""
-    if clusters.count == 0:
+    """Interval of Σ first / Σ n − Σ second / Σ n (accuracy difference over pairs): the percentile interval
+    resampling clusters with all their pairs, from SMALL_SAMPLE clusters; under that many, the estimate ± t
+    (K − 1 degrees of freedom) times the jackknife's standard error over clusters; with no discordant pair at
+    all, ± the Clopper–Pearson upper limit of a discordance of 0 on the effective size (a difference is never
+    larger than the discordance). NaN under 2 clusters."""
+    if clusters.count < 2:
         return (float("nan"), float("nan"))
+    if clusters.count < SMALL_SAMPLE or not clusters.discordant.any():
+        return _small_paired_interval(clusters, confidence)
     kinds, counts = _kinds([clusters.differences, clusters.n])
     parts = [
         (draws @ kinds[:, 0]) / (draws @ kinds[:, 1])
         for draws in _resampled_kind_counts(counts, seed=seed, resamples=resamples)
     ]
     return _interval(np.concatenate(parts), confidence)
+
+
+def _small_paired_interval(clusters: PairedClusters, confidence: float) -> Interval:
+    sizes = clusters.n.astype(np.float64)
+    if not clusters.discordant.any():
+        edge = at_the_edge(0.0, kish_size(sizes), confidence)
+        assert edge is not None
+        return (-edge[1], edge[1])
+    differences = clusters.differences.astype(np.float64)
+    estimate = float(differences.sum() / sizes.sum())
+    spread = (
+        t_quantile(clusters.count - 1, 0.5 + confidence / 2.0) * _ratio_variance(differences, sizes) ** 0.5
+    )
+    return (max(-1.0, estimate - spread), min(1.0, estimate + spread))
 
 
 @dataclass(frozen=True, slots=True)

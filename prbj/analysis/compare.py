@@ -139,7 +139,7 @@ def compare_pair(
     clustered = grouped if grouped is not None and grouped.repeat else None
     # The second is the baseline of the test: `lost` counts pairs only it got right.
     test = (
-        clustered_test(b, a, users)
+        clustered_test(b, a, users, seed=seed)
         if clustered is not None and users is not None
         else mcnemar(second_only, first_only)
     )

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 
-from prbj.analysis.clusters import cluster_intervals
+from prbj.analysis.clusters import accuracy_intervals
 from prbj.data.user_columns import GROUP_PREFIX, USER_ID
 
 # The column user_expr names: who each judgment's user is.
@@ -119,15 +119,17 @@ def user_figures(
     confidence: float,
 ) -> UserFigures:
     """User accuracy and both intervals over users for one group of judgments; `accuracy` and `pair_interval`
-    are the group's pair figures, which are also the user figures when each user has one decided judgment."""
+    are the group's pair figures, which are also the user figures when each user has one decided judgment.
+    Under 2 users with a decided judgment there is no interval (prbj.analysis.clusters.accuracy_intervals)."""
     counts = UserCounts.of(frame)
     if counts.one_each:
         low, high = pair_interval
         return UserFigures(counts.users, counts.users_decided, accuracy, low, high, low, high)
-    found = cluster_intervals(
+    found = accuracy_intervals(
         counts.correct, counts.decided, seed=seed, resamples=resamples, confidence=confidence
     )
-    assert found is not None  # a user has two decided judgments or more
+    if found is None:
+        return UserFigures(counts.users, counts.users_decided, counts.mean_accuracy(), None, None, None, None)
     return UserFigures(
         counts.users,
         counts.users_decided,

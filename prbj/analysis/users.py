@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, accuracy_interval
 from prbj.analysis.user_counts import (
     USER_KEY,
     Interval,
@@ -76,9 +76,7 @@ def slice_figures(
     ok = part.filter(pl.col("status") == "ok")
     correct = int(ok["correct"].sum())
     accuracy = correct / ok.height if ok.height else None
-    interval: Interval = (
-        bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
-    )
+    interval: Interval = accuracy_interval(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed)
     figures = (
         user_figures(
             part,
