@@ -28,7 +28,7 @@ from prbj.analysis.check import CheckSettings, check_run
 from prbj.analysis.clusters import PairedClusters, cluster_intervals, clustered_mcnemar, design_effect
 from prbj.analysis.compare import compare_judges, power_rows
 from prbj.analysis.mcnemar import clustered_test, mcnemar
-from prbj.analysis.power import pairs_needed_exact
+from prbj.analysis.power import pairs_needed_exact, users_needed
 from prbj.analysis.stats import ALL_SUBSETS, bootstrap_ci, summarize
 from prbj.analysis.user_counts import UserCounts, users_repeat
 from prbj.analysis.users import users_section
@@ -238,9 +238,11 @@ def test_compare_judges_resamples_users_and_widens_what_pairs_alone_would_claim(
     assert comparison.difference == naive.difference
     (row,) = power_rows([comparison], delta=0.05)
     plain = math.ceil(pairs_needed_exact(comparison.discordance, 0.05))
-    assert row["pairs_needed"] == math.ceil(
-        pairs_needed_exact(comparison.discordance, 0.05) * comparison.design_effect
+    assert comparison.design_effect_upper is not None
+    expected = users_needed(
+        comparison.discordance, 0.05, design_effect=comparison.design_effect_upper, pairs_per_user=10
     )
+    assert expected is not None and row["users_needed"] == expected and row["pairs_needed"] == expected * 10
     assert row["pairs_needed"] > plain and row["design_effect"] == comparison.design_effect
     assert "design_effect" not in power_rows([naive], delta=0.05)[0]
 

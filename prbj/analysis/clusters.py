@@ -179,14 +179,24 @@ def paired_cluster_interval(
     clusters: PairedClusters, *, seed: int, resamples: int, confidence: float
 ) -> Interval:
     """Interval of Σ first / Σ n − Σ second / Σ n (accuracy difference over pairs): the percentile interval
-    resampling clusters with all their pairs, from SMALL_SAMPLE clusters; under that many, the estimate ± t
-    (K − 1 degrees of freedom) times the jackknife's standard error over clusters; with no discordant pair at
-    all, ± the Clopper–Pearson upper limit of a discordance of 0 on the effective size (a difference is never
-    larger than the discordance). NaN under 2 clusters."""
+    resampling clusters with all their pairs (paired_cluster_bootstrap), from SMALL_SAMPLE clusters; under that
+    many, the estimate ± t (K − 1 degrees of freedom) times the jackknife's standard error over clusters; with
+    no discordant pair at all, ± the Clopper–Pearson upper limit of a discordance of 0 on the effective size (a
+    difference is never larger than the discordance). NaN under 2 clusters."""
     if clusters.count < 2:
         return (float("nan"), float("nan"))
     if clusters.count < SMALL_SAMPLE or not clusters.discordant.any():
         return _small_paired_interval(clusters, confidence)
+    return paired_cluster_bootstrap(clusters, seed=seed, resamples=resamples, confidence=confidence)
+
+
+def paired_cluster_bootstrap(
+    clusters: PairedClusters, *, seed: int, resamples: int, confidence: float
+) -> Interval:
+    """The percentile interval of the accuracy difference over pairs, resampling clusters with all their
+    pairs."""
+    if clusters.count == 0:
+        return (float("nan"), float("nan"))
     kinds, counts = _kinds([clusters.differences, clusters.n])
     parts = [
         (draws @ kinds[:, 0]) / (draws @ kinds[:, 1])
@@ -233,6 +243,33 @@ def clustered_mcnemar(clusters: PairedClusters) -> ClusteredMcNemar:
         return ClusteredMcNemar(0.0, 1.0, k)
     statistic = (k - 1) / k * float(np.sum(differences)) ** 2 / spread
     return ClusteredMcNemar(statistic, math.erfc(math.sqrt(statistic / 2.0)), k)
+
+
+# The design effect `prbj power` plans with: this quantile of its values over user resamples (planning with the
+# point value fell short of the promised power in half the pilots).
+PLANNING_QUANTILE = 0.8
+
+
+def upper_design_effect(
+    clusters: PairedClusters, *, seed: int, resamples: int, quantile: float = PLANNING_QUANTILE
+) -> float:
+    """The `quantile` of the design effect K / (K − 1) · Σ D_k² / Σ (b_k + c_k) over resamples of the clusters
+    (not floored at 1: planning takes its uncertainty, not a floor). 1 when no cluster repeats or no pair is
+    discordant."""
+    k = clusters.count
+    if not clusters.repeat or k < 2 or not clusters.discordant.any():
+        return 1.0
+    kinds, counts = _kinds([clusters.differences**2, clusters.discordant])
+    # A resample of users who never disagree has no design effect (0 / 0): left out.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.concatenate(
+            [
+                k / (k - 1) * (draws @ kinds[:, 0]) / (draws @ kinds[:, 1])
+                for draws in _resampled_kind_counts(counts, seed=seed, resamples=resamples)
+            ]
+        )
+    finite = values[np.isfinite(values)]
+    return float(np.quantile(finite, quantile)) if finite.size else 1.0
 
 
 def design_effect(clusters: PairedClusters) -> float:
