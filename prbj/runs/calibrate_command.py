@@ -114,6 +114,19 @@ def run_calibrate_command(
         table.add_row(*row)
     console = output_console()
     console.print(FittingTable(table, key_columns=2))
+    if repeat:
+        console.print(
+            "users have several pairs here: each threshold was tested on its effective size (kept verdicts and "
+            "errors divided by the design effect 1 + (m - 1) rho, rho the correlation of errors within users), "
+            + ("the pairs split by user, " if split < 1.0 else "")
+            + "and the bound is at that size"
+            + "".join(
+                f"; {t['judge']} · {t['context']}: design effect {t['design_effect']:.2f} (rho "
+                f"{t['correlation']:.2f})"
+                for t in picked
+            ),
+            highlight=False,
+        )
     if not picked:
         console.print(
             f"[bold red]no threshold[/bold red] keeps the error at or below {fmt.percent(target_error)}% with "
@@ -140,18 +153,6 @@ def run_calibrate_command(
         "sequence). The guarantee assumes later pairs are drawn like these.",
         highlight=False,
     )
-    if repeat:
-        console.print(
-            "users have several pairs here: each threshold was tested on its effective size (kept verdicts and "
-            "errors divided by the design effect 1 + (m - 1) rho, rho the correlation of errors within users), "
-            + ("the pairs split by user, " if split < 1.0 else "")
-            + "and the bound is at that size: "
-            + "; ".join(
-                f"{t['judge']} · {t['context']} design effect {t['design_effect']:.2f} (rho {t['correlation']:.2f})"
-                for t in picked
-            ),
-            highlight=False,
-        )
     console.print(f"selective.json: {target}", highlight=False)
     return 0
 
