@@ -143,9 +143,7 @@ def accuracy_coverage(world: World, k: int, reps: int, seed: int) -> dict[str, f
         before = cluster_intervals(
             correct, decided, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
         )
-        after = accuracy_intervals(
-            correct, decided, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
-        )
+        after = accuracy_intervals(correct, decided, confidence=CONFIDENCE)
         assert before is not None and after is not None
         hits += [
             _covers(before.mean_of_clusters, user_truth),
@@ -196,9 +194,7 @@ def paired_errors(k: int, tau: float, shift: float, reps: int, seed: int) -> dic
         before = paired_cluster_bootstrap(
             clusters, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
         )
-        after = paired_cluster_interval(
-            clusters, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
-        )
+        after = paired_cluster_interval(clusters, confidence=CONFIDENCE)
         counts += [
             _excludes_zero(before),
             _excludes_zero(after),

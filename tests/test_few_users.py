@@ -15,7 +15,6 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from run_dirs import judgment, write_run_dir
 from scipy import stats
 
 from prbj.analysis import sign_flip
@@ -29,6 +28,7 @@ from prbj.analysis.slices import slice_accuracy
 from prbj.analysis.stats import ALL_SUBSETS, summarize
 from prbj.analysis.users import users_section
 from prbj.cli import main
+from run_dirs import judgment, write_run_dir
 
 SUBSET = "chatbot_arena"
 
@@ -123,7 +123,9 @@ def test_few_users_get_korn_graubards_interval_over_users() -> None:
     user = _korn_graubard(mean, shares.var(ddof=1) / k, k, k**2 / np.sum(1 / sizes))
     assert (row.user_ci_low, row.user_ci_high) == pytest.approx(user, abs=1e-9)
     pooled = correct.sum() / sizes.sum()
-    leave_one_out = np.array([(correct.sum() - c) / (sizes.sum() - m) for c, m in zip(correct, sizes)])
+    leave_one_out = np.array(
+        [(correct.sum() - c) / (sizes.sum() - m) for c, m in zip(correct, sizes, strict=True)]
+    )
     jackknife = (k - 1) / k * np.sum((leave_one_out - leave_one_out.mean()) ** 2)
     pair = _korn_graubard(pooled, jackknife, k, sizes.sum())
     assert (row.ci_low, row.ci_high) == pytest.approx(pair, abs=1e-9)
@@ -135,7 +137,7 @@ def test_few_users_intervals_hold_where_the_bootstrap_did_not() -> None:
     rng = np.random.default_rng(11)
     hits = 0
     truth = 0.7
-    for rep in range(300):
+    for _ in range(300):
         skill = rng.beta(7, 3, size=5)  # mean 0.7
         outcomes = {f"u{u}": (rng.uniform(size=rng.integers(1, 9)) < skill[u]).tolist() for u in range(5)}
         row = overall(rows_of(outcomes))
@@ -196,7 +198,9 @@ def enumerated_p(differences: list[int]) -> float:
     """Two-sided sign-flip p-value by listing all 2^K sign vectors."""
     observed = abs(sum(differences))
     flips = list(itertools.product((1, -1), repeat=len(differences)))
-    extreme = sum(abs(sum(s * d for s, d in zip(signs, differences))) >= observed for signs in flips)
+    extreme = sum(
+        abs(sum(s * d for s, d in zip(signs, differences, strict=True))) >= observed for signs in flips
+    )
     return extreme / len(flips)
 
 

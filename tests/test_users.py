@@ -170,12 +170,7 @@ def test_with_one_pair_per_user_user_figures_are_the_pair_figures_without_a_seco
         # The intervals: given once, from the pair bootstrap, never resampled over users again.
         monkeypatch.setattr(counts_module, "accuracy_intervals", _refuse)
         figures = counts_module.user_figures(
-            frame,
-            seed=1,
-            accuracy=overall.accuracy,
-            pair_interval=(0.1, 0.9),
-            resamples=2000,
-            confidence=0.95,
+            frame, accuracy=overall.accuracy, pair_interval=(0.1, 0.9), confidence=0.95
         )
         assert (figures.user_accuracy, figures.user_ci_low, figures.user_ci_high) == (
             overall.accuracy,

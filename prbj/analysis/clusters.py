@@ -1,8 +1,8 @@
 """Intervals and tests when pairs come in clusters (the pairs of one user): the cluster bootstrap, which
 resamples whole clusters with replacement and keeps every pair of each, and Obuchowski's clustered McNemar test.
-With few clusters (under prbj.analysis.small_samples.SMALL_SAMPLE) or an accuracy of 0% or 100%, the bootstrap
-cannot hold and `accuracy_intervals` and `paired_cluster_interval` use intervals from effective sizes and
-Student's t over clusters instead (bench/small_users.py measures both).
+The intervals prbj reports over users, `accuracy_intervals` and `paired_cluster_interval`, come from effective
+sizes and Student's t over clusters instead of the bootstrap, which cannot hold with few clusters or at 0% and
+100% (bench/small_users.py measures both; the bootstrap stays for comparison there).
 
 Both work on per-cluster counts, never on pairs. A statistic of resampled clusters depends only on how many
 times each *kind* of cluster was drawn, where a kind is a cluster's counts (correct and decided pairs, say), and
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prbj.analysis.small_samples import SMALL_SAMPLE, at_the_edge, kish_size, korn_graubard, t_quantile
+from prbj.analysis.small_samples import at_the_edge, kish_size, korn_graubard, t_quantile
 
 # Cells of one block of multinomial draws (resamples × kinds), so that memory stays flat with many kinds.
 _BLOCK_CELLS = 1 << 21
@@ -97,14 +97,15 @@ def _ratio_variance(numerators: np.ndarray, denominators: np.ndarray) -> float:
 
 
 def accuracy_intervals(
-    correct: np.ndarray, decided: np.ndarray, *, seed: int, resamples: int, confidence: float
+    correct: np.ndarray, decided: np.ndarray, *, confidence: float
 ) -> ClusterIntervals | None:
     """The intervals of pair accuracy (pooled) and of mean per-cluster accuracy that prbj reports where users
     repeat; clusters with no decided pair are left out. None under 2 clusters with a decided pair (one user
     shows no spread between users). At 0% or 100%: Clopper–Pearson on the effective size at the largest
-    design effect (kish_size: K for the mean over users, (Σ m)² / Σ m² for pairs). Under SMALL_SAMPLE
-    clusters: Korn–Graubard with the jackknife's variance over clusters and t with K − 1 degrees of freedom.
-    Otherwise the cluster bootstrap's percentile intervals (cluster_intervals)."""
+    design effect (kish_size: K for the mean over users, (Σ m)² / Σ m² for pairs). Otherwise Korn–Graubard with
+    the jackknife's variance over clusters and t with K − 1 degrees of freedom: in bench/small_users.py it
+    holds from 3 users on, where the percentile cluster bootstrap (cluster_intervals) covers 0.43–0.83 under
+    10 users and 0.90–0.94 at 50."""
     correct = np.asarray(correct, dtype=np.int64)
     decided = np.asarray(decided, dtype=np.int64)
     keep = decided > 0
@@ -119,10 +120,6 @@ def accuracy_intervals(
     edge_mean = at_the_edge(mean, float(k), confidence)
     if edge_pooled is not None and edge_mean is not None:
         return ClusterIntervals(edge_pooled, edge_mean)
-    if k >= SMALL_SAMPLE:
-        found = cluster_intervals(correct, decided, seed=seed, resamples=resamples, confidence=confidence)
-        assert found is not None
-        return found
     pooled_interval = korn_graubard(
         pooled, _ratio_variance(right, sizes), units=k, most=float(sizes.sum()), confidence=confidence
     )
@@ -175,19 +172,26 @@ class PairedClusters:
         return self.first - self.second
 
 
-def paired_cluster_interval(
-    clusters: PairedClusters, *, seed: int, resamples: int, confidence: float
-) -> Interval:
-    """Interval of Σ first / Σ n − Σ second / Σ n (accuracy difference over pairs): the percentile interval
-    resampling clusters with all their pairs (paired_cluster_bootstrap), from SMALL_SAMPLE clusters; under that
-    many, the estimate ± t (K − 1 degrees of freedom) times the jackknife's standard error over clusters; with
-    no discordant pair at all, ± the Clopper–Pearson upper limit of a discordance of 0 on the effective size (a
-    difference is never larger than the discordance). NaN under 2 clusters."""
+def paired_cluster_interval(clusters: PairedClusters, *, confidence: float) -> Interval:
+    """Interval of Σ first / Σ n − Σ second / Σ n (accuracy difference over pairs), over clusters: the estimate
+    ± t (K − 1 degrees of freedom) times the jackknife's standard error over clusters; with no discordant pair
+    at all, ± the Clopper–Pearson upper limit of a discordance of 0 on the effective size (a difference is
+    never larger than the discordance). NaN under 2 clusters. With few clusters it is approximate (in
+    bench/small_users.py it excludes a true 0 in up to 9% of runs at 5–10 users, the cluster bootstrap in up
+    to 15%): the paired test over users (prbj.analysis.mcnemar.clustered_test) is exact and decides."""
     if clusters.count < 2:
         return (float("nan"), float("nan"))
-    if clusters.count < SMALL_SAMPLE or not clusters.discordant.any():
-        return _small_paired_interval(clusters, confidence)
-    return paired_cluster_bootstrap(clusters, seed=seed, resamples=resamples, confidence=confidence)
+    sizes = clusters.n.astype(np.float64)
+    if not clusters.discordant.any():
+        edge = at_the_edge(0.0, kish_size(sizes), confidence)
+        assert edge is not None
+        return (-edge[1], edge[1])
+    differences = clusters.differences.astype(np.float64)
+    estimate = float(differences.sum() / sizes.sum())
+    spread = (
+        t_quantile(clusters.count - 1, 0.5 + confidence / 2.0) * _ratio_variance(differences, sizes) ** 0.5
+    )
+    return (max(-1.0, estimate - spread), min(1.0, estimate + spread))
 
 
 def paired_cluster_bootstrap(
@@ -203,20 +207,6 @@ def paired_cluster_bootstrap(
         for draws in _resampled_kind_counts(counts, seed=seed, resamples=resamples)
     ]
     return _interval(np.concatenate(parts), confidence)
-
-
-def _small_paired_interval(clusters: PairedClusters, confidence: float) -> Interval:
-    sizes = clusters.n.astype(np.float64)
-    if not clusters.discordant.any():
-        edge = at_the_edge(0.0, kish_size(sizes), confidence)
-        assert edge is not None
-        return (-edge[1], edge[1])
-    differences = clusters.differences.astype(np.float64)
-    estimate = float(differences.sum() / sizes.sum())
-    spread = (
-        t_quantile(clusters.count - 1, 0.5 + confidence / 2.0) * _ratio_variance(differences, sizes) ** 0.5
-    )
-    return (max(-1.0, estimate - spread), min(1.0, estimate + spread))
 
 
 @dataclass(frozen=True, slots=True)

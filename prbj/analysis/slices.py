@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, accuracy_interval
+from prbj.analysis.stats import CONFIDENCE, accuracy_interval
 from prbj.analysis.user_counts import user_figures, users_repeat
 from prbj.data.schema import Pair
 
@@ -161,10 +161,8 @@ def _interval(
         return interval
     figures = user_figures(
         part,
-        seed=seed,
         accuracy=float(outcomes.mean()) if outcomes.size else None,
         pair_interval=interval,
-        resamples=BOOTSTRAP_RESAMPLES,
         confidence=CONFIDENCE,
     )
     return figures.ci_low, figures.ci_high

@@ -204,12 +204,7 @@ def group_stats(
     figures = None
     if users:
         figures = user_figures(
-            frame,
-            seed=seed,
-            accuracy=_rate(correct, ok.height),
-            pair_interval=(low, high),
-            resamples=BOOTSTRAP_RESAMPLES,
-            confidence=CONFIDENCE,
+            frame, accuracy=_rate(correct, ok.height), pair_interval=(low, high), confidence=CONFIDENCE
         )
         # Pair accuracy's interval resamples users too.
         low, high = figures.ci_low, figures.ci_high

@@ -110,13 +110,7 @@ class UserFigures:
 
 
 def user_figures(
-    frame: pl.DataFrame,
-    *,
-    seed: int,
-    accuracy: float | None,
-    pair_interval: Interval,
-    resamples: int,
-    confidence: float,
+    frame: pl.DataFrame, *, accuracy: float | None, pair_interval: Interval, confidence: float
 ) -> UserFigures:
     """User accuracy and both intervals over users for one group of judgments; `accuracy` and `pair_interval`
     are the group's pair figures, which are also the user figures when each user has one decided judgment.
@@ -125,9 +119,7 @@ def user_figures(
     if counts.one_each:
         low, high = pair_interval
         return UserFigures(counts.users, counts.users_decided, accuracy, low, high, low, high)
-    found = accuracy_intervals(
-        counts.correct, counts.decided, seed=seed, resamples=resamples, confidence=confidence
-    )
+    found = accuracy_intervals(counts.correct, counts.decided, confidence=confidence)
     if found is None:
         return UserFigures(counts.users, counts.users_decided, counts.mean_accuracy(), None, None, None, None)
     return UserFigures(

@@ -36,7 +36,7 @@ import numpy as np
 import polars as pl
 
 from prbj.analysis.group_contrasts import FEW_USERS, Contrast, contrasts
-from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, accuracy_interval
+from prbj.analysis.stats import CONFIDENCE, accuracy_interval
 from prbj.analysis.user_counts import (
     USER_KEY,
     Interval,
@@ -91,14 +91,7 @@ def slice_figures(
     accuracy = correct / ok.height if ok.height else None
     interval: Interval = accuracy_interval(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed)
     figures = (
-        user_figures(
-            part,
-            seed=seed,
-            accuracy=accuracy,
-            pair_interval=interval,
-            resamples=BOOTSTRAP_RESAMPLES,
-            confidence=CONFIDENCE,
-        )
+        user_figures(part, accuracy=accuracy, pair_interval=interval, confidence=CONFIDENCE)
         if repeat
         else _one_pair_each(part, accuracy, interval)
     )

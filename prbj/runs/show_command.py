@@ -19,8 +19,8 @@ from rich.padding import Padding
 from rich.text import Text
 
 from prbj.analysis.compare import Comparison, compare_runs
-from prbj.analysis.power import ALPHA
 from prbj.analysis.mcnemar import McNemarResult
+from prbj.analysis.power import ALPHA
 from prbj.analysis.privacy_cost import policy_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.user_counts import UserCounts, users_repeat
