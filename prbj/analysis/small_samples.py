@@ -2,11 +2,14 @@
 Clopper–Pearson interval, read at a real-valued number of trials, and Korn and Graubard's (1998) interval on the
 effective size, which carries a clustered estimate's variance into Clopper–Pearson's shape.
 
-Why not the bootstrap everywhere: a percentile bootstrap over K units cannot hold with few of them (its
-resamples see only what the K units show: one user at 80% gives [0.80, 0.80], every user right gives
-[1.0, 1.0]), and bench/small_users.py measures 0.70–0.90 coverage below 30 users. Below SMALL_SAMPLE units
-prbj.analysis.clusters uses Korn–Graubard, and at 0% or 100% (no spread to measure) Clopper–Pearson on the
-effective size at the largest design effect the units allow (kish_size).
+Why not the bootstrap: a percentile bootstrap over K units cannot hold with few of them (its resamples see only
+what the K units show: one user at 80% gives [0.80, 0.80], every user right gives [1.0, 1.0]), and
+bench/small_users.py measures 0.43–0.93 coverage under 20 unequal users (0.90–0.94 at 50). Where users repeat,
+prbj.analysis.clusters uses Korn–Graubard at any number of users, and at 0% or 100% (no spread to measure)
+Clopper–Pearson on the effective size at the largest design effect the units allow (kish_size). For independent
+outcomes (pairs, each its own user) prbj.analysis.stats.accuracy_interval uses Clopper–Pearson under
+SMALL_SAMPLE of them and at 0% or 100%, the bootstrap otherwise; prbj.analysis.mcnemar switches from the exact
+sign-flip test to Obuchowski's chi-square at SMALL_SAMPLE users.
 
 scipy.special is imported where used: most runs (large groups, no figure at 0% or 100%) never need it.
 """
@@ -17,8 +20,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-# Below this many units an interval comes from the effective size, not from the percentile bootstrap (the
-# bootstrap's coverage reaches about 0.93–0.95 from 50 users in bench/small_users.py).
+# Below this many independent outcomes an interval is Clopper–Pearson's, not the percentile bootstrap's; below
+# this many users the paired test is the exact sign-flip test, not Obuchowski's chi-square (which Yang, Sun and
+# Hardin 2010 find holds its size from about 50 clusters).
 SMALL_SAMPLE = 50
 
 Interval = tuple[float, float]
