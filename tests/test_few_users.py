@@ -21,6 +21,7 @@ from prbj.analysis import sign_flip
 from prbj.analysis.calibration import calibration
 from prbj.analysis.clusters import PairedClusters, upper_design_effect
 from prbj.analysis.compare import compare_judges
+from prbj.analysis.group_contrasts import between_users, within_users
 from prbj.analysis.mcnemar import clustered_test
 from prbj.analysis.selective import error_correlation, learn_then_test
 from prbj.analysis.sign_flip import sign_flip_test
@@ -453,3 +454,39 @@ def test_slice_intervals_resample_users_when_users_repeat() -> None:
     assert (c.ci_high - c.ci_low) > 2.5 * (i.ci_high - i.ci_low)
     (row, _subset) = summarize(pl.DataFrame(rows), seed=0)
     assert (c.ci_low, c.ci_high) == (row.ci_low, row.ci_high)
+
+
+def _exact_permutation_p(values: np.ndarray, correct: np.ndarray, groups: list[np.ndarray]) -> float:
+    """The two-sided permutation p-value of value 1 against the rest, listing every distinct arrangement of the
+    values within each group of positions."""
+
+    def statistic(v: np.ndarray) -> float:
+        return float(correct[v == 1].mean() - correct[v != 1].mean())
+
+    observed = abs(statistic(values))
+    hits = []
+    for parts in itertools.product(
+        *(sorted(set(itertools.permutations(values[g].tolist()))) for g in groups)
+    ):
+        arranged = values.copy()
+        for g, part in zip(groups, parts, strict=True):
+            arranged[g] = part
+        hits.append(abs(statistic(arranged)) >= observed - 1e-12)
+    return float(np.mean(hits))
+
+
+def test_the_within_user_permutation_p_value_matches_an_enumeration() -> None:
+    users = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2])
+    values = np.array([0, 1, 1, 0, 1, 0, 1, 0, 1])
+    correct = np.array([1, 0, 0, 1, 0, 1, 1, 1, 0], dtype=float)
+    exact = _exact_permutation_p(values, correct, [np.flatnonzero(users == u) for u in range(3)])
+    p_value = within_users(values, correct, users, seed=1)[1][1]
+    assert abs(p_value - exact) < 0.03  # 1,000 permutations: a standard error under 0.01
+
+
+def test_the_between_user_permutation_p_value_matches_an_enumeration() -> None:
+    values = np.array([1, 1, 1, 0, 0, 0, 2, 2])
+    accuracy = np.array([0.2, 0.4, 0.5, 0.9, 1.0, 0.7, 0.8, 0.6])
+    exact = _exact_permutation_p(values, accuracy, [np.arange(values.size)])
+    p_value = between_users(values, accuracy, seed=2)[1][1]
+    assert abs(p_value - exact) < 0.03

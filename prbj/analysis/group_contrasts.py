@@ -77,21 +77,41 @@ def within_users(
     values: np.ndarray, correct: np.ndarray, users: np.ndarray, *, seed: int
 ) -> list[tuple[float, float]]:
     """Per value code of pairs' values: (pair accuracy of the value − of the rest, p-value), permuting values
-    among the pairs of each user."""
+    among the pairs of each user.
+
+    Within-user permutations leave every value's number of pairs unchanged and move only the right ones: the
+    right pairs of a user that fall on each value are a multivariate hypergeometric draw from the user's values,
+    drawn value by value for all users and permutations at once, so no pair is shuffled."""
     count = int(values.max()) + 1
-    order = np.argsort(users, kind="stable")
-    values, correct, users = values[order], correct[order], users[order]
-    ones = np.ones(values.size)
-    observed = _differences(values, correct, ones, count)
+    weight = np.bincount(values, minlength=count).astype(np.float64)
+    observed_sums = np.bincount(values, correct, minlength=count)
+    size = int(users.max()) + 1
+    # Per user: how many pairs carry each value, and how many of those are right.
+    colours = np.zeros((size, count), dtype=np.int64)
+    np.add.at(colours, (users, values), 1)
+    right_by_value = np.zeros((size, count))
+    np.add.at(right_by_value, (users, values), correct)
+    right = right_by_value.sum(axis=1).round().astype(np.int64)
+    # Users whose right pairs could fall on other values: several values, some right and some wrong.
+    mixed = (np.count_nonzero(colours, axis=1) > 1) & (right > 0) & (right < colours.sum(axis=1))
+    sums = np.tile(right_by_value[~mixed].sum(axis=0), (PERMUTATIONS, 1))
     rng = np.random.default_rng(seed)
-    blocks = []
-    for start in range(0, PERMUTATIONS, _BLOCK):
-        rows = min(_BLOCK, PERMUTATIONS - start)
-        # Sorting by user, then by a random key, shuffles the positions within each user only.
-        keys = rng.random((rows, values.size))
-        shuffle = np.lexsort((keys, np.broadcast_to(users, (rows, values.size))), axis=1)
-        blocks.append(_differences(values[shuffle], correct, ones, count))
-    p_values = _p_value(observed, np.concatenate(blocks))
+    left_to_draw = np.tile(right[mixed], (PERMUTATIONS, 1))
+    left_in_urn = colours[mixed].sum(axis=1)
+    for value in range(count - 1):
+        good = colours[mixed, value]
+        left_in_urn = left_in_urn - good
+        empty = good + left_in_urn == 0
+        drawn = rng.hypergeometric(good, np.where(empty, 1, left_in_urn), left_to_draw)
+        drawn = np.where(empty, 0, drawn)
+        sums[:, value] += drawn.sum(axis=1)
+        left_to_draw = left_to_draw - drawn
+    sums[:, count - 1] += left_to_draw.sum(axis=1)
+    total_weight, total_sum = float(weight.sum()), float(correct.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = observed_sums / weight - (total_sum - observed_sums) / (total_weight - weight)
+        permuted = sums / weight - (total_sum - sums) / (total_weight - weight)
+    p_values = _p_value(observed, permuted)
     return [(float(d), float(p)) for d, p in zip(observed, p_values, strict=True)]
 
 
