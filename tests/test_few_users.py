@@ -238,6 +238,20 @@ def test_the_sign_flip_test_draws_seeded_sign_vectors_above_its_exact_size(
     assert result.method == "sign-flip"
 
 
+def test_fractional_differences_are_enumerated_then_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's change in their own accuracy (the headline gate's differences) is no whole number: the sign
+    vectors are listed up to EXACT_USERS users, drawn (seeded) above; both against an enumeration written here."""
+    differences = [0.5, -0.25, 0.2, 0.75, 1 / 3, 0.1, -0.4]
+    exact = enumerated_p(differences)
+    listed = sign_flip_test(np.array(differences))
+    assert listed.method == "exact" and listed.p_value == pytest.approx(exact, abs=1e-12)
+    assert listed.floor == pytest.approx(2.0 / 2**7)
+    monkeypatch.setattr(sign_flip, "EXACT_USERS", 3)
+    drawn = sign_flip_test(np.array(differences), seed=2)
+    assert drawn.method == "monte carlo" and drawn == sign_flip_test(np.array(differences), seed=2)
+    assert abs(drawn.p_value - exact) < 4 * math.sqrt(exact * (1 - exact) / drawn.draws) + 1e-4  # type: ignore[operator]
+
+
 def _users_lost(users: int, lost: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`users` users of 4 pairs, right before; now the first `lost` users lost one pair each."""
     labels = np.repeat(np.arange(users), 4)

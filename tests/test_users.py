@@ -310,7 +310,9 @@ def test_check_fails_a_drop_on_too_few_users_to_test_and_says_so(tmp_path: Path)
 
 def test_check_gates_on_the_sign_flip_test_from_six_users_with_a_difference(tmp_path: Path) -> None:
     """Eight users, six of whom lost one pair of their five: the exact sign-flip test gives 2 / 2^6 = 0.031 and
-    fails the drop (under 50 users the chi-square reference of Obuchowski's statistic is not used)."""
+    fails the drop (under 50 users the chi-square reference of Obuchowski's statistic is not used). On per-user
+    data the gate is the headline, user accuracy (prbj.analysis.check_headline): the six users who changed are
+    tested, the two who did not flip to themselves."""
     base_rows = [
         judgment(f"p{u}-{k}", SUBSET, "j") | {"user_id": f"u{u}"} for u in range(8) for k in range(5)
     ]
@@ -325,7 +327,7 @@ def test_check_gates_on_the_sign_flip_test_from_six_users_with_a_difference(tmp_
     report = check_run(run, baseline, CheckSettings(tolerance_points=2.0), baseline_path="b.json")
     overall = next(g for g in report.groups if g.subset == ALL_SUBSETS)
     assert overall.test == "sign-flip" and overall.p_value == pytest.approx(2 / 2**6)
-    assert overall.status == "fail" and "sign-flip test over 8 users (exact) p=0.0312" in overall.reasons[0]
+    assert overall.status == "fail" and "sign-flip test over 6 users (exact) p=0.0312" in overall.reasons[0]
 
 
 def test_diff_gives_the_change_with_its_interval_over_users(tmp_path: Path) -> None:
