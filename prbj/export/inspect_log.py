@@ -17,9 +17,9 @@ from typing import Any
 
 from prbj import __version__
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
-from prbj.errors import ConfigError
 from prbj.export.models import JudgeModel, path_part
 from prbj.export.table import ExportRun
+from prbj.extras import INSPECT
 
 SCORER = "prbj_verdict"
 # LiteLLM provider family → Inspect's provider name (Inspect spells models `provider/model`).
@@ -63,15 +63,6 @@ def inspect_model_name(model: JudgeModel) -> str:
     return f"none/{model.judge}"
 
 
-def _require_inspect() -> None:
-    try:
-        import inspect_ai  # noqa: F401  (only asking whether it is installed)
-    except ImportError:
-        raise ConfigError(
-            "--format inspect writes logs through inspect-ai's own API: pip install 'prbj[inspect]'"
-        ) from None
-
-
 def _letters(row: dict[str, Any]) -> tuple[str, str | None]:
     """(target, answer): where the chosen answer was shown, and the letter the judge picked."""
     target = "B" if row.get("order") == "B" else "A"
@@ -110,7 +101,7 @@ def _sample_ids(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def inspect_logs(export: ExportRun) -> list[InspectLog]:
-    _require_inspect()
+    INSPECT.require("--format inspect")
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prbj.errors import ConfigError
+from prbj.extras import PRIVACY
 
 # What the pattern recognizers find, with no model (Presidio's entity names).
 PATTERN_ENTITIES: tuple[str, ...] = (
@@ -69,14 +70,11 @@ class Detector:
         os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
         # Presidio logs a warning per recognizer of another language it skips: noise on the user's terminal.
         logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
-        try:
-            import spacy
-            from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-            from presidio_analyzer.nlp_engine import SpacyNlpEngine
-        except ImportError:
-            raise ConfigError(
-                "--personal-data pseudonymized needs Presidio: pip install 'prbj[privacy]'"
-            ) from None
+        PRIVACY.require("--personal-data pseudonymized")
+        import spacy
+        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer.nlp_engine import SpacyNlpEngine
+
         nlp, self.ner = _pipeline(spacy, ner_model)
         engine = SpacyNlpEngine(models=[{"lang_code": LANGUAGE, "model_name": self.ner or "blank"}])
         # Handed a loaded pipeline, the engine never loads (or downloads) one of its own.

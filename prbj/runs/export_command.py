@@ -14,6 +14,7 @@ from prbj.data.files import write_json, write_parquet, write_text
 from prbj.errors import DataError
 from prbj.export.eee import eee_files
 from prbj.export.table import ExportRun
+from prbj.extras import INSPECT
 from prbj.runs import rundir
 from prbj.runs.run_pairs import read_run_pairs
 
@@ -52,6 +53,8 @@ def export_runs(
     one .eval log per judge × context in the folder `out`."""
     if fmt not in FORMATS:
         raise DataError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    if fmt == "inspect":
+        INSPECT.require("--format inspect")  # before anything is read or written
     exports = [load_export(Path(d), include_profiles=include_profiles, dataset=dataset) for d in run_dirs]
     for export in exports:
         _notes(export, note)
