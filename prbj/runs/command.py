@@ -177,10 +177,19 @@ def closing_hints(dataset: str, card: Card | None, data: Dataset, *, providers: 
 
 
 def _check_oracle(judges: Sequence[Judge], data: Dataset) -> None:
-    """The oracle context shows the scoring standard: data without one would show judges nothing."""
-    if any(j.context == "oracle" for j in judges) and not any(p.rubric_aspects for p in data.pairs):
+    """The oracle context shows the scoring standard: pairs without one would show judges nothing."""
+    if not any(j.context == "oracle" for j in judges):
+        return
+    lacking = [p for p in data.pairs if not p.rubric_aspects and not p.narrative.strip()]
+    if lacking:
+        name = data.benchmark if data.benchmark != "prb" else source_label(data.source)
+        scope = (
+            ""
+            if len(lacking) == len(data.pairs)
+            else f" for {len(lacking)} of its {len(data.pairs)} pairs (first: pair {lacking[0].id!r})"
+        )
         raise ConfigError(
-            f"--context oracle: {data.benchmark} has no scoring standard (rubric aspects) to show; "
+            f"--context oracle: {name} has no scoring standard (narrative, rubric_aspects) to show{scope}; "
             "use profile, planner or none"
         )
 
