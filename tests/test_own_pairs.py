@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import make_record, write_jsonl
 
+from conftest import make_record, write_jsonl
 from prbj.cli import main
 from prbj.data import load_dataset
 from prbj.errors import DataError
