@@ -24,7 +24,7 @@ ONE_PAIR_CAPTION = "one pair per user, so user accuracy = pair accuracy"
 
 
 def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
-    subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
+    subsets = fmt.subset_columns({r.subset for r in summary})
     # Oracle rows (the judge saw the scoring rubric) come last: an upper bound, not ranked with fair settings.
     overall = sorted(
         (r for r in summary if r.subset == ALL_SUBSETS),
