@@ -118,9 +118,10 @@ def _profile(record: Mapping[str, Any]) -> tuple[ProfilePost, ...]:
     return tuple(posts)
 
 
-def _rubric(record: Mapping[str, Any]) -> tuple[RubricAspect, ...]:
-    """The rubric aspects: optional (only the oracle context shows them, and it refuses pairs without any)."""
-    if record.get("rubric_aspects") is None:
+def _rubric(record: Mapping[str, Any], *, required: bool = True) -> tuple[RubricAspect, ...]:
+    """The rubric aspects; optional in a pair (only the oracle context shows them, and it refuses pairs without
+    any), required where they are the input (LaMP-QA records that pairs are built from)."""
+    if not required and record.get("rubric_aspects") is None:
         return ()
     aspects = []
     for i, raw in enumerate(_list(record, "rubric_aspects")):
@@ -183,7 +184,7 @@ def parse_pair(record: Any) -> Pair:
         read(lambda: _string(record, "question", nonempty=True), ""),
         read(lambda: _profile(record), ()),
         read(lambda: _string(record, "narrative", required=False), ""),
-        read(lambda: _rubric(record), ()),
+        read(lambda: _rubric(record, required=False), ()),
         read(lambda: _string(record, "chosen", nonempty=True), ""),
         read(lambda: _string(record, "rejected", nonempty=True), ""),
     )
