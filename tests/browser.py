@@ -35,6 +35,17 @@ def chromium_available() -> bool:
     return Path(CHROMIUM).is_file()
 
 
+def browser_missing() -> str | None:
+    """What the browser tests lack here, and how to get it; None when they can run."""
+    try:
+        import playwright.sync_api  # noqa: F401  (only asking whether it is installed)
+    except ImportError:
+        return "playwright is not installed: pip install -e '.[test]'"
+    if not chromium_available():
+        return f"no Chromium at {CHROMIUM}: apt-get install chromium (or name one in PRBJ_CHROMIUM)"
+    return None
+
+
 @contextmanager
 def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
@@ -52,10 +63,11 @@ def chromium_or_skip() -> Iterator[Any]:
     """chromium(); without Chromium the test skips on a developer's machine and fails under CI."""
     import pytest
 
-    if not chromium_available():
+    missing = browser_missing()
+    if missing is not None:
         if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: .ci/run installs it (apt-get install chromium)")
-        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+            pytest.fail(f"{missing}; .ci/run installs both")
+        pytest.skip(missing)
     with chromium() as running:
         yield running
 

@@ -41,7 +41,7 @@ LAYERS: dict[str, int] = {
     "cli": 10,
 }
 # Modules directly under prbj/ that every layer may use.
-SHARED_TOP_LEVEL = {"__init__", "__main__", "errors"}
+SHARED_TOP_LEVEL = {"__init__", "__main__", "errors", "extras"}
 
 
 def _module_name(path: Path) -> str:

@@ -79,7 +79,7 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     if name != "prb":
         version = resolve_card(name).version
         assert (
-            f"benchmark {name} {version}: {len(data.pairs)} pairs of {data.users} users judged"
+            f"benchmark {name} (version {version}): {len(data.pairs)} pairs of {data.users} users to judge"
             in result.output
         )
     assert not (tmp_path / "out").exists()

@@ -175,7 +175,7 @@ def test_several_problems_are_counted(tmp_path: Path) -> None:
         tmp_path / "p.jsonl",
         [make_record(1, chosen=""), make_record(2, rejected=""), make_record(3, id=None)],
     )
-    assert _error(path).endswith("(and 2 more problems)")
+    assert _error(path).endswith("(and 2 more records with problems)")
 
 
 def test_missing_path() -> None:

@@ -209,7 +209,10 @@ def test_eee_export_holds_the_run_s_figures_and_one_line_per_judgment(
         # A user's own file is not a public dataset.
         assert doc["evaluation_results"][0]["source_data"]["additional_details"]["public"] == "false"
     (llm, lines) = next(d for d in documents if d[0]["model_info"]["name"] == "gemini-3-flash")
-    assert llm["model_info"]["id"] == "gemini/gemini-3-flash-preview"
+    # Issue 45 item 6: the id names the developer (Google), the platform the route prbj called it by.
+    assert llm["model_info"]["id"] == "google/gemini-3-flash-preview"
+    assert llm["model_info"]["developer"] == "google" and llm["model_info"]["inference_platform"] == "gemini"
+    assert llm["model_info"]["additional_details"]["prbj.model"] == "gemini/gemini-3-flash-preview"
     assert llm["evaluation_results"][0]["generation_config"]["generation_args"]["max_tokens"] == 5120
     failed = [line for line in lines if line["metadata"]["status"] != "ok"]
     assert len(failed) == 2 and all(not line["evaluation"]["is_correct"] and line["error"] for line in failed)
@@ -354,7 +357,7 @@ def test_report_and_show_read_an_eee_file_beside_a_prbj_run(run_dir: Path, tmp_p
     assert "acme/rm-7b" in board and "71.0" in board and "gemini-3-flash" in board
     # Our own export read back: the same figures, and prbj show finds the texts in its instance file.
     export(run_dir, "--format", "eee", "--out", tmp_path / "ours")
-    (ours,) = tmp_path.glob("ours/data/*/gemini/*/*[0-9a-f].json")
+    (ours,) = tmp_path.glob("ours/data/*/google/*/*[0-9a-f].json")
     shown = CliRunner().invoke(main, ["show", str(ours), "--pair", "t-001", "--context", "none"])
     assert shown.exit_code == 0, shown.output
     assert "CHOSEN-001" in shown.output and "Result:" in shown.output

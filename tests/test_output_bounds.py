@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from loopback import ProviderServer
 
-from prbj.llm.budget import Budget
+from prbj.llm.budget import Budget, CapBelowOneCall
 from prbj.llm.gateway import Gateway, LLMRequest
 from prbj.llm.params import with_params
 from prbj.llm.prompt_cache import cache_rates
@@ -95,8 +95,10 @@ def test_a_prompt_anthropic_may_write_to_its_cache_is_reserved_at_the_write_pric
     short = LLMRequest.chat("You judge.", "profile: tea\n## Answers\nA first", shared_prefix_chars=14)
     prompt, completion, cost = planned(provider, short)
     assert cost == pytest.approx(prompt * 1e-6 + completion * 10e-6)
-    # A cap that covers the call at the input price but not at the write price: not sent.
+    # A cap that covers the call at the input price but not at the write price: not sent (and, since the cap
+    # cannot pay for this one call, the run is refused before it sends anything: issue 45 item 4).
     server.reset()
     budget = Budget(max_cost=planned(provider, shared)[2] - 1e-6)
-    result = asyncio.run(Gateway(None, budget).call(replace(provider), shared))
-    assert result.status == "skipped_budget" and server.requests == []
+    with pytest.raises(CapBelowOneCall, match="below the worst case of one call"):
+        asyncio.run(Gateway(None, budget).call(replace(provider), shared))
+    assert server.requests == []

@@ -213,4 +213,6 @@ def test_without_ray_installed_the_option_is_one_line_exit_2(
     result = CliRunner().invoke(main, ["judge", "--ray", "--dataset", str(dataset), "--out", str(tmp_path)])
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert lines == ["error: --ray needs Ray: pip install 'prbj[ray]'"]
+    assert lines == [
+        "error: --ray needs ray, which is not installed (the 'ray' extra): pip install 'prbj[ray]'"
+    ]

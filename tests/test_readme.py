@@ -69,6 +69,10 @@ def test_readme_examples_for_reading_runs_run_as_written(tmp_path: Path, monkeyp
             args = [*args[: args.index(star)], *folders, *args[args.index(star) + 1 :]]
         result = runner.invoke(main, args)
         assert result.exit_code == 0, (command, result.output)
+    # What they wrote (a leaderboard among them) leaves a later report over every run quiet (issue 45 item 10).
+    every_run = [str(p) + "/" for p in sorted((tmp_path / "reports").iterdir())]
+    result = runner.invoke(main, ["report", *every_run])
+    assert result.exit_code == 0 and "skipped" not in result.output, result.output
 
 
 def _ci_block() -> list[str]:
@@ -155,6 +159,44 @@ def test_what_the_readme_examples_write_is_ignored_by_git() -> None:
 
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    written = ["site/index.html", "reports/20260101-000000-abcdef/run.json", "cache/cache.db"]
+    written = [
+        "site/index.html",
+        "reports/20260101-000000-abcdef/run.json",
+        "cache/cache.db",
+        "leaderboard/report.md",
+        "exports/eee/data/x.json",
+    ]
     done = subprocess.run(["git", "check-ignore", *written], cwd=ROOT, capture_output=True, text=True)
     assert sorted(done.stdout.split()) == sorted(written), done.stdout + done.stderr
+
+
+def test_torch_comes_from_pytorch_s_cpu_index_in_every_install_command() -> None:
+    """Issue 45 item 3: `pip install torch==…` alone takes PyPI's Linux wheel, the CUDA build with several GB of
+    nvidia-* wheels. The README, docs/ci.md, CI and prbj's own one-line hints name the CPU index, the same way."""
+    from prbj.extras import TORCH_CPU
+
+    assert TORCH_CPU == "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    installs = re.findall(r"^pip install torch\S*.*$", readme, flags=re.M)
+    assert len(installs) >= 2 and all(line.startswith(TORCH_CPU + " && ") for line in installs), installs
+    for page in ("README.md", "docs/ci.md", ".ci/run", "docs/judges.md"):
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert not re.search(r"pip install torch==[\d.]+ &&", text), page  # never without its index
+    assert "GPU" in readme.split("## Contents", 1)[0]  # and what to do on a GPU machine
+
+
+def test_the_readme_has_a_home_for_your_own_data_and_names_its_terms_and_sources() -> None:
+    """Issue 45 item 11: one section for both layouts of one's own data, in the contents, linking docs/data.md; a
+    line for card, planner and oracle/UB; the paper and the official repository linked."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    contents = readme.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    assert "[your own data](#your-own-data)" in contents
+    section = readme.split("## Your own data", 1)[1].split("\n## ", 1)[0]
+    assert "(docs/data.md)" in section and "PRB's" in section and "Per-user" in section
+    commands = [line.split("  #", 1)[0].strip() for line in section.splitlines() if line.startswith("prbj ")]
+    assert any("--dataset pairs.jsonl" in c for c in commands) and any("users.jsonl" in c for c in commands)
+    first_run = readme.split("## Reading your first run", 1)[1].split("\n## ", 1)[0]
+    for term in ("**card**", "**planner**", "**oracle**", "**UB**"):
+        assert term in first_run, term
+    assert "(https://arxiv.org/abs/2604.07343)" in readme
+    assert "(https://github.com/Martin-qyma/Personalized-RewardBench)" in readme

@@ -312,7 +312,9 @@ def _pixels_near(png: Path, rgb: tuple[int, int, int], tolerance: int = 12) -> i
     return int((distance <= tolerance).sum())
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium package")
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="no Chromium on this machine: apt-get install chromium"
+)
 def test_headless_chromium_renders_the_charts(tmp_path: Path) -> None:
     pytest.importorskip("PIL.Image")
     rows = [

@@ -57,7 +57,10 @@ VARIANTS: dict[str, tuple[bytes, bool]] = {
     "a blank question": (_lines([_with(1, question="\u3000")]), False),
     "the same answer twice": (_lines([_with(1, rejected=make_record(1)["chosen"] + "  ")]), False),
     "a duplicate id": (_lines([make_record(1), make_record(1)]), False),
-    "no narrative": (_lines([{k: v for k, v in make_record(1).items() if k != "narrative"}]), False),
+    # The scoring standard is optional (issue 45 item 8): left out, both readings take the pair without it.
+    "no narrative": (_lines([{k: v for k, v in make_record(1).items() if k != "narrative"}]), True),
+    "no rubric aspects": (_lines([{k: v for k, v in make_record(1).items() if k != "rubric_aspects"}]), True),
+    "a null narrative": (_lines([_with(1, narrative=None)]), False),
     "a post that is text": (_lines([_with(1, profile=["I shoot film"])]), False),
     "a line that is not JSON": (_lines([make_record(1), "{not json"]), False),
     "bytes that are not UTF-8": (_lines([make_record(1)]).replace(b"budget", b"budg\xff"), False),

@@ -8,6 +8,14 @@ import click
 
 from prbj.cli.support import friendly_errors
 
+# Where each format goes without --out: the folders and files the docs' examples name.
+DEFAULT_OUT = {
+    "eee": Path("exports") / "eee",
+    "inspect": Path("exports") / "inspect",
+    "csv": Path("exports") / "judgments.csv",
+    "parquet": Path("exports") / "judgments.parquet",
+}
+
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -22,9 +30,10 @@ from prbj.cli.support import friendly_errors
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
-    required=True,
+    default=None,
     help="eee: the folder that gets data/<benchmark>/<developer>/<model>/; inspect: the log folder; "
-    "csv/parquet: the file (or a folder, which gets judgments.csv / judgments.parquet).",
+    "csv/parquet: the file (or a folder, which gets judgments.csv / judgments.parquet) "
+    "[default: exports/eee, exports/inspect, exports/judgments.csv, exports/judgments.parquet].",
 )
 @click.option(
     "--include-profiles",
@@ -71,7 +80,7 @@ from prbj.cli.support import friendly_errors
 def export(
     run_dirs: tuple[Path, ...],
     fmt: str,
-    out: Path,
+    out: Path | None,
     include_profiles: bool,
     include_texts: bool,
     private_dir: Path | None,
@@ -99,7 +108,7 @@ def export(
     written = export_runs(
         experiment_run_dirs(list(run_dirs), is_run_dir),
         fmt=fmt,
-        out=out,
+        out=out if out is not None else DEFAULT_OUT[fmt],
         include_profiles=include_profiles,
         include_texts=include_texts,
         private_dir=private_dir,

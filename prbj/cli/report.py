@@ -63,7 +63,7 @@ def report(
     \b
     Examples:
       prbj report reports/<run-id>
-      prbj report reports/*/ --out reports/leaderboard --title "RMs on the full benchmark"
+      prbj report reports/*/ --out leaderboard --title "RMs on the full benchmark"
       prbj report reports/<run-id> --downstream reports/downstream
       prbj report reports/<run-id> --slice profile-posts --slice length-diff
     """

@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 OTHER = "Other options"
+# click's own cap on the width of an option list's first column (HelpFormatter.write_dl).
+COLUMN_CAP = 30
 
 
 class SectionedCommand(click.Command):
@@ -44,10 +46,16 @@ class SectionedCommand(click.Command):
         return groups
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        for heading, params in self.grouped_params(ctx):
-            records = [record for p in params if (record := p.get_help_record(ctx)) is not None]
+        sections = [
+            (heading, [record for p in params if (record := p.get_help_record(ctx)) is not None])
+            for heading, params in self.grouped_params(ctx)
+        ]
+        # click sizes each list's first column to its own longest option; one width for every section keeps
+        # their descriptions in one column (options longer than click's cap still go on a line of their own).
+        width = min(max((len(term) for _, records in sections for term, _ in records), default=0), COLUMN_CAP)
+        for heading, records in sections:
             with formatter.section(heading):
-                formatter.write_dl(records)
+                formatter.write_dl([(term.ljust(width), text) for term, text in records], col_max=COLUMN_CAP)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         if self.examples:

@@ -34,10 +34,11 @@ class _Record(msgspec.Struct):
     category: str
     question: str
     profile: list[ProfilePost]
-    narrative: str
-    rubric_aspects: list[RubricAspect]
     chosen: str
     rejected: str
+    # The scoring standard, shown only in the oracle context: a user's own pairs may have none.
+    narrative: str = ""
+    rubric_aspects: list[RubricAspect] = msgspec.field(default_factory=list)
 
 
 _DECODER = msgspec.json.Decoder(_Record)

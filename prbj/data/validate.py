@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from prbj.data.schema import Pair, ProfilePost, RubricAspect
 from prbj.errors import DataError
 
-# Errors listed in full before the rest are only counted: enough to fix a batch, short enough to read.
+# Records whose problems are listed in full before the rest are only counted: enough to fix a batch, short
+# enough to read.
 MAX_LISTED_ERRORS = 1
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,15 @@ class RecordError(Exception):
         super().__init__(f"field '{field}': {problem}")
         self.field = field
         self.problem = problem
+
+
+class RecordErrors(RecordError):
+    """Every problem of one record, so that one look at the message fixes the whole row."""
+
+    def __init__(self, errors: list[RecordError]) -> None:
+        super().__init__(errors[0].field, errors[0].problem)
+        self.errors = errors
+        self.args = ("; ".join(str(error) for error in errors),)
 
 
 def _type_name(value: Any) -> str:
@@ -106,7 +118,11 @@ def _profile(record: Mapping[str, Any]) -> tuple[ProfilePost, ...]:
     return tuple(posts)
 
 
-def _rubric(record: Mapping[str, Any]) -> tuple[RubricAspect, ...]:
+def _rubric(record: Mapping[str, Any], *, required: bool = True) -> tuple[RubricAspect, ...]:
+    """The rubric aspects; optional in a pair (only the oracle context shows them, and it refuses pairs without
+    any), required where they are the input (LaMP-QA records that pairs are built from)."""
+    if not required and record.get("rubric_aspects") is None:
+        return ()
     aspects = []
     for i, raw in enumerate(_list(record, "rubric_aspects")):
         where = f"rubric_aspects[{i}]"
@@ -150,20 +166,36 @@ def benchmark_pair(
 
 
 def parse_pair(record: Any) -> Pair:
-    """One record to a Pair; raises RecordError naming the field."""
+    """One record to a Pair; raises RecordError naming the field (RecordErrors naming each of several).
+    `narrative` and `rubric_aspects`, the scoring standard, are optional: only the oracle context uses them."""
     record = _mapping(record, "record")
+    problems: list[RecordError] = []
+
+    def read(parse: Callable[[], T], default: T) -> T:
+        try:
+            return parse()
+        except RecordError as err:
+            problems.append(err)
+            return default
+
     pair = benchmark_pair(
-        _identifier(record, "id"),
-        _string(record, "category", nonempty=True),
-        _string(record, "question", nonempty=True),
-        _profile(record),
-        _string(record, "narrative"),
-        _rubric(record),
-        _string(record, "chosen", nonempty=True),
-        _string(record, "rejected", nonempty=True),
+        read(lambda: _identifier(record, "id"), ""),
+        read(lambda: _string(record, "category", nonempty=True), ""),
+        read(lambda: _string(record, "question", nonempty=True), ""),
+        read(lambda: _profile(record), ()),
+        read(lambda: _string(record, "narrative", required=False), ""),
+        read(lambda: _rubric(record, required=False), ()),
+        read(lambda: _string(record, "chosen", nonempty=True), ""),
+        read(lambda: _string(record, "rejected", nonempty=True), ""),
     )
-    if pair.chosen.strip() == pair.rejected.strip():
-        raise RecordError("rejected", "is identical to 'chosen'; a pair needs two different answers")
+    if pair.chosen.strip() and pair.chosen.strip() == pair.rejected.strip():
+        problems.append(
+            RecordError("rejected", "is identical to 'chosen'; a pair needs two different answers")
+        )
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise RecordErrors(problems)
     return pair
 
 
@@ -191,6 +223,7 @@ def validate_records(records: Iterable[tuple[Location, Any]]) -> list[Pair]:
 
 
 def _summarise(problems: list[str]) -> str:
+    """The first bad record's problems, every one named; the records after it counted."""
     shown = "; ".join(problems[:MAX_LISTED_ERRORS])
     rest = len(problems) - MAX_LISTED_ERRORS
-    return shown if rest <= 0 else f"{shown} (and {rest} more problem{'s' if rest > 1 else ''})"
+    return shown if rest <= 0 else f"{shown} (and {rest} more record{'s' if rest > 1 else ''} with problems)"

@@ -12,6 +12,7 @@ from prbj.display.fit import FittingTable
 from prbj.display.width import output_console
 from prbj.experiments.commandline import CommandLine
 from prbj.experiments.dry_run import plan_stages
+from prbj.experiments.needs import missing_extra
 from prbj.experiments.runner import Runner, RunOptions
 from prbj.experiments.schema import load_experiment
 from prbj.experiments.stages import Stage
@@ -49,6 +50,9 @@ def run_experiment_command(
         if estimate:
             console.print(f"[yellow]{estimate}[/yellow]")
         print_missing_keys(missing, console)
+        lacking = missing_extra(experiment, runner.stages)
+        if lacking is not None:  # the plan holds; the run would stop at once
+            console.print(f"a real run stops here: {lacking}", style="yellow", markup=False, soft_wrap=True)
         return 0
     return runner.run()
 

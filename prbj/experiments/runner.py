@@ -29,6 +29,7 @@ from prbj.data.names import did_you_mean
 from prbj.errors import ConfigError, PrbjError
 from prbj.experiments.commandline import CommandLine
 from prbj.experiments.manifest import Manifest, StageRecord, now
+from prbj.experiments.needs import missing_extra
 from prbj.experiments.planner_stage import PLANNER_FILE, run_planner
 from prbj.experiments.schema import Experiment
 from prbj.experiments.stages import (
@@ -162,11 +163,14 @@ class Runner:
 
     # --- running ------------------------------------------------------------------------------------------
     def run(self) -> int:
+        chosen = [self.stage(self.options.only)] if self.options.only else self.stages
+        lacking = missing_extra(self.experiment, chosen)
+        if lacking is not None:  # before anything runs or is written
+            raise lacking
         self.manifest.experiment = self.experiment_record()
         self.manifest.forget({s.name for s in self.stages})
         self.directory.mkdir(parents=True, exist_ok=True)
         self.manifest.save()
-        chosen = [self.stage(self.options.only)] if self.options.only else self.stages
         for stage in chosen:
             missing = [name for name in stage.after if not self._done(name)]
             if missing:

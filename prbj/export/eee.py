@@ -316,7 +316,9 @@ def eee_files(
     out = []
     for judge, model in export.judges.items():
         evaluation_id = f"{export.benchmark.slug}/{model.model_id.replace('/', '_')}/{export.run.run_id}"
-        folder = f"data/{export.benchmark.slug}/{model.developer}/{model.model_name.replace('/', '_')}"
+        # Filed as Every Eval Ever files a record: under its id's prefix, then the rest of the id.
+        developer_folder, model_folder = model.model_id.split("/", 1)
+        folder = f"data/{export.benchmark.slug}/{developer_folder}/{model_folder.replace('/', '_')}"
         name = file_uuid(export.run.run_id, judge)
         lines = [_instance(export, model, evaluation_id, row) for row in export.rows if row["judge"] == judge]
         text = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
@@ -356,6 +358,7 @@ def eee_files(
                         "model_availability": model.availability,
                         "prbj.judge_kind": model.kind,
                         "prbj.provider": model.provider,
+                        "prbj.model": model.called,
                     }
                 ),
             },

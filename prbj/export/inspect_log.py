@@ -18,9 +18,9 @@ from typing import Any
 from prbj import __version__
 from prbj.analysis.headline import Headline, headline_of
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
-from prbj.errors import ConfigError
-from prbj.export.models import JudgeModel, path_part
+from prbj.export.models import IN_PROCESS, OFFLINE, ROUTE_DEVELOPERS, UNKNOWN, JudgeModel, path_part
 from prbj.export.table import ExportRun
+from prbj.extras import INSPECT
 
 SCORER = "prbj_verdict"
 # LiteLLM provider family → Inspect's provider name (Inspect spells models `provider/model`).
@@ -53,6 +53,11 @@ def headline_metric(
     return (name, value, *headline.interval(row))
 
 
+# Inspect providers that are their makers' own APIs, and hosts whose Inspect names spell the developer next.
+_MAKERS_APIS = frozenset({"google", "anthropic", "openai", "mistral", "deepseek", "grok"})
+_HOSTED_WITH_DEVELOPER = frozenset({"openrouter", "together", "vllm"})
+
+
 @dataclass(frozen=True)
 class InspectLog:
     file_name: str
@@ -60,29 +65,21 @@ class InspectLog:
 
 
 def inspect_model_name(model: JudgeModel) -> str:
-    """The judge as Inspect names models: `google/gemini-3-flash-preview`, `hf/<repo>` for a model prbj ran
-    in-process, `none/<judge>` for an offline baseline (Inspect's name for no model)."""
-    raw = str(model.setup.get("model") or "")
-    if model.provider is not None and "/" in raw:
-        family, rest = raw.split("/", 1)
-        provider = _INSPECT_PROVIDERS.get(family)
-        if (
-            provider == "openai" and "/" in rest
-        ):  # an OpenAI-compatible server (vLLM, SGLang) serving an HF model
-            return f"openai-api/{rest}"
-        return f"{provider}/{rest}" if provider else f"openai-api/{family}/{rest}"
-    if model.deployment == "self_deployed" and model.availability == "open_weights":
-        return f"hf/{model.model_name}" if model.developer == "local" else f"hf/{model.model_id}"
-    return f"none/{model.judge}"
-
-
-def _require_inspect() -> None:
-    try:
-        import inspect_ai  # noqa: F401  (only asking whether it is installed)
-    except ImportError:
-        raise ConfigError(
-            "--format inspect writes logs through inspect-ai's own API: pip install 'prbj[inspect]'"
-        ) from None
+    """The judge as Inspect names models, in a form Every Eval Ever's Inspect converter reads a developer from
+    (its first part must be a provider the converter knows): `google/gemini-3-flash-preview` for a maker's own
+    API, `openai-api/Qwen/Qwen3-8B` for a developer's model on another platform, `hf/<developer>/<model>` for a
+    model prbj ran in-process, and `hf/prbj/<judge>` for an offline baseline (prbj's own, run in-process: the
+    converter has no name for "no model")."""
+    if model.platform in (IN_PROCESS, OFFLINE):
+        return f"hf/{model.model_id}"
+    family = model.called.split("/", 1)[0]
+    provider = _INSPECT_PROVIDERS.get(family)
+    if provider in _MAKERS_APIS and model.developer == ROUTE_DEVELOPERS.get(family):
+        return f"{provider}/{model.model_name}"
+    if provider == "ollama" and model.developer == UNKNOWN:
+        return f"ollama/{model.model_name}"
+    hosted = provider if provider in _HOSTED_WITH_DEVELOPER else "openai-api"
+    return f"{hosted}/{model.model_id}"
 
 
 def _letters(row: dict[str, Any]) -> tuple[str, str | None]:
@@ -123,7 +120,7 @@ def _sample_ids(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def inspect_logs(export: ExportRun) -> list[InspectLog]:
-    _require_inspect()
+    INSPECT.require("--format inspect")
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,

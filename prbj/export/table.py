@@ -169,7 +169,7 @@ class ExportRun:
                 run_id=self.run.run_id,
                 benchmark=self.benchmark.slug,
                 benchmark_version=self.benchmark.version,
-                model=model.model_id,
+                model=model.called,
                 provider=model.provider,
                 question=pair.question if pair else None,
                 chosen_answer=pair.chosen if pair else None,

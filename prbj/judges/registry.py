@@ -35,6 +35,7 @@ from prbj.llm.gateway import Gateway
 from prbj.llm.providers import (
     LITELLM_PREFIX,
     LOCAL_PREFIX,
+    MissingKey,
     is_provider_name,
     profile_names,
     retired_profile_message,
@@ -186,8 +187,14 @@ def resolve_judges(
 ) -> list[Judge]:
     """Judges for the given specs, in order, without duplicates; the offline baselines when none are given."""
     judges: list[Judge] = []
+    missing: list[MissingKey] = []
     for spec in dict.fromkeys(specs or DEFAULT_JUDGES):
-        judges.extend(factory_for(spec, shared)(spec, options, shared, gateway, planner))
+        try:
+            judges.extend(factory_for(spec, shared)(spec, options, shared, gateway, planner))
+        except MissingKey as err:  # the others are looked at too: one error names every key the run lacks
+            missing.append(err)
+    if missing:
+        raise MissingKey.of_several(missing)
     return judges
 
 

@@ -25,6 +25,7 @@ from prbj.context.retrieval import rank_profile
 from prbj.context.synthesizer import shown_persona
 from prbj.data.schema import Context, JudgeView
 from prbj.errors import ConfigError
+from prbj.extras import LOCAL
 from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, verdict_from_scores
 from prbj.judges.official import official_posts, official_user_turn
 from prbj.llm.cache import cache_key
@@ -235,6 +236,8 @@ def make_scalar_judge(
             f"--provider hf:{ref}: context {context!r} is not supported by scalar reward models "
             f"(supported: {', '.join(SCALAR_CONTEXTS)})"
         )
+    # Before the model is looked for: a hub id is not downloaded for a run that could not load it.
+    LOCAL.require(f"-p {HF_PREFIX}{ref}")
     folder = download(locate(ref, option="hf", gguf=False), option="hf")
     scorer = local_models(gateway).scorer(folder, ref, options)
     weights = fingerprint(ModelSource(str(folder)), memo=gateway.cache)

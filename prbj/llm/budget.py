@@ -18,6 +18,10 @@ from prbj.errors import ConfigError
 _EPSILON = 1e-12
 
 
+class CapBelowOneCall(ConfigError):
+    """--max-cost is below the worst case of a call that must be sent, before any was: exit 2, nothing sent."""
+
+
 @dataclass
 class Budget:
     """`max_cost` in USD, or None for no cap. Lives on one event loop: reserve, settle and release never
@@ -48,7 +52,7 @@ class Budget:
         # One waiter at a time, in arrival order: a later small call never overtakes an earlier one.
         async with self._queue:
             while True:
-                if self.spent + worst_case > self.max_cost + _EPSILON:
+                if not self.fits_alone(worst_case):
                     return False
                 if self.spent + self.reserved + worst_case <= self.max_cost + _EPSILON:
                     self.reserved += worst_case
@@ -56,6 +60,10 @@ class Budget:
                 # Room may appear when a pending call settles below its worst case or gives its share back.
                 self._changed.clear()
                 await self._changed.wait()
+
+    def fits_alone(self, worst_case: float) -> bool:
+        """Whether a call of this worst case could ever be sent under the cap, beside what is already spent."""
+        return self.max_cost is None or self.spent + worst_case <= self.max_cost + _EPSILON
 
     def settle(self, reserved: float, actual: float) -> None:
         self.reserved = max(0.0, self.reserved - reserved)

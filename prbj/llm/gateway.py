@@ -35,7 +35,7 @@ from prbj.data.status import REPLIED_STATUSES, CallStatus
 from prbj.errors import ConfigError
 from prbj.llm.answer import answer_value, stored_logprobs
 from prbj.llm.breaker import BreakerOpen, CircuitBreaker
-from prbj.llm.budget import Budget
+from prbj.llm.budget import Budget, CapBelowOneCall
 from prbj.llm.cache import ResponseCache, cache_key, new_lease_holder
 from prbj.llm.error_text import describe_error, one_line
 from prbj.llm.finish import COMPLETE, ReplyEnd, end_cause, end_message, end_of
@@ -248,6 +248,9 @@ class Gateway:
         # --dry-run: the requests planned so far. A request asked again (a planner call shared by several judges,
         # a pick judged for two RMs) is bought once by a real run, so the plan counts it once.
         self._planned: set[str] = set()
+        # Whether a paid call has had its worst case reserved (and so may have been sent): until then, a --max-cost
+        # too small for one call stops the run (CapBelowOneCall) instead of skipping every call it has.
+        self._reserved_once = False
         # Names this gateway's leases in a shared cache folder (see _buy_leased).
         self._holder = new_lease_holder()
         self._transports: dict[str, Transport] = {LITELLM_TRANSPORT: LiteLLMTransport(), **(transports or {})}
@@ -439,12 +442,14 @@ class Gateway:
         if key not in batch.pending:
             prompt, completion, _ = self._estimate(spec, request)
             pending.reserved = batch_cost(spec, prompt, completion)
+            self._check_cap_fits(spec, prompt, completion, pending.reserved, " at batch price")
             if not await self.budget.reserve(pending.reserved):
                 state.stats.skipped_budget += 1
                 return LLMResult(
                     status="skipped_budget",
                     error=f"would cross --max-cost (worst case ${pending.reserved:.4f} at batch price)",
                 )
+            self._reserved_once = True
             batch.enqueue(pending)
         return LLMResult(status="skipped_cache", error="queued for a provider batch job")
 
@@ -598,11 +603,13 @@ class Gateway:
         else:
             prompt_estimate, completion_bound = 0, self._completion_bound(spec, request)
             worst_case = spec.cost(0, completion_bound)
+        self._check_cap_fits(spec, prompt_estimate, completion_bound, worst_case)
         if not await self._reserve(state, worst_case):
             stats.skipped_budget += 1
             return LLMResult(
                 status="skipped_budget", error=f"would cross --max-cost (worst case ${worst_case:.4f})"
             )
+        self._reserved_once = True
         # Built once for all attempts: what is sent does not change between them.
         call = self._chat_call(spec, request, spec.api_key())
         started = time.monotonic()
@@ -712,6 +719,21 @@ class Gateway:
             latency_s=time.monotonic() - started,
             attempts=attempts,
             logprobs=completion.logprobs,
+        )
+
+    def _check_cap_fits(
+        self, spec: ProviderSpec, prompt: int, completion: int, worst_case: float, price: str = ""
+    ) -> None:
+        """Before any paid call was reserved: a --max-cost below this call's worst case could pay for nothing
+        (every call would be skipped), so the run stops here, one line and exit 2, having sent nothing. Calls
+        answered from the cache never come here: a replay runs under any cap."""
+        cap = self.budget.max_cost
+        if cap is None or self._reserved_once or not spec.paid or self.budget.fits_alone(worst_case):
+            return
+        raise CapBelowOneCall(
+            f"--max-cost {cap:g} is below the worst case of one call to {spec.name}: ${worst_case:.4f} "
+            f"({prompt:,} prompt tokens and up to {completion:,} output tokens{price}); nothing was sent: "
+            "raise --max-cost, or replay answers already in the cache with --cache-only"
         )
 
     async def _reserve(self, state: _ProviderState, worst_case: float) -> bool:

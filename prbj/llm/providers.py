@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -181,10 +181,7 @@ class ProviderSpec:
         """The key from the environment; a one-line error naming the variable when it is required and unset."""
         value = os.environ.get(self.api_key_env) if self.api_key_env else None
         if not value and self.api_key_env and self.api_key_required:
-            raise ConfigError(
-                f"provider {self.name!r} needs an API key: set the environment variable {self.api_key_env} "
-                f"(or pass --env-file with a line {self.api_key_env}=...)"
-            )
+            raise MissingKey(self.api_key_env, self.name)
         if not value and self.family == "openai" and self.api_base:
             # The OpenAI client refuses to send a request without a key; self-hosted servers ignore it.
             return KEYLESS_PLACEHOLDER
@@ -565,6 +562,32 @@ def _with_litellm_price(spec: ProviderSpec, *, required: bool) -> ProviderSpec:
         output_price=spec.output_price if spec.output_price is not None else found[1],
         price_source="litellm",
     )
+
+
+class MissingKey(ConfigError):
+    """A provider's API key is not in the environment (exit 2); `of_several` names every one a run lacks."""
+
+    def __init__(self, env: str, provider: str) -> None:
+        super().__init__(
+            f"provider {provider!r} needs an API key: set the environment variable {env} (or pass --env-file "
+            f"with a line {env}=...)"
+        )
+        self.env = env
+        self.provider = provider
+
+    @staticmethod
+    def of_several(missing: Sequence[MissingKey]) -> ConfigError:
+        """One error for every key a run lacks, so that one look sets them all."""
+        if len(missing) == 1:
+            return missing[0]
+        named: dict[str, list[str]] = {}
+        for key in missing:
+            named.setdefault(key.env, []).append(key.provider)
+        keys = ", ".join(f"{env} ({', '.join(providers)})" for env, providers in named.items())
+        return ConfigError(
+            f"API keys not set: {keys}; set these environment variables (or pass --env-file with a line NAME=... "
+            "for each)"
+        )
 
 
 def missing_keys(specs: Iterable[ProviderSpec]) -> list[str]:

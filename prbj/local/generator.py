@@ -14,14 +14,12 @@ transformers with `gguf_file=`, which dequantises it (the `gguf` package).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prbj.errors import ConfigError
 from prbj.llm.logprobs import TokenChoice, kept_positions
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
 from prbj.local.model_files import ModelSource
@@ -31,14 +29,6 @@ MODEL_PREFIX = "prbj-local/"
 DEFAULT_MAX_NEW_TOKENS = 512  # the official generative protocol's bound
 MAX_NEW_TOKENS_CAP = 4096
 DEFAULT_MAX_BATCH = 8
-
-
-def check_installed() -> None:
-    missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ConfigError(
-            f"local models need {' and '.join(missing)}: pip install torch==2.13.0 && pip install 'prbj[local]'"
-        )
 
 
 def max_new_tokens(params: Mapping[str, Any]) -> int:

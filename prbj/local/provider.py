@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from prbj.extras import LOCAL
 from prbj.llm import providers
 from prbj.llm.cache import ResponseCache
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import LOCAL_PREFIX, ProviderSpec
-from prbj.local.generator import DEFAULT_MAX_BATCH, DEFAULT_MAX_NEW_TOKENS, MODEL_PREFIX, check_installed
+from prbj.local.generator import DEFAULT_MAX_BATCH, DEFAULT_MAX_NEW_TOKENS, MODEL_PREFIX
 from prbj.local.model_files import fingerprint, locate
 from prbj.local.models import LOCAL_TRANSPORT, local_models
 
@@ -35,7 +36,7 @@ def resolve_provider(
     else:
         provider = providers.resolve_provider(spec, providers_dir, api_base)
         if provider.model.startswith(MODEL_PREFIX):  # a profile naming an in-process model
-            check_installed()
+            LOCAL.require(f"-p {spec}")
             provider = replace(provider, transport=LOCAL_TRANSPORT)
     if provider.transport == LOCAL_TRANSPORT:
         local_models(gateway)
@@ -46,8 +47,9 @@ def resolve_provider(
 def local_provider(path_or_id: str, *, memo: ResponseCache | None = None) -> ProviderSpec:
     """A free provider for an in-process causal LM; the path is checked now so that a typo fails before any
     call. `memo` remembers file hashes, so that a rerun does not hash the weights again."""
+    # Before the model is looked for: a hub id is not downloaded for a run that could not load it.
+    LOCAL.require(f"-p {LOCAL_PREFIX}{path_or_id}")
     source = locate(path_or_id, option="hf-local", gguf=True)
-    check_installed()
     weights = fingerprint(source, memo)
     return ProviderSpec(
         name=f"{LOCAL_PREFIX}{path_or_id}",

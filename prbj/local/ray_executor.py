@@ -18,7 +18,6 @@ Ray is imported only here, and only when `--ray` is given (`pip install 'prbj[ra
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from prbj.errors import ConfigError
+from prbj.extras import RAY
 from prbj.llm.gateway import Gateway
 from prbj.local.batcher import Emit
 from prbj.local.generator import Generation, LocalGenerator, _Job
@@ -40,7 +40,6 @@ from prbj.local.rm_loader import LoadedRM, RMSource, load
 from prbj.local.rm_runtime import Deliver, LocalRunner, Runner
 
 ENV_ADDRESS = "PRBJ_RAY_ADDRESS"
-INSTALL_HINT = "--ray needs Ray: pip install 'prbj[ray]'"
 # Items per task sent to an actor: small enough that results stream back (the progress bar moves) and that a
 # dead actor costs little work to redo, large enough that a reward model still sees useful batches.
 CHUNK_ITEMS = 32
@@ -83,15 +82,10 @@ class RayOptions:
             models.close()
 
 
-def check_installed() -> None:
-    if importlib.util.find_spec("ray") is None:
-        raise ConfigError(INSTALL_HINT)
-
-
 def _connect(address: str) -> Any:
     """Ray, connected: to the cluster already joined by this process, else to `address` ("auto": the cluster
     this machine belongs to (RAY_ADDRESS, `ray start`), or a new one-machine cluster when there is none)."""
-    check_installed()
+    RAY.require("--ray")
     import ray
 
     if not ray.is_initialized():
@@ -378,7 +372,7 @@ class RayModels(LocalModels):
         self.options = options
         self.progress = progress
         self.pools: list[ActorPool] = []
-        check_installed()
+        RAY.require("--ray")
         self._connected: Any = None
 
     @property

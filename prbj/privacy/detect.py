@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prbj.errors import ConfigError
+from prbj.extras import PRIVACY
 from prbj.privacy.ner import NerModel
 
 # Entity kinds (Presidio's names) a name-finding model adds.
@@ -90,22 +91,18 @@ class Detector:
         _offline_public_suffixes()
         # Presidio logs a warning per recognizer of another language it skips: noise on the user's terminal.
         logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)
+        PRIVACY.require("--personal-data pseudonymized")
         with _without(_UNUSED_HEAVY if ner is None or not ner.needs_torch else ()):
-            try:
-                import spacy
-                from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-                from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
-                from presidio_analyzer.predefined_recognizers import SpacyRecognizer
+            import spacy
+            from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+            from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+            from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
-                from prbj.privacy.recognizers import (
-                    AllRegionsPhoneRecognizer,
-                    pattern_recognizers,
-                    term_recognizers,
-                )
-            except ImportError:
-                raise ConfigError(
-                    "--personal-data pseudonymized needs Presidio: pip install 'prbj[privacy]'"
-                ) from None
+            from prbj.privacy.recognizers import (
+                AllRegionsPhoneRecognizer,
+                pattern_recognizers,
+                term_recognizers,
+            )
         self.ner = ner.name if ner is not None else None
         nlp = _load(spacy, ner) if ner is not None else _blank(spacy)
         configuration = NerModelConfiguration(

@@ -16,6 +16,7 @@ from prbj.analysis.across import benchmark_name
 from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.report import fmt
 
 # Optional judgment columns other parts of prbj add; read when present, never required.
 COST_COLUMN = "cost_usd"
@@ -415,7 +416,7 @@ def build_content(
     runs: Sequence[RunData], *, title: str | None = None, extra_downstream: pl.DataFrame | None = None
 ) -> ReportContent:
     entries = _entries(runs)
-    subsets = sorted({r.subset for run in runs for r in run.results if r.subset != ALL_SUBSETS})
+    subsets = fmt.subset_columns({r.subset for run in runs for r in run.results})
     leaderboard, position, costs, failures, curves = [], [], [], [], []
     unanswered: list[Unanswered] = []
     wrong: dict[Entry, tuple[list[str], list[str]]] = {}

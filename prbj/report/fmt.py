@@ -4,6 +4,7 @@ Markdown and HTML reports, `prbj check`), so they all print the same figure the 
 from __future__ import annotations
 
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.data.per_user import DEFAULT_SUBSET
 
 NA = "n/a"
 DASH = "—"
@@ -28,6 +29,14 @@ def short_subset(subset: str, *, terse: bool = False) -> str:
     if subset == ALL_SUBSETS:
         return "overall"
     return (SHORT_SUBSET if terse else REPORT_SUBSET).get(subset, subset)
+
+
+def subset_columns(subsets: set[str]) -> list[str]:
+    """The subsets a table gives a column (or a chart a panel) of their own, beside the overall figure: not the
+    implicit subset of per-user data that names none (`default`) when it is the only one: its column would repeat
+    the overall figure under a name nobody chose."""
+    named = sorted(subsets - {ALL_SUBSETS})
+    return [] if named == [DEFAULT_SUBSET] else named
 
 
 def percent(value: float | None, digits: int = 1) -> str:

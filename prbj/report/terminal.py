@@ -33,7 +33,7 @@ def leaderboard(
     headline: Headline = DEFAULT_HEADLINE,
 ) -> Table:
     """Judges ranked by the run's headline (prbj.analysis.headline), whose column is the bold one."""
-    subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
+    subsets = fmt.subset_columns({r.subset for r in summary})
     # Oracle rows (the judge saw the scoring rubric) come last: an upper bound, not ranked with fair settings.
     overall = sorted(
         (r for r in summary if r.subset == ALL_SUBSETS),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +23,10 @@ from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
 from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.judges.base import Judge
+from prbj.judges.generative import LLMJudgeBase
 from prbj.judges.registry import build_judges, resolve_judges
+from prbj.judges.sampling import SampledJudge
+from prbj.judges.scalar import HF_PREFIX
 from prbj.judges.setup import JudgeOptions, make_synthesizer
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import missing_keys
@@ -106,9 +110,9 @@ def run_judge_command(
             synthesizer=synthesizer,
         )
     usage = result.extra.get("usage", [])
-    _print_benchmark(data, console)
+    _print_benchmark(data, console, dry_run=dry_run)
     if dry_run:
-        console.print(usage_table(usage, dry_run=True))
+        _print_plan(usage, judges, data, console)
         print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
     print_leaderboard(result.summary, console, title=_title(card, data), headline=headline)
@@ -128,17 +132,8 @@ def run_judge_command(
             console.print(
                 f"[yellow]{missing} judgments were not in the cache (--cache-only): rerun without it."
             )
-    if data.source == "sample":
-        full = card.source if card is not None and card.source else f"hf:{OFFICIAL_HF_DATASET}"
-        console.print(
-            f"[dim]This is the bundled demo sample, not the benchmark: use --dataset {escape(full)} for real "
-            "figures.[/dim]"
-        )
-    if not providers:
-        console.print(
-            "[dim]Next: evaluate a real reward model, e.g. "
-            "GEMINI_API_KEY=... prbj judge --provider gemini-3-flash[/dim]"
-        )
+    for hint in closing_hints(dataset, card, data, providers=providers):
+        console.print(hint, style="dim", markup=False, highlight=False)
     budget_code = _report_budget(usage, gateway.budget.spent, gateway.budget.max_cost, console)
     return max(_exit_code(result.judgments, fail_on_error, console), budget_code)
 
@@ -206,16 +201,59 @@ def _headline(card: Card | None, options: dict[str, Any]) -> Headline:
 
 
 def _title(card: Card | None, data: Dataset) -> str:
+    """The leaderboard's name: the card's title, the benchmark's for its own data, else the data's file."""
     if card is not None:
         return card.title
+    if not is_public(data.source):  # the user's own pairs, in whatever layout: not the benchmark
+        return Path(data.source).name or data.source
     return "Personalized RewardBench" if data.benchmark == "prb" else "Per-user preference"
 
 
+def closing_hints(dataset: str, card: Card | None, data: Dataset, *, providers: Sequence[str]) -> list[str]:
+    """The lines after a run's leaderboard: what its data was (a sample says so, and where the full data is),
+    and, after the default offline judges, how to run a model judge on the same data."""
+    hints = []
+    if data.source == "sample":
+        if card is None or card.name == "prb":
+            hints.append(
+                "This is the bundled demo sample, not the benchmark: use --dataset "
+                f"hf:{OFFICIAL_HF_DATASET} for real figures."
+            )
+        elif card.path is not None:
+            hints.append(f"This is the sample beside your card {card.path}: pass your data with --dataset.")
+        else:
+            where = f"; the full data: {card.source}" if card.source else ""
+            hints.append(
+                f"This is the {card.title} card's demo sample, not the benchmark{where} (pass it with --dataset)."
+            )
+    if not providers:
+        words = ["prbj", "judge"]
+        if card is not None:
+            words += ["--benchmark", str(card.path or card.name)]
+        if dataset != "sample":
+            words += ["--dataset", dataset]
+        command = shlex.join([*words, "--provider", "gemini-3-flash"])
+        if not is_public(dataset, card):
+            # The user's own pairs go to no remote model until --personal-data says what may leave the machine.
+            command += " --personal-data ... (docs/privacy.md)"
+        hints.append(f"Next: a model judge on the same pairs, e.g. GEMINI_API_KEY=... {command}")
+    return hints
+
+
 def _check_oracle(judges: Sequence[Judge], data: Dataset) -> None:
-    """The oracle context shows the scoring standard: data without one would show judges nothing."""
-    if any(j.context == "oracle" for j in judges) and not any(p.rubric_aspects for p in data.pairs):
+    """The oracle context shows the scoring standard: pairs without one would show judges nothing."""
+    if not any(j.context == "oracle" for j in judges):
+        return
+    lacking = [p for p in data.pairs if not p.rubric_aspects and not p.narrative.strip()]
+    if lacking:
+        name = data.benchmark if data.benchmark != "prb" else source_label(data.source)
+        scope = (
+            ""
+            if len(lacking) == len(data.pairs)
+            else f" for {len(lacking)} of its {len(data.pairs)} pairs (first: pair {lacking[0].id!r})"
+        )
         raise ConfigError(
-            f"--context oracle: {data.benchmark} has no scoring standard (rubric aspects) to show; "
+            f"--context oracle: {name} has no scoring standard (narrative, rubric_aspects) to show{scope}; "
             "use profile, planner or none"
         )
 
@@ -229,18 +267,49 @@ def _check_synthesized(judges: Sequence[Judge], data: Dataset, source: str) -> N
             note_line(note)
 
 
-def _print_benchmark(data: Dataset, console: Console) -> None:
+def _print_benchmark(data: Dataset, console: Console, *, dry_run: bool = False) -> None:
     """What a benchmark other than Personalized RewardBench was read as (users, history, notes)."""
     if data.benchmark == "prb":
         return
     history = f", {data.history_rows} earlier choices as history" if data.history_rows else ""
     console.print(
-        f"benchmark {escape(data.benchmark)} {escape(data.benchmark_version)}: {len(data.pairs)} pairs of "
-        f"{data.users} users judged{history}",
+        f"benchmark {escape(data.benchmark)} (version {escape(data.benchmark_version)}): "
+        f"{_pairs_of_users(data)} {'to judge' if dry_run else 'judged'}{history}",
         highlight=False,
     )
     for note in data.notes:
         console.print(f"note: {escape(note)}", highlight=False)
+
+
+def _pairs_of_users(data: Dataset) -> str:
+    pairs, users = len(data.pairs), data.users
+    if users == pairs:
+        return f"{pairs:,} pairs (one per user)"
+    return f"{pairs:,} pairs of {users:,} users"
+
+
+def _print_plan(
+    usage: Sequence[dict[str, Any]], judges: Sequence[Judge], data: Dataset, console: Console
+) -> None:
+    """--dry-run: the calls the model judges would make (the plan table), and what the judges that make none
+    (offline baselines, reward models run in-process) would do for free."""
+    if usage:
+        console.print(usage_table(usage, dry_run=True))
+    free = list(dict.fromkeys(judge.name for judge in judges if not _calls_models(judge)))
+    if free:
+        local = [name.startswith(HF_PREFIX) for name in free]
+        kinds = [
+            kind for kind, on in (("offline judges", not all(local)), ("models run here", any(local))) if on
+        ]
+        console.print(
+            f"{' and '.join(kinds)}: 0 calls, $0 ({escape(', '.join(free))}): would judge {_pairs_of_users(data)}",
+            highlight=False,
+        )
+
+
+def _calls_models(judge: Judge) -> bool:
+    inner = judge.inner if isinstance(judge, SampledJudge) else judge
+    return isinstance(inner, LLMJudgeBase)
 
 
 def _escalation(

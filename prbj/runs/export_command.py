@@ -15,6 +15,7 @@ from prbj.data.files import write_json, write_parquet, write_text
 from prbj.errors import ConfigError, DataError
 from prbj.export.eee import eee_files
 from prbj.export.table import ExportRun
+from prbj.extras import INSPECT
 from prbj.privacy.guard import shown_pairs, with_private_texts
 from prbj.privacy.store import PrivateStore
 from prbj.runs import rundir
@@ -99,6 +100,8 @@ def export_runs(
     one .eval log per judge × context in the folder `out`."""
     if fmt not in FORMATS:
         raise DataError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
+    if fmt == "inspect":
+        INSPECT.require("--format inspect")  # before anything is read or written
     exports = [
         load_export(
             Path(d),
