@@ -362,11 +362,12 @@ def test_a_dry_run_counts_one_synthesizer_call_per_user_and_bounds_the_judge_cal
 
 
 def test_max_cost_covers_the_synthesizer(harness: Harness) -> None:
+    """A cap below the synthesizer call's worst case is refused before that call, the first paid one (issue 45:
+    a budget too small for one call stops the run before anything is sent)."""
     run = harness.judge(harness.data(), "-p", "gemini-3-flash", *SYNTHESIZED, "--max-cost", "0.000001")
-    assert run.exit_code == 1
+    assert run.exit_code == 2, run.output
     assert harness.server.requests == []
-    assert "budget reached" in run.output
-    assert run.judgments["status"].unique().to_list() == ["skipped_budget"]
+    assert "worst case" in run.output and "--cache-only" in run.output
 
 
 # --- users without history, and data without any ---------------------------------------------------------------
