@@ -110,15 +110,24 @@ def test_prism_ratings_become_pairs_the_higher_score_chosen_and_ties_dropped() -
     assert later.turns[0] == ("user", "Does raising the minimum wage cost jobs?")
     assert later.turns[1][0] == "assistant" and later.turns[1][1].startswith("The evidence is mixed")
     assert later.turns[-1] == ("user", "What about very large increases?")
-    # The last conversation is judged, earlier ones are history; a user with one conversation is not seen.
+    # The last conversation is judged, earlier ones are history; a user with one conversation has none. PRISM says
+    # nothing of which users trained a model: no user is seen or unseen.
     single = [p for p in data.pairs if p.user_id == "user9008"]
-    assert single and all(p.seen is False and not p.history for p in single)
-    assert all(p.seen is True and p.history for p in data.pairs if p.user_id != "user9008")
+    assert single and all(dict(p.groups)["has_history"] == "no" and not p.history for p in single)
+    assert all(
+        dict(p.groups)["has_history"] == "yes" and p.history for p in data.pairs if p.user_id != "user9008"
+    )
+    assert all(p.seen is None for p in data.pairs)
     # The survey gives the persona, the facts and the groups the card names.
     first = by_id["c9102-0-1"]
     assert first.persona.startswith("I value honesty")
     assert ("importance: factual and informative (0-100)", "98") in first.facts
-    assert dict(first.groups) == {"age": "25-34 years old", "gender": "Female", "region": "Northern Europe"}
+    assert dict(first.groups) == {
+        "age": "25-34 years old",
+        "gender": "Female",
+        "region": "Northern Europe",
+        "has_history": "yes",
+    }
 
 
 def _prism_folder(folder: Path, *, started: dict[str, str] | None) -> None:
@@ -193,11 +202,13 @@ def test_persona_feedback_joins_each_persona_by_line_with_tracks_and_tiers() -> 
 
 def test_persona_feedback_row_without_a_persona_names_its_column(tmp_path: Path) -> None:
     (tmp_path / "persona").mkdir()
-    (tmp_path / "persona" / "all.jsonl").write_text('{"Name": "Only one"}\n')
+    (tmp_path / "persona" / "all_personas.jsonl").write_text('{"Name": "Only one"}\n')
     (tmp_path / "data" / "general").mkdir(parents=True)
     row = {"user_id": 2, "question": "q?", "chosen": "a", "reject": "b"}
     (tmp_path / "data" / "general" / "easy.jsonl").write_text(json.dumps(row) + "\n")
-    with pytest.raises(DataError, match=r"easy.jsonl:1: field 'user_id': no persona on line 2"):
+    with pytest.raises(
+        DataError, match=r"easy.jsonl:1: field 'user_id': no persona for user 2 in persona/all_"
+    ):
         load_dataset(str(tmp_path), "persona-feedback")
 
 
@@ -258,8 +269,8 @@ prompt = "message"
         ),
         (("[data]", "[dataset]"), ":5: field 'dataset': unknown field"),
         (
-            ('loader = "per-user"', 'loader = "per-user"\ntie_margin = 5'),
-            ":7: field 'data.tie_margin': only the prism",
+            ('loader = "per-user"', 'loader = "persona-feedback"\ntie_margin = 5'),
+            ":7: field 'data.tie_margin': only the per-user, prism loaders",
         ),
         (
             ('loader = "per-user"', 'loader = "prism"\ntie_margin = -1'),

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from prbj.data.benchmark_loaders import read_with_card, sample_blobs
+from prbj.data.benchmark_loaders import card_file_blobs, read_with_card, sample_blobs
 from prbj.data.cards import PRB, Card, resolve_card, shipped_cards
 from prbj.data.dataset import (
     Blob,
@@ -96,7 +96,7 @@ def load_dataset(spec: str | None = None, benchmark: str | Card | None = None) -
             raise DataError(
                 f"--benchmark {card.name}: its card names no sample; give the data with --dataset"
             )
-        return read_with_card(card, SAMPLE, sample_blobs(card.sample, f"{card.name}/sample"))
+        return read_with_card(card, SAMPLE, *sample_blobs(card))
     if spec.startswith(HF_PREFIX):
         return _load_hf(spec[len(HF_PREFIX) :], card)
     path = Path(spec)
@@ -109,14 +109,14 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
     """A file or folder: by the card's loader (every file), else by the layout its first record has (the
     per-user layout reads every split of a hub folder, since train and val rows are the users' histories)."""
     if path.is_dir():
-        files = [f for f in folder_files(path) if f.name not in exclude]
+        files = [f for f in folder_files(path, with_csv=card is not None) if f.name not in exclude]
         if card is None and not _first_is_per_user(files):
             files = [f for f in dataset_files(path) if f.name not in exclude]
     else:
         files = [path]
-    blobs = file_blobs(files)
     if card is not None:
-        return read_with_card(card, source, blobs)
+        return read_with_card(card, source, *card_file_blobs(card, files))
+    blobs = file_blobs(files)
     # The files' digest is computed on another thread while their records are parsed: sha256 lets go of the
     # GIL, and on a full-size dataset it takes as long as a fifth of the parsing.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -133,7 +133,12 @@ def _parsed(source: str, blobs: Sequence[Blob], digest: Future[str]) -> Dataset:
     if records and is_per_user(records[0][1]):
         data = validate_user_records(records)
         return Dataset(
-            source, tuple(data.pairs), digest.result(), benchmark="per-user", history_rows=data.history_rows
+            source,
+            tuple(data.pairs),
+            digest.result(),
+            benchmark="per-user",
+            history_rows=data.history_rows,
+            notes=data.notes,
         )
     return Dataset(source, tuple(validate_records(records)), digest.result())
 
