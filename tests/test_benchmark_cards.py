@@ -35,7 +35,10 @@ def server() -> Iterator[ProviderServer]:
 
 
 def test_the_shipped_cards() -> None:
-    assert shipped_cards() == ["persona-feedback", "personal-reward-bench", "prb", "prism"]
+    assert shipped_cards() == [
+        "pal-tldr", "persona", "persona-feedback", "personal-llm", "personal-reward-bench", "personamem", "prb",
+        "prism",
+    ]  # fmt: skip
     prism = resolve_card("prism")
     assert (prism.loader, prism.version, prism.profile) == ("prism", "2", ("history", "persona", "facts"))
     # The PRISM authors count two ratings 5 points apart or closer as a tie; no other shipped card has ties.
@@ -43,7 +46,7 @@ def test_the_shipped_cards() -> None:
     assert resolve_card("personal-reward-bench").profile_k == 15
 
 
-@pytest.mark.parametrize("name", ["prb", "personal-reward-bench", "prism", "persona-feedback"])
+@pytest.mark.parametrize("name", shipped_cards())
 def test_a_dry_run_plans_every_shipped_cards_sample(
     name: str, server: ProviderServer, openai_profiles: Path, tmp_path: Path
 ) -> None:
@@ -72,12 +75,15 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     result = CliRunner(env={"COLUMNS": "300"}).invoke(main, [*args, *shared, *out])
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.split()[:1] == ["judge"])
-    # One pairwise call per pair and context, nothing sent.
-    assert int(row.split()[1]) == 2 * len(data.pairs) and server.count() == 0
+    # One pairwise call per pair and context (a best-of-k item: one per two of its candidates), nothing sent.
+    calls = sum(p.k * (p.k - 1) // 2 for p in data.pairs)
+    assert int(row.split()[1]) == 2 * calls and server.count() == 0
     if name != "prb":
         version = resolve_card(name).version
+        sizes = sorted({p.k for p in data.pairs})
+        items = "pairs" if sizes == [2] else f"items (best of {'/'.join(map(str, sizes))})"
         assert (
-            f"benchmark {name} {version}: {len(data.pairs)} pairs of {data.users} users judged"
+            f"benchmark {name} {version}: {len(data.pairs)} {items} of {data.users} users judged"
             in result.output
         )
     assert not (tmp_path / "out").exists()
@@ -270,7 +276,7 @@ prompt = "message"
         (("[data]", "[dataset]"), ":5: field 'dataset': unknown field"),
         (
             ('loader = "per-user"', 'loader = "persona-feedback"\ntie_margin = 5'),
-            ":7: field 'data.tie_margin': only the per-user, prism loaders",
+            ":7: field 'data.tie_margin': only the per-user, prism, personal-llm loaders",
         ),
         (
             ('loader = "per-user"', 'loader = "prism"\ntie_margin = -1'),
@@ -297,7 +303,10 @@ def test_an_unknown_benchmark_is_refused_with_the_shipped_names() -> None:
     result = CliRunner().invoke(main, ["judge", "--benchmark", "prizm", "--no-progress"])
     assert result.exit_code == 2
     assert "unknown benchmark; did you mean 'prism'?" in result.output
-    assert "persona-feedback, personal-reward-bench, prb, prism" in result.output
+    assert (
+        "pal-tldr, persona, persona-feedback, personal-llm, personal-reward-bench, personamem, prb, prism"
+        in result.output
+    )
 
 
 def test_the_run_names_its_benchmark_and_its_pairs_read_back_the_same_way(tmp_path: Path) -> None:

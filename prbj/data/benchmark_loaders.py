@@ -5,6 +5,7 @@
   (prbj.data.card_columns; a column path reads inside nested objects and lists).
 - `prism`: PRISM's survey, utterances and conversations files (prbj.data.prism_loader).
 - `persona-feedback`: PersonaFeedback's published files, by name (prbj.data.persona_feedback_loader).
+- `persona`: PERSONA's persona feedback, half of each persona's rows judged (prbj.data.persona_loader).
 - `personamem`: PersonaMem's questions and shared contexts, best-of-4 (prbj.data.personamem_loader).
 - `personal-llm`: PersonalLLM's prompts with 8 responses scored by 10 reward models, and its users as weightings
   of them (prbj.data.personal_llm_loader).
@@ -55,6 +56,22 @@ def loader_of(card: Card) -> Loader:
         from prbj.data import persona_feedback_loader as pf
 
         return Loader(pf.read_persona_feedback, pf.wanted)
+    if card.loader == "persona":
+        from prbj.data.persona_loader import read_persona
+
+        return Loader(read_persona)
+    if card.loader == "personamem":
+        from prbj.data import personamem_loader as pm
+
+        return Loader(pm.read_personamem, pm.wanted)
+    if card.loader == "personal-llm":
+        from prbj.data.personal_llm_loader import read_personal_llm
+
+        return Loader(read_personal_llm)
+    if card.loader == "pal-tldr":
+        from prbj.data.pal_tldr_loader import read_pal_tldr
+
+        return Loader(read_pal_tldr)
     return Loader(_per_user)
 
 

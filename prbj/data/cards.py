@@ -1,7 +1,8 @@
 """Benchmark cards: what a benchmark is, in one TOML file (docs/benchmarks.md has the full reference).
 
     [benchmark]  name, version, title, paper, source (where the full data lives), license, notes
-    [data]       loader (prb | per-user | prism | persona-feedback | personamem | personal-llm | pal-tldr),
+    [data]       loader (prb | per-user | prism | persona-feedback | persona | personamem | personal-llm |
+                 pal-tldr),
                  sample (a file or folder of sample files beside the card), tie_margin (two scores this many
                  points apart or closer are a tie: no pair, no clear best), split_map (split values of the
                  source → train | val | test | drop), items (k-way | pairs: how a record of several answers is
@@ -38,9 +39,18 @@ from prbj.data.user_items import ITEM_KINDS, ItemKind
 from prbj.errors import ConfigError
 
 PRB = "prb"
-LOADERS = ("prb", "per-user", "prism", "persona-feedback")
+LOADERS = (
+    "prb",
+    "per-user",
+    "prism",
+    "persona-feedback",
+    "persona",
+    "personamem",
+    "personal-llm",
+    "pal-tldr",
+)
 # Loaders that read a score per answer, and so may set a tie margin.
-SCORED_LOADERS = ("per-user", "prism")
+SCORED_LOADERS = ("per-user", "prism", "personal-llm")
 PROFILE_KINDS = ("posts", "history", "persona", "facts")
 PROFILE_ORDERS = ("similar", "newest")
 # The per-user layout's fields a card may read from other columns (prbj.data.per_user).
@@ -58,6 +68,7 @@ MAPPABLE = (
     "split",
     "subset",
     "persona",
+    "posts",
     "seen",
 )
 SECTIONS = ("benchmark", "data", "columns", "groups", "facts", "profile")

@@ -167,9 +167,9 @@ def _load_hf(repo_id: str, card: Card | None = None) -> Dataset:
     try:
         from huggingface_hub import snapshot_download
 
-        folder = snapshot_download(
-            repo_id=repo_id, repo_type="dataset", allow_patterns=["*.parquet", "*.jsonl", "*.json"]
-        )
+        # A card's loader may read CSV files too (PersonaMem's questions).
+        patterns = ["*.parquet", "*.jsonl", "*.json", *(["*.csv"] if card is not None else [])]
+        folder = snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=patterns)
     except Exception as err:  # network, auth and missing-repo errors all end the same way for the user
         cause = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise DataError(

@@ -17,6 +17,9 @@
     subset     optional string: the benchmark subset the record belongs to (default `default`; `all` is taken:
                it names every subset together)
     persona    optional string: a description of the user
+    posts      optional list of what the user wrote or was told before this record (strings, or {text, id,
+               category} objects): ranked by relevance to the question and shown like Personalized RewardBench's
+               past posts (PersonaMem's conversation up to the question)
     groups     optional {name: value}: the record's groups for statistics (the user's age band or region, the
                item's tier, ...); give them on every test record
     facts      optional {name: value}: stated preferences and demographics a judge may be shown
@@ -42,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from prbj.data.schema import Pair, Preference, Turn
+from prbj.data.schema import Pair, Preference, ProfilePost, Turn
 from prbj.data.user_items import ItemCounts, ItemRule, RankedAnswers, history_of, items_of
 from prbj.data.validate import Location, RecordError, _identifier, _mapping, _summarise, _type_name
 from prbj.errors import DataError
@@ -112,6 +115,7 @@ class UserRow:
     groups: tuple[tuple[str, str], ...]
     facts: tuple[tuple[str, str], ...]
     seen: bool | None
+    posts: tuple[ProfilePost, ...] = ()
 
 
 class UnknownSplit(RecordError):
@@ -258,6 +262,26 @@ def _labels(record: Mapping[str, Any], field_name: str) -> tuple[tuple[str, str]
     return tuple(pairs)
 
 
+def _posts(record: Mapping[str, Any]) -> tuple[ProfilePost, ...]:
+    value = record.get("posts")
+    if value is None:
+        return ()
+    if isinstance(value, tuple) and all(type(p) is ProfilePost for p in value):
+        return value  # made by a loader (prbj.data.personamem_loader): shared between records, not copied
+    if not isinstance(value, list | tuple):
+        raise RecordError("posts", f"expected a list of texts, got {_type_name(value)}")
+    posts = []
+    for i, raw in enumerate(value):
+        if isinstance(raw, str):
+            posts.append(ProfilePost(f"post-{i + 1}", "", _text(raw, f"posts[{i}]")))
+            continue
+        post = _mapping(raw, f"posts[{i}]")
+        text = _text(post.get("text"), f"posts[{i}].text")
+        ident = _identifier(post, "id") if post.get("id") is not None else f"post-{i + 1}"
+        posts.append(ProfilePost(ident, _optional_string(post, "category"), text))
+    return tuple(posts)
+
+
 def _optional_string(record: Mapping[str, Any], field_name: str) -> str:
     value = record.get(field_name)
     if value is None:
@@ -310,6 +334,7 @@ def parse_user_row(
         groups=tuple(sorted(_labels(record, "groups"))),
         facts=_labels(record, "facts"),
         seen=seen,
+        posts=_posts(record),
     )
 
 
@@ -433,6 +458,7 @@ def _with_id(row: UserRow, row_id: str) -> UserRow:
         row.groups,
         row.facts,
         row.seen,
+        row.posts,
     )
 
 
@@ -477,7 +503,7 @@ def _users_data(
                     id=item_id,
                     category=row.subset,
                     question=question,
-                    profile=(),
+                    profile=row.posts,
                     narrative="",
                     rubric_aspects=(),
                     chosen=chosen,

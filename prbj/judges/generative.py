@@ -28,7 +28,6 @@ from prbj.judges.base import (
     PairTask,
     PointwiseJudge,
     ScoreFailure,
-    verdict_from_scores,
 )
 from prbj.judges.confidence import probability_of_a
 from prbj.judges.official import Protocol, official_positions, parse_official_verdict
@@ -383,6 +382,10 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 error=f"planner: {block.failure.error}",
                 cause=block.failure.cause,
             )
+        if pair.others:
+            from prbj.judges.tournament import judge_tournament
+
+            return await judge_tournament(self, task, usage, block)
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
         shown = [
             (pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions
@@ -522,20 +525,13 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
 
     async def judge(self, task: PairTask) -> Judgment:
         usage = Usage()
-        pair = task.pair
         try:
-            chosen, rejected = await self._score_all(task.view, [pair.chosen, pair.rejected], usage)
+            scores = await self._score_all(task.view, task.pair.candidates, usage)
         except ScoreFailure as failure:
             return self._judgment(
                 task, status=failure.status, error=failure.message, cause=failure.cause, **usage.fields()
             )
-        return self._judgment(
-            task,
-            verdict=verdict_from_scores(chosen, rejected),
-            score_chosen=chosen,
-            score_rejected=rejected,
-            **usage.fields(),
-        )
+        return self._scored(task, scores, **usage.fields())
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
         return await self._score_all(view, answers, Usage())

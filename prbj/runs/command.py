@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from prbj.analysis.chance import chance_of
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K
 from prbj.data import load_dataset
@@ -98,6 +99,8 @@ def run_judge_command(
         print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
     print_leaderboard(result.summary, console, title=_title(card, data))
+    if (chance := chance_of(result.judgments)) is not None:
+        console.print(f"chance level (a judge picking at random): {chance.label}", highlight=False)
     for note in result.extra.get("selective_notes", []):
         console.print(f"selective: {note}", highlight=False)
     print_failure_causes(result.judgments.select("status", "cause", "error").iter_rows(), console)
@@ -161,8 +164,10 @@ def _print_benchmark(data: Dataset, console: Console) -> None:
     if data.benchmark == "prb":
         return
     history = f", {data.history_rows} earlier choices as history" if data.history_rows else ""
+    sizes = sorted({pair.k for pair in data.pairs})
+    items = "pairs" if sizes == [2] else f"items (best of {'/'.join(str(k) for k in sizes)})"
     console.print(
-        f"benchmark {escape(data.benchmark)} {escape(data.benchmark_version)}: {len(data.pairs)} pairs of "
+        f"benchmark {escape(data.benchmark)} {escape(data.benchmark_version)}: {len(data.pairs)} {items} of "
         f"{data.users} users judged{history}",
         highlight=False,
     )
