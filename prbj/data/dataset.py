@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -220,7 +220,12 @@ def records_from_files(files: Sequence[Path], digest: Any = None) -> Iterator[tu
 
 
 def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    return lines_records(source, enumerate(data.split(b"\n"), start=1))
+
+
+def lines_records(source: str, lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[Location, Any]]:
+    """The records of a JSONL file's (line number, bytes) lines; a line that is not one names its place."""
+    for number, raw in lines:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as err:

@@ -41,9 +41,13 @@ def _parse_float(text: str) -> float | LongNumber:
     return float(text)
 
 
-def loads(text: str | bytes) -> Any:
+# One decoder for every call: json.loads with its own parse_int builds a decoder (and its C scanner) per call.
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
+
+
+def loads(text: str) -> Any:
     """json.loads, with numbers too long to convert kept as LongNumber; raises RecursionError when too deep."""
-    return json.loads(text, parse_int=_parse_int, parse_float=_parse_float)
+    return _DECODER.decode(text)
 
 
 def deep_field(text: str, depth: int = 100) -> str:

@@ -32,6 +32,7 @@ from prbj.data.dataset import (
     records_from_files,
 )
 from prbj.data.per_user import is_per_user, validate_user_records
+from prbj.data.streaming import first_record, streamed_records
 from prbj.data.typed_records import typed_pairs
 from prbj.data.validate import Location, validate_records
 from prbj.errors import DataError
@@ -110,12 +111,16 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
     per-user layout reads every split of a hub folder, since train and val rows are the users' histories)."""
     if path.is_dir():
         files = [f for f in folder_files(path, with_csv=card is not None) if f.name not in exclude]
-        if card is None and not _first_is_per_user(files):
+        per_user = card is None and is_per_user(first_record(files[0]))
+        if card is None and not per_user:
             files = [f for f in dataset_files(path) if f.name not in exclude]
     else:
         files = [path]
+        per_user = card is None and is_per_user(first_record(path))
     if card is not None:
         return read_with_card(card, source, *card_file_blobs(card, files))
+    if per_user:
+        return _read_per_user(source, files)
     blobs = file_blobs(files)
     # The files' digest is computed on another thread while their records are parsed: sha256 lets go of the
     # GIL, and on a full-size dataset it takes as long as a fifth of the parsing.
@@ -124,29 +129,28 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
 
 
 def _parsed(source: str, blobs: Sequence[Blob], digest: Future[str]) -> Dataset:
-    """Files read without a card: a clean benchmark file in one typed pass, else record by record (the per-user
-    layout when the first record names a user). `digest`: the files' hash, under way."""
+    """Personalized RewardBench's files, read without a card: a clean benchmark file in one typed pass, else record
+    by record. `digest`: the files' hash, under way."""
     typed = typed_pairs(blobs)
     if typed is not None:
         return Dataset(source, tuple(typed), digest.result())
-    records = [item for blob in blobs for item in blob_records(blob)]
-    if records and is_per_user(records[0][1]):
-        data = validate_user_records(records)
-        return Dataset(
-            source,
-            tuple(data.pairs),
-            digest.result(),
-            benchmark="per-user",
-            history_rows=data.history_rows,
-            notes=data.notes,
-        )
+    records = (item for blob in blobs for item in blob_records(blob))
     return Dataset(source, tuple(validate_records(records)), digest.result())
 
 
-def _first_is_per_user(files: Sequence[Path]) -> bool:
-    for location_record in blob_records(file_blobs(files[:1])[0]):
-        return is_per_user(location_record[1])
-    return False
+def _read_per_user(source: str, files: Sequence[Path]) -> Dataset:
+    """Files of the per-user layout, read as a stream (prbj.data.streaming): no file's bytes nor its records are
+    held whole."""
+    digest = hashlib.sha256()
+    data = validate_user_records(streamed_records(files, digest))
+    return Dataset(
+        source,
+        tuple(data.pairs),
+        digest.hexdigest(),
+        benchmark="per-user",
+        history_rows=data.history_rows,
+        notes=data.notes,
+    )
 
 
 def _load_sample() -> Dataset:

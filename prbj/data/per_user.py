@@ -40,6 +40,7 @@ score the turns themselves (prbj.judges.scalar).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -324,7 +325,8 @@ def parse_user_row(
         raise RecordError("seen", f"expected true or false, got {_type_name(seen)}")
     return UserRow(
         location=location,
-        user_id=_identifier(record, "user_id"),
+        # One string per user, shared by all their records' items (a big file repeats each id many times).
+        user_id=sys.intern(_identifier(record, "user_id")),
         id=_identifier(record, "id") if record.get("id") is not None else None,
         turns=_turns(record),
         answers=_ranked(record),
@@ -338,7 +340,7 @@ def parse_user_row(
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class _User:
     """What the records of one user say about them, with where each value was first given."""
 
@@ -400,15 +402,21 @@ def validate_user_records(
     records: Iterable[tuple[Location, Any]], options: ReadOptions | None = None
 ) -> UserData:
     """Every record parsed, users put together; one DataError whose first line names the first problem (a field
-    by the column a card read it from)."""
+    by the column a card read it from). A history record becomes the user's earlier choices as it is read (its
+    conversation rendered once, its turns let go); test records are kept until every history is complete."""
     options = options or ReadOptions()
-    rows: list[UserRow] = []
+    tests: list[UserRow | None] = []
     problems: list[str] = []
     splits = _Splits()
+    # What records say about their users, for the users they say anything about.
     users: dict[str, _User] = {}
     counts: dict[str, int] = {}
-    seen_ids: dict[str, Location] = {}
+    # Ids the records give (an id prbj makes, `<user_id>:<n>`, is unique by construction unless one of these
+    # takes it: those are not stored, so a file without ids holds no table of them).
+    given: dict[str, Location] = {}
     file_splits: dict[str, str] = {}
+    items = ItemCounts()
+    histories: dict[str, list[Preference]] = {}
     dropped = 0
     for location, record in records:
         default = file_splits.get(location.source)
@@ -416,33 +424,68 @@ def validate_user_records(
             default = file_splits[location.source] = split_of_file(location.source)
         try:
             row = parse_user_row(location, record, default, options.split_map)
-            users.setdefault(row.user_id, _User()).merge(row)
+            if row.persona or row.facts or row.seen is not None:
+                users.setdefault(row.user_id, _User()).merge(row)
         except UnknownSplit as err:
             splits.add(err.value, location)
             continue
         except RecordError as err:
             problems.append(f"{location}: field '{options.name(err.field)}': {err.problem}")
             continue
-        if row.id is None:
-            counts[row.user_id] = counts.get(row.user_id, 0) + 1
-            row_id = f"{row.user_id}:{counts[row.user_id]}"
-        else:
-            row_id = row.id
-        if row_id in seen_ids:
-            problems.append(
-                f"{location}: field '{options.name('id')}': duplicate id {row_id!r} (first seen at {seen_ids[row_id]})"
-            )
+        taken = _taken_id(row, counts, given)
+        if isinstance(taken, str):
+            problems.append(f"{location}: field '{options.name('id')}': {taken}")
             continue
-        seen_ids[row_id] = location
+        row_id = taken[0]
         if row.split == DROP:
             dropped += 1
-            continue
-        rows.append(row if row.id is not None else _with_id(row, row_id))
+        elif row.split != "test":
+            if problems or splits.found:
+                continue  # the read ends in an error: no need to render what would be thrown away
+            prompt = render_conversation(row.turns)
+            earlier = history_of(row_id, prompt, row.answers, options.rule, items)
+            if earlier:
+                histories.setdefault(row.user_id, []).extend(earlier)
+        else:
+            tests.append(row if row.id is not None else _with_id(row, row_id))
     if splits.found:
         raise DataError(splits.error(options.name("split")))
     if problems:
         raise DataError(_summarise(problems))
-    return _users_data(rows, users, options, dropped)
+    del counts
+    earlier_choices = sum(len(h) for h in histories.values())
+    pairs, judged = _judged(tests, users, _frozen(histories), options, items, given)
+    notes = items.notes()
+    if dropped:
+        notes.append(
+            f"{dropped} row{'s' if dropped != 1 else ''} of a split the card's split_map drops left out"
+        )
+    return UserData(pairs, earlier_choices, judged, tuple(notes))
+
+
+def _taken_id(row: UserRow, counts: dict[str, int], given: dict[str, Location]) -> tuple[str] | str:
+    """The record's id (its own, or `<user_id>:<n>` for a user's n-th record without one), or why it cannot
+    have it (a duplicate)."""
+    if row.id is None:
+        counts[row.user_id] = counts.get(row.user_id, 0) + 1
+        made = f"{row.user_id}:{counts[row.user_id]}"
+        if made in given:
+            return f"duplicate id {made!r} (first seen at {given[made]})"
+        return (made,)
+    if row.id in given:
+        return f"duplicate id {row.id!r} (first seen at {given[row.id]})"
+    user, _, number = row.id.rpartition(":")
+    if number.isdigit() and number[0] != "0" and int(number) <= counts.get(user, 0):
+        return f"duplicate id {row.id!r} (the id of user {user!r}'s record number {number} without an id)"
+    given[row.id] = row.location
+    return (row.id,)
+
+
+def _frozen(histories: dict[str, list[Preference]]) -> dict[str, tuple[Preference, ...]]:
+    """Each user's history as the one tuple all their items share (the lists let go as they are turned)."""
+    for user in list(histories):
+        histories[user] = tuple(histories[user])  # type: ignore[assignment]
+    return histories  # type: ignore[return-value]
 
 
 def _with_id(row: UserRow, row_id: str) -> UserRow:
@@ -462,42 +505,42 @@ def _with_id(row: UserRow, row_id: str) -> UserRow:
     )
 
 
-def _users_data(
-    rows: list[UserRow], users: Mapping[str, _User], options: ReadOptions, dropped: int
-) -> UserData:
-    """Histories first (each user's train and val rows, in order), then the test rows' items."""
-    counts = ItemCounts()
-    histories: dict[str, list[Preference]] = {}
-    for row in rows:
-        if row.split != "test":
-            earlier = history_of(
-                str(row.id), render_conversation(row.turns), row.answers, options.rule, counts
-            )
-            if earlier:
-                histories.setdefault(row.user_id, []).extend(earlier)
+def _judged(
+    tests: list[UserRow | None],
+    users: Mapping[str, _User],
+    histories: Mapping[str, tuple[Preference, ...]],
+    options: ReadOptions,
+    counts: ItemCounts,
+    rows: Mapping[str, Location],
+) -> tuple[list[Pair], int]:
+    """The test rows' items, each with its user's whole history; each row is let go once its items are made.
+    `rows`: every record's id, which the pairs a record makes (`<id>-<n>`) may not take."""
     pairs: list[Pair] = []
     judged: set[str] = set()
     ids: dict[str, Location] = {}
-    for row in rows:
-        if row.split != "test":
-            continue
+    nobody = _User()
+    for index, row in enumerate(tests):
+        assert row is not None
+        tests[index] = None
         made = items_of(str(row.id), row.answers, options.rule, counts)
         if not made:
             continue
-        user = users[row.user_id]
-        history = tuple(histories.get(row.user_id, ()))
+        user = users.get(row.user_id, nobody)
+        history = histories.get(row.user_id, ())
         groups = row.groups
         if options.history_group:
             groups = tuple(sorted((*groups, (HAS_HISTORY, "yes" if history else "no"))))
         question = render_conversation(row.turns)
         turns = row.turns if len(row.turns) > 1 or row.turns[0][0] != "user" else ()
         for item_id, chosen, rejected, others in made:
-            if item_id in ids and ids[item_id] is not row.location:
-                raise DataError(
-                    f"{row.location}: field '{options.name('id')}': the pairs of this record take the id "
-                    f"{item_id!r} of the record at {ids[item_id]}"
-                )
-            ids[item_id] = row.location
+            if item_id != row.id:
+                taken = ids.get(item_id) or rows.get(item_id)
+                if taken is not None:
+                    raise DataError(
+                        f"{row.location}: field '{options.name('id')}': the pairs of this record take the id "
+                        f"{item_id!r} of the record at {taken}"
+                    )
+                ids[item_id] = row.location
             pairs.append(
                 Pair(
                     id=item_id,
@@ -519,9 +562,4 @@ def _users_data(
                 )
             )
         judged.add(row.user_id)
-    notes = counts.notes()
-    if dropped:
-        notes.append(
-            f"{dropped} row{'s' if dropped != 1 else ''} of a split the card's split_map drops left out"
-        )
-    return UserData(pairs, sum(len(h) for h in histories.values()), len(judged), tuple(notes))
+    return pairs, len(judged)

@@ -137,6 +137,9 @@ class Judge(ABC):
 
     name: str
     context: Context = "none"
+    # Judges with no model and no call (the offline baselines): a dry run has nothing to plan for them, and does
+    # not run them.
+    offline: bool = False
 
     def describe(self) -> dict[str, Any]:
         """Configuration recorded in run.json."""

@@ -75,6 +75,14 @@ def run_judge_command(
             raise DataError(f"--dataset {dataset}: no pairs to judge")
         _check_oracle(judges, data)
         data, guard = guard_dataset(data, shared.routed, privacy, note=note_line)
+        # A dry run plans the calls judges would send: offline judges send none and are not run.
+        offline = [judge.name for judge in judges if judge.offline] if dry_run else []
+        judges = [judge for judge in judges if not (dry_run and judge.offline)]
+        if not judges:
+            _print_benchmark(data, console)
+            _print_offline(offline, len(data.pairs), console)
+            console.print(usage_table([], dry_run=True))
+            return 0
         config = RunConfig(
             dataset=dataset,
             subsets=subsets,
@@ -95,6 +103,7 @@ def run_judge_command(
     usage = result.extra.get("usage", [])
     _print_benchmark(data, console)
     if dry_run:
+        _print_offline(offline, len(data.pairs), console)
         console.print(usage_table(usage, dry_run=True))
         print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
@@ -173,6 +182,15 @@ def _print_benchmark(data: Dataset, console: Console) -> None:
     )
     for note in data.notes:
         console.print(f"note: {escape(note)}", highlight=False)
+
+
+def _print_offline(names: Sequence[str], items: int, console: Console) -> None:
+    """What a dry run leaves to the real run: offline judges, which send nothing and cost nothing."""
+    if names:
+        console.print(
+            f"offline judges, not run by --dry-run (no call, no cost): {', '.join(names)} on {items} items each",
+            highlight=False,
+        )
 
 
 def _escalation(
