@@ -34,8 +34,7 @@ def chance_of(judgments: pl.DataFrame) -> Chance | None:
     if CANDIDATES not in judgments.columns or "pair_id" not in judgments.columns or judgments.is_empty():
         return None
     items = judgments.select("pair_id", pl.col(CANDIDATES).fill_null(2)).unique("pair_id")
-    k = items[CANDIDATES]
-    if k.max() is None or int(k.max()) <= 2:  # type: ignore[arg-type]
+    k = [int(value) for value in items[CANDIDATES].to_list()]
+    if max(k) <= 2:
         return None
-    level = float((1.0 / k.cast(pl.Float64)).mean())  # type: ignore[arg-type]
-    return Chance(level, tuple(sorted({int(v) for v in k.to_list()})))
+    return Chance(sum(1.0 / value for value in k) / len(k), tuple(sorted(set(k))))

@@ -53,17 +53,19 @@ def loader_of(card: Card) -> Loader:
 
         return Loader(read_prism)
     if card.loader == "persona-feedback":
-        from prbj.data import persona_feedback_loader as pf
+        from prbj.data.persona_feedback_loader import read_persona_feedback
+        from prbj.data.persona_feedback_loader import wanted as published
 
-        return Loader(pf.read_persona_feedback, pf.wanted)
+        return Loader(read_persona_feedback, published)
     if card.loader == "persona":
         from prbj.data.persona_loader import read_persona
 
         return Loader(read_persona)
     if card.loader == "personamem":
-        from prbj.data import personamem_loader as pm
+        from prbj.data.personamem_loader import read_personamem
+        from prbj.data.personamem_loader import wanted as named_files
 
-        return Loader(pm.read_personamem, pm.wanted)
+        return Loader(read_personamem, named_files)
     if card.loader == "personal-llm":
         from prbj.data.personal_llm_loader import read_personal_llm
 

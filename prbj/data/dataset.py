@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from prbj.data import json_limits
 from prbj.data.files import json_problem
+from prbj.data.json_limits import deep_field, loads
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
 from prbj.data.validate import Location
@@ -235,13 +235,11 @@ def lines_records(source: str, lines: Iterable[tuple[int, bytes]]) -> Iterator[t
         if not line.strip():
             continue
         try:
-            record = json_limits.loads(line)
+            record = loads(line)
         except json.JSONDecodeError as err:
             raise DataError(f"{source}:{number}: bad JSON: {json_problem(err, with_line=False)}") from None
         except RecursionError:
-            raise DataError(
-                f"{source}:{number}: field '{json_limits.deep_field(line)}': {_TOO_DEEP}"
-            ) from None
+            raise DataError(f"{source}:{number}: field '{deep_field(line)}': {_TOO_DEEP}") from None
         yield Location(source, number), record
 
 
@@ -252,7 +250,7 @@ def _json_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
         line = data[: err.start].count(b"\n") + 1
         raise DataError(f"{path}:{line}: not valid UTF-8") from None
     try:
-        data = json_limits.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as err:
         raise DataError(f"{path}:{err.lineno}: bad JSON: {json_problem(err, with_line=False)}") from None
     except RecursionError:

@@ -482,10 +482,12 @@ def _taken_id(row: UserRow, counts: dict[str, int], given: dict[str, Location]) 
 
 
 def _frozen(histories: dict[str, list[Preference]]) -> dict[str, tuple[Preference, ...]]:
-    """Each user's history as the one tuple all their items share (the lists let go as they are turned)."""
-    for user in list(histories):
-        histories[user] = tuple(histories[user])  # type: ignore[assignment]
-    return histories  # type: ignore[return-value]
+    """Each user's history as the one tuple all their items share (each list let go as it is turned)."""
+    frozen: dict[str, tuple[Preference, ...]] = {}
+    while histories:
+        user, history = histories.popitem()
+        frozen[user] = tuple(history)
+    return frozen
 
 
 def _with_id(row: UserRow, row_id: str) -> UserRow:

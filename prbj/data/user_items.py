@@ -152,11 +152,12 @@ def items_of(row_id: str, ranked: RankedAnswers, rule: ItemRule, counts: ItemCou
 
 def _best(ranked: RankedAnswers, margin: float, counts: ItemCounts) -> int | None:
     """The preferred answer's index: the ranking's first, or the top score when it is clear of the runner-up."""
-    if ranked.scores is None:
+    scores = ranked.scores
+    if scores is None:
         return ranked.ranking[0]
     counts.margin = margin
-    order = sorted(range(len(ranked.scores)), key=lambda i: -ranked.scores[i])  # type: ignore[index]
-    top, second = ranked.scores[order[0]], ranked.scores[order[1]]
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    top, second = scores[order[0]], scores[order[1]]
     if top - second <= margin:
         counts.unclear += 1
         return None

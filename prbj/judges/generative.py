@@ -31,6 +31,7 @@ from prbj.judges.base import (
 )
 from prbj.judges.confidence import probability_of_a
 from prbj.judges.official import Protocol, official_positions, parse_official_verdict
+from prbj.judges.tournament import judge_tournament
 from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.logprobs import asked
@@ -383,9 +384,15 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 cause=block.failure.cause,
             )
         if pair.others:
-            from prbj.judges.tournament import judge_tournament
-
-            return await judge_tournament(self, task, usage, block)
+            return await judge_tournament(
+                task,
+                ask=partial(self._verdict, view, block),
+                both_orders=self.order == "both",
+                seed=self.order_seed,
+                usage=usage,
+                new_usage=Usage,
+                judgment=self._judgment,
+            )
         positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
         shown = [
             (pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions

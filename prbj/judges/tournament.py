@@ -17,14 +17,40 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from prbj.data.status import most_severe
+from prbj.data.status import Status, most_severe
 from prbj.judges.base import Judgment, PairTask, verdict_from_scores
 
-if TYPE_CHECKING:
-    from prbj.judges.generative import ContextBlock, PairwiseLLMJudge, Usage, VerdictRead
+
+class Counted(Protocol):
+    """The calls one order of one match made (prbj.judges.generative.Usage)."""
+
+    def absorb(self, other: Any) -> None: ...
+
+    def fields(self) -> dict[str, Any]: ...
+
+
+class Read(Protocol):
+    """What one A/B call ended in (prbj.judges.generative.VerdictRead)."""
+
+    @property
+    def status(self) -> Status: ...
+
+    @property
+    def letter(self) -> str | None: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def cause(self) -> str | None: ...
+
+
+# (answer in A, answer in B, where its calls are counted) → the call's reading
+Ask = Callable[[str, str, Any], Awaitable[Read]]
 
 
 def match_positions(item_id: str, first: int, second: int, seed: int) -> str:
@@ -33,32 +59,33 @@ def match_positions(item_id: str, first: int, second: int, seed: int) -> str:
 
 
 async def judge_tournament(
-    judge: PairwiseLLMJudge, task: PairTask, usage: Usage, block: ContextBlock
+    task: PairTask,
+    *,
+    ask: Ask,
+    both_orders: bool,
+    seed: int,
+    usage: Counted,
+    new_usage: Callable[[], Counted],
+    judgment: Callable[..., Judgment],
 ) -> Judgment:
-    """The judgment of a best-of-k item (`task.pair.k` > 2) by `judge`'s A/B calls."""
-    from prbj.judges.generative import Usage
-
+    """The judgment of a best-of-k item (`task.pair.k` > 2) by a pairwise judge's A/B calls (`ask`)."""
     view, candidates = task.view, task.pair.candidates
     matches = list(combinations(range(len(candidates)), 2))
-    asks = []
+    asked: list[tuple[int, int, int, Counted]] = []
+    calls = []
     for first, second in matches:
-        positions = (
-            ["A", "B"]
-            if judge.order == "both"
-            else [match_positions(view.pair_id, first, second, judge.order_seed)]
-        )
+        positions = ["A", "B"] if both_orders else [match_positions(view.pair_id, first, second, seed)]
         for position in positions:
             a, b = (first, second) if position == "A" else (second, first)
-            part = Usage()
-            asks.append(
-                (first, second, a, part, judge._verdict(view, block, candidates[a], candidates[b], part))
-            )
-    reads: list[VerdictRead] = list(await asyncio.gather(*(ask for *_, ask in asks)))
-    for *_, part, _ in asks:
+            part = new_usage()
+            asked.append((first, second, a, part))
+            calls.append(ask(candidates[a], candidates[b], part))
+    reads: list[Read] = list(await asyncio.gather(*calls))
+    for *_, part in asked:
         usage.absorb(part)
     status = most_severe(read.status for read in reads)
     if status != "ok":
-        return judge._judgment(
+        return judgment(
             task,
             status=status,
             error="; ".join(r.error for r in reads if r.error) or None,
@@ -66,7 +93,7 @@ async def judge_tournament(
             **usage.fields(),
         )
     won: dict[tuple[int, int], set[int]] = {}
-    for (first, second, a, _, _), read in zip(asks, reads, strict=True):
+    for (first, second, a, _), read in zip(asked, reads, strict=True):
         winner = a if read.letter == "A" else (second if a == first else first)
         won.setdefault((first, second), set()).add(winner)
     wins = [0.0] * len(candidates)
@@ -77,7 +104,7 @@ async def judge_tournament(
             wins[first] += 0.5
             wins[second] += 0.5
     best_other = max(wins[1:])
-    return judge._judgment(
+    return judgment(
         task,
         status="ok",
         verdict=verdict_from_scores(wins[0], best_other),
