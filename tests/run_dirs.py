@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from prbj.analysis.stats import summarize
 from prbj.analysis.users import users_section
 from prbj.runs.execute import JUDGMENT_SCHEMA
+
+if TYPE_CHECKING:
+    from prbj.analysis.headline import Headline
 
 EXTRA_TYPES = {
     "cost_usd": pl.Float64,
@@ -77,7 +80,10 @@ def write_run_dir(
     fingerprint: str = "hand-made-0001",
     benchmark: str | None = None,
     started: str | None = None,
+    headline: Headline | None = None,
 ) -> Path:
+    """`headline`: the figure the run ranks by, as a card's [protocol] would set it (recorded in summary.json,
+    its figures in each results row)."""
     schema = dict(JUDGMENT_SCHEMA)
     for row in rows:
         for key in row:
@@ -98,6 +104,12 @@ def write_run_dir(
         "bootstrap": {"resamples": 2000, "confidence": 0.95},
         "results": [row.as_dict() for row in summarize(frame, seed=seed)],
     }
+    if headline is not None:
+        from prbj.analysis.headline import with_headlines
+
+        rows_ = with_headlines(summarize(frame, seed=seed), frame, headline, seed=seed)
+        summary["results"] = [row.as_dict() for row in rows_]
+        summary["headline"] = headline.as_dict()
     if (users := users_section(frame, seed=seed)) is not None:
         summary["users"] = users
     run_dir.mkdir(parents=True, exist_ok=True)

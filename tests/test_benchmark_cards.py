@@ -75,9 +75,12 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     result = CliRunner(env={"COLUMNS": "300"}).invoke(main, [*args, *shared, *out])
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.split()[:1] == ["judge"])
-    # One pairwise call per pair and context (a best-of-k item: one per two of its candidates), nothing sent.
+    # One pairwise call per pair, context and answer order the card's [protocol] asks for (a best-of-k item: one
+    # per two of its candidates), nothing sent.
+    protocol = resolve_card(name).protocol
+    orders = 2 if protocol is not None and protocol.order == "both" else 1
     calls = sum(p.k * (p.k - 1) // 2 for p in data.pairs)
-    assert int(row.split()[1]) == 2 * calls and server.count() == 0
+    assert int(row.split()[1]) == 2 * calls * orders and server.count() == 0
     if name != "prb":
         version = resolve_card(name).version
         sizes = sorted({p.k for p in data.pairs})

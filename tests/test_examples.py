@@ -111,6 +111,8 @@ def reply(request: ChatRequest) -> str:
     if lamp_fixture.role_of(request) != "judge":
         return lamp_fixture.reply(request)
     text = request.prompt
+    if "write a persona of that person" in request.system:  # the synthesizer of --context synthesized
+        return "Choice 1: the practical reply.\nPersona: Someone who wants practical, concrete, affordable answers."
     if "infer what THIS user will expect" in text:
         return "- keeps costs low\n- prefers hands-on advice\n- wants concrete next steps"
     if "evaluator of an answer" in text:

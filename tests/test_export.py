@@ -196,7 +196,8 @@ def test_eee_export_holds_the_run_s_figures_and_one_line_per_judgment(
         assert len(lines) == judgments.filter(pl.col("judge") == judge).height
         assert doc["detailed_evaluation_results"]["total_rows"] == len(lines)
         for result in doc["evaluation_results"]:
-            context, subset = result["metric_config"]["additional_details"].values()
+            details = result["metric_config"]["additional_details"]
+            context, subset = details["prbj.context"], details["prbj.subset"]
             (expected,) = [
                 r for r in summary if (r["judge"], r["context"], r["subset"]) == (judge, context, subset)
             ]

@@ -27,12 +27,14 @@ from prbj.analysis.baseline import baseline_from_run
 from prbj.analysis.check import CheckSettings, check_run
 from prbj.analysis.clusters import PairedClusters, cluster_intervals, clustered_mcnemar, design_effect
 from prbj.analysis.compare import compare_judges, power_rows
+from prbj.analysis.headline import Headline
 from prbj.analysis.mcnemar import clustered_test, mcnemar
 from prbj.analysis.power import pairs_needed_exact
 from prbj.analysis.stats import ALL_SUBSETS, bootstrap_ci, summarize
 from prbj.analysis.user_counts import UserCounts, users_repeat
 from prbj.analysis.users import users_section
 from prbj.cli import main
+from prbj.data.card_protocol import ScoringProtocol
 from prbj.runs import rundir
 from run_dirs import judgment, write_run_dir
 
@@ -253,8 +255,11 @@ def test_check_passes_a_drop_that_one_users_pairs_make_together(tmp_path: Path) 
         row | {"correct": False, "verdict": "rejected"} if row["user_id"] == "u0" else row
         for row in base_rows
     ]
-    baseline = baseline_from_run(rundir.load_run(write_run_dir(tmp_path / "base", base_rows)))
-    run = rundir.load_run(write_run_dir(tmp_path / "new", run_rows))
+    # Gated on pair accuracy, as a card whose headline is pairs has it (the default is user accuracy, whose gate
+    # tests/test_headline.py checks).
+    pairs = Headline(ScoringProtocol(unit="pairs"))
+    baseline = baseline_from_run(rundir.load_run(write_run_dir(tmp_path / "base", base_rows, headline=pairs)))
+    run = rundir.load_run(write_run_dir(tmp_path / "new", run_rows, headline=pairs))
     report = check_run(run, baseline, CheckSettings(tolerance_points=2.0), baseline_path="b.json")
     overall = next(g for g in report.groups if g.subset == ALL_SUBSETS)
     assert overall.test == "clustered" and (overall.lost, overall.gained) == (10, 0)
@@ -327,7 +332,10 @@ def test_the_report_shows_user_accuracy_beside_pair_accuracy_and_a_users_section
     assert f"{100 * USER_ACCURACY:.1f}" in result.output
     report = (run_dir / "report.md").read_text()
     leaderboard = report.split("## Leaderboard", 1)[1].split("\n## ", 1)[0]
-    assert f"| {100 * PAIR_ACCURACY:.1f} (" in leaderboard and f"| {100 * USER_ACCURACY:.1f} (" in leaderboard
+    # User accuracy is the headline where users repeat and no card says otherwise: its column is the bold one.
+    assert (
+        f"| {100 * PAIR_ACCURACY:.1f} (" in leaderboard and f"| **{100 * USER_ACCURACY:.1f} (" in leaderboard
+    )
     assert "One pair per user here" not in report and "intervals, over users" in report
     users = report.split("## Users", 1)[1].split("\n## ", 1)[0]
     for value, accuracy in GROUP_USER_ACCURACY.items():

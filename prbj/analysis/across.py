@@ -6,8 +6,10 @@ A benchmark is what run.json names (`config.benchmark`: its name and version; `p
 on one dataset fingerprint: two runs on different pairs of one benchmark (a subset, a --limit) are two columns, never
 ranked together. Within a column each judge × context counts once, from its latest run.
 
-The figure is user accuracy (the mean over users of each user's accuracy, prbj.analysis.users); where every user
-has one pair (PRB) it is pair accuracy, as summary.json then holds no user figures. Ranks are within a column,
+The figure is each benchmark's headline (prbj.analysis.headline: the unit its card's [protocol] names, scored by
+the rules the run used), as on its own leaderboard; without a card protocol it is user accuracy (the mean over
+users of each user's accuracy, prbj.analysis.users), which is pair accuracy where every user has one pair (PRB).
+Ranks are within a column,
 best first, ties sharing the mean of their places; an oracle context (the judge saw the scoring standard) is
 shown but never ranked, as on every leaderboard.
 """
@@ -15,16 +17,18 @@ shown but never ranked, as on every leaderboard.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from prbj.analysis.chance import chance_of
+from prbj.analysis.headline import headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 ORACLE_CONTEXT = "oracle"
 DEFAULT_BENCHMARK = "prb"
+_OFFICIAL = " (official)"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class Cell:
     per_user: bool
     run_id: str
     rank: float | None = None
+    # Which figure it is: the run's headline (`users`, `pairs`, `judgments`, or `official`).
+    headline: str = "users"
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,11 @@ def benchmark_name(run: RunData) -> tuple[str, str | None]:
 
 
 def _column_key(run: RunData) -> tuple[str, str]:
-    return benchmark_name(run)[0], dataset_key(run)
+    """A benchmark on one dataset; its authors' protocol (--protocol official on a card's [protocol]) is a column
+    of its own, never ranked together with prbj's figures."""
+    name = benchmark_name(run)[0]
+    official = headline_of(run.summary).protocol == "official"
+    return (f"{name}{_OFFICIAL}" if official else name), dataset_key(run)
 
 
 def columns_of(runs: Sequence[RunData]) -> list[BenchmarkColumn]:
@@ -118,7 +128,7 @@ def columns_of(runs: Sequence[RunData]) -> list[BenchmarkColumn]:
             versions[key] = benchmark_name(run)[1]
         if key not in chances and (chance := chance_of(run.judgments)) is not None:
             chances[key] = chance.level
-    labels = [name if version is None else f"{name} {version}" for (name, _), version in versions.items()]
+    labels = [_label(name, version) for (name, _), version in versions.items()]
     columns = []
     for ((name, fingerprint), version), label in zip(versions.items(), labels, strict=True):
         shown = f"{label} ({fingerprint[:8]})" if labels.count(label) > 1 else label
@@ -130,10 +140,15 @@ def columns_of(runs: Sequence[RunData]) -> list[BenchmarkColumn]:
     return columns
 
 
+def _label(name: str, version: str | None) -> str:
+    base, official, _ = name.partition(_OFFICIAL)
+    return (base if version is None else f"{base} {version}") + official
+
+
 def _cell(row: GroupStats, run: RunData) -> Cell:
-    if row.user_accuracy is not None:
-        return Cell(row.user_accuracy, row.user_ci_low, row.user_ci_high, True, run.run_id)
-    return Cell(row.accuracy, row.ci_low, row.ci_high, False, run.run_id)
+    headline = headline_of(run.summary)
+    low, high = headline.interval(row)
+    return Cell(headline.value(row), low, high, headline.is_users(row), run.run_id, headline=headline.short)
 
 
 def _started(run: RunData) -> str:
@@ -173,9 +188,7 @@ def across_benchmarks(runs: Sequence[RunData]) -> AcrossTable:
         }
         for entry, rank in _ranks({k: v for k, v in fair.items() if v is not None}).items():
             cell = cells[entry][column.key]
-            cells[entry][column.key] = Cell(
-                cell.accuracy, cell.ci_low, cell.ci_high, cell.per_user, cell.run_id, rank
-            )
+            cells[entry][column.key] = replace(cell, rank=rank)
     rows = [AcrossRow(judge, context, mine) for (judge, context), mine in cells.items()]
     # Judges ranked on more benchmarks first, then by mean rank; oracle rows last (an upper bound).
     rows.sort(

@@ -19,13 +19,14 @@ Items are keyed by pair id (plus the answer order when a judge saw the same pair
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from prbj import __version__
+from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, headline_of, scores_by_group
 from prbj.analysis.run_data import RunData, result_rows
 from prbj.analysis.stats import GroupStats
 from prbj.data.files import read_json, write_json
@@ -50,6 +51,19 @@ class Baseline:
     items: dict[str, str]
     outcomes: dict[GroupKey, Outcomes]
     cost_usd: float | None = None
+    # The figure the run ranked by (prbj.analysis.headline), and, where it is not accuracy or user accuracy
+    # (which the outcomes above give), each item's score under it: 1, 0.5, 0 or None (left out).
+    headline: Headline = DEFAULT_HEADLINE
+    headline_outcomes: dict[GroupKey, dict[str, float | None]] = field(default_factory=dict)
+
+    def scores(self, group: GroupKey) -> dict[str, float | None]:
+        """Each item's headline score for one judge × context."""
+        if not self.headline.native:
+            return self.headline_outcomes.get(group, {})
+        return {
+            key: None if value is None else float(value)
+            for key, value in self.outcomes.get(group, {}).items()
+        }
 
 
 def item_outcomes(judgments: pl.DataFrame) -> tuple[dict[GroupKey, Outcomes], dict[str, str]]:
@@ -93,6 +107,8 @@ def spent_usd(judgments: pl.DataFrame) -> float | None:
 
 def baseline_from_run(run: RunData) -> Baseline:
     outcomes, items = item_outcomes(run.judgments)
+    headline = headline_of(run.summary)
+    scored = {} if headline.native else scores_by_group(run.judgments, headline.rules)
     return Baseline(
         source_run=run.run_id,
         dataset=dict(run.dataset),
@@ -101,6 +117,8 @@ def baseline_from_run(run: RunData) -> Baseline:
         items=items,
         outcomes=outcomes,
         cost_usd=spent_usd(run.judgments),
+        headline=headline,
+        headline_outcomes=scored,
     )
 
 
@@ -122,6 +140,21 @@ def baseline_document(baseline: Baseline) -> dict[str, Any]:
                 "items": {key: None if value is None else int(value) for key, value in sorted(items.items())},
             }
             for (judge, context), items in baseline.outcomes.items()
+        ],
+        **_headline_part(baseline),
+    }
+
+
+def _headline_part(baseline: Baseline) -> dict[str, Any]:
+    """The headline and its item scores, for a baseline whose headline is not the default (a plain baseline's
+    file stays what it was)."""
+    if baseline.headline == DEFAULT_HEADLINE:
+        return {}
+    return {
+        "headline": baseline.headline.as_dict(),
+        "headline_outcomes": [
+            {"judge": judge, "context": context, "items": dict(sorted(items.items()))}
+            for (judge, context), items in baseline.headline_outcomes.items()
         ],
     }
 
@@ -158,6 +191,7 @@ def read_baseline(path: Path) -> Baseline:
             values[key] = None if value is None else bool(value)
         outcomes[(str(entry.get("judge")), str(entry.get("context")))] = values
     cost = document.get("cost_usd")
+    headline = headline_of(document)
     return Baseline(
         source_run=str(document.get("source_run", "?")),
         dataset=document.get("dataset") or {},
@@ -166,4 +200,24 @@ def read_baseline(path: Path) -> Baseline:
         items={str(k): str(v) for k, v in items.items()},
         outcomes=outcomes,
         cost_usd=None if cost is None else float(cost),
+        headline=headline,
+        headline_outcomes=_headline_outcomes(document, path),
     )
+
+
+def _headline_outcomes(document: dict[str, Any], path: Path) -> dict[GroupKey, dict[str, float | None]]:
+    entries = document.get("headline_outcomes", [])
+    if not isinstance(entries, list):
+        raise DataError(f"{path}: field 'headline_outcomes': not a list")
+    found: dict[GroupKey, dict[str, float | None]] = {}
+    for index, entry in enumerate(entries):
+        where = f"{path}: field 'headline_outcomes[{index}]'"
+        if not isinstance(entry, dict) or not isinstance(entry.get("items"), dict):
+            raise DataError(f"{where}: needs judge, context and items")
+        scores: dict[str, float | None] = {}
+        for key, value in entry["items"].items():
+            if value not in (0, 0.5, 1, None) or isinstance(value, bool):
+                raise DataError(f"{where}.items.{key}: {value!r} is not 1, 0.5, 0 or null")
+            scores[str(key)] = None if value is None else float(value)
+        found[(str(entry.get("judge")), str(entry.get("context")))] = scores
+    return found

@@ -17,6 +17,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from prbj.analysis.baseline import Baseline, GroupKey, Outcomes, item_outcomes, spent_usd
+from prbj.analysis.check_headline import (
+    Scores,
+    check_headline_group,
+    gates_on_headline,
+    headline_scores,
+    of_pairs,
+    pair_of,
+)
+from prbj.analysis.headline import Headline, headline_of
 from prbj.analysis.mcnemar import McNemarResult, paired_test
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
@@ -55,6 +64,9 @@ class GroupCheck:
     error_rate: float | None
     status: Status
     reasons: list[str] = field(default_factory=list)
+    # The figure gated (the run's headline, prbj.analysis.headline): `accuracy` over pairs, or `users`,
+    # `judgments`, `official` (prbj.analysis.check_headline); baseline_accuracy and accuracy hold its values.
+    figure: str = "accuracy"
 
 
 @dataclass(frozen=True)
@@ -208,6 +220,59 @@ def item_users(run: RunData, keys: set[str]) -> dict[str, str] | None:
     return {key: by_pair.get(key) or by_pair.get(key.rsplit("#", 1)[0], key) for key in keys}
 
 
+def _headline_check(
+    base: GroupStats,
+    current: GroupStats,
+    items: tuple[Scores, Scores],
+    users: dict[str, str],
+    settings: CheckSettings,
+    headline: Headline,
+    seed: int,
+) -> GroupCheck:
+    gate = check_headline_group(
+        base,
+        current,
+        items,
+        users,
+        (settings.tolerance_points, settings.alpha, settings.max_error_rate),
+        headline,
+        label=group_label(base.judge, base.context, base.subset),
+        seed=seed,
+    )
+    return GroupCheck(
+        judge=base.judge,
+        context=base.context,
+        subset=base.subset,
+        baseline_accuracy=gate.before,
+        accuracy=gate.after,
+        delta_points=gate.delta_points,
+        paired_items=gate.paired_items,
+        lost=gate.lost,
+        gained=gate.gained,
+        p_value=gate.p_value,
+        test="sign-flip",
+        error_rate=gate.error_rate,
+        status="fail" if gate.status == "fail" else "warn" if gate.status == "warn" else "pass",
+        reasons=gate.reasons,
+        figure=headline.short,
+    )
+
+
+def _same_headline(run: RunData, baseline: Baseline, baseline_path: str) -> Headline:
+    """The headline both gate on; a baseline that ranked by another figure cannot judge this run."""
+    headline = headline_of(run.summary)
+    if headline != baseline.headline:
+        raise DataError(
+            f"{run.run_dir}: its headline is {headline.short} ({headline.name}), the baseline's "
+            f"{baseline.headline.short} ({baseline_path}): write a new baseline with --update-baseline"
+        )
+    return headline
+
+
+def _seed(baseline: Baseline) -> int:
+    return baseline.seed if isinstance(baseline.seed, int) and not isinstance(baseline.seed, bool) else 0
+
+
 def check_run(
     run: RunData, baseline: Baseline, settings: CheckSettings, *, baseline_path: str
 ) -> CheckReport:
@@ -221,6 +286,10 @@ def check_run(
     run_rows = {(r.judge, r.context, r.subset): r for r in run.results}
     run_outcomes, run_items = item_outcomes(run.judgments)
     users = item_users(run, set(baseline.items) | set(run_items))
+    headline = _same_headline(run, baseline, baseline_path)
+    on_headline = gates_on_headline(headline, users is not None)
+    run_scores = headline_scores(run.judgments, headline) if on_headline else {}
+    pair_users = users_of_pairs(run.judgments) if on_headline else {}
     keys_by_subset: dict[str, set[str]] = {}
     for key, subset in baseline.items.items():
         keys_by_subset.setdefault(subset, set()).add(key)
@@ -234,6 +303,16 @@ def check_run(
             )
         group_key: GroupKey = (base.judge, base.context)
         subset_keys = None if base.subset == ALL_SUBSETS else keys_by_subset.get(base.subset, set())
+        if on_headline:
+            pairs = None if subset_keys is None else {pair_of(key) for key in subset_keys}
+            items = (
+                of_pairs(baseline.scores(group_key), pairs),
+                of_pairs(run_scores.get(group_key, {}), pairs),
+            )
+            groups.append(
+                _headline_check(base, current, items, pair_users, settings, headline, _seed(baseline))
+            )
+            continue
         groups.append(
             check_group(
                 base,

@@ -19,7 +19,15 @@ from prbj.errors import DataError
 
 _KEY_FIELDS = ("judge", "context", "subset")
 # Figures a report formats as numbers: a file from elsewhere must hold numbers (or null) there.
-_FIGURE_FIELDS = ("accuracy", "user_accuracy", "user_ci_low", "user_ci_high")
+_FIGURE_FIELDS = (
+    "accuracy",
+    "user_accuracy",
+    "user_ci_low",
+    "user_ci_high",
+    "headline",
+    "headline_ci_low",
+    "headline_ci_high",
+)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,12 @@ class GroupStats:
     user_accuracy: float | None = None
     user_ci_low: float | None = None
     user_ci_high: float | None = None
+    # The headline where it is none of the figures above (prbj.analysis.headline: a card's unit of judgments,
+    # or the card's own rules under --protocol official): the figure and its interval. None, and left out of
+    # summary.json, where the headline is accuracy or user accuracy.
+    headline: float | None = None
+    headline_ci_low: float | None = None
+    headline_ci_high: float | None = None
 
     @property
     def failed(self) -> int:
@@ -110,6 +116,9 @@ _ONLY_WHEN_PRESENT = (
     "user_accuracy",
     "user_ci_low",
     "user_ci_high",
+    "headline",
+    "headline_ci_low",
+    "headline_ci_high",
 )
 
 

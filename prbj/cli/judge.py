@@ -30,6 +30,7 @@ from prbj.cli.options import (
     repair_option,
     scalar_options,
     seed_option,
+    synthesizer_option,
 )
 from prbj.cli.sections import SectionedCommand
 from prbj.cli.support import friendly_errors
@@ -43,8 +44,8 @@ JUDGE_SECTIONS = (
     ),
     (
         "How the judges are asked",
-        ["profile_k", "profile_order", "planner", "mode", "order", "repair", "retry_failed", "judge_template_system",
-         "judge_template_user", "protocol", "official_repo"],
+        ["profile_k", "profile_order", "planner", "synthesizer", "mode", "order", "repair", "retry_failed",
+         "judge_template_system", "judge_template_user", "protocol", "official_repo"],
     ),
     (
         "Calls: cache, providers, limits, batch",
@@ -72,6 +73,8 @@ JUDGE_EXAMPLES = (
     "GEMINI_API_KEY=... prbj judge -p gemini-3-flash --context none --context profile",
     "prbj judge -p gpt-5.1 --order both --max-cost 2.50 --dry-run",
     "prbj judge -p claude-sonnet-4-6 --context planner --planner gemini-3-flash",
+    "prbj judge --benchmark personal-reward-bench -p gpt-5.1 --context none --context synthesized"
+    " --synthesizer gemini-3-flash --dry-run",
     "prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1",
     "prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096",
     "prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2",
@@ -120,7 +123,8 @@ JUDGE_EXAMPLES = (
     "What LLM judges see besides question and answers (repeatable; each reported apart): none, profile "
     "(top --profile-k past posts ranked by BM25), planner (aspects inferred by --planner), oracle (the gold "
     "rubric: an upper bound, not a fair result), swapped-profile (another user's profile, drawn from --seed: "
-    "with profile, gives the judge's profile reliance). Default: profile.",
+    "with profile, gives the judge's profile reliance), synthesized (a persona --synthesizer wrote from the "
+    "user's earlier choices, as in SynthesizeMe). Default: profile.",
 )
 @profile_k_option(
     "Profile items a judge sees: past posts, or a user's earlier choices. Default: the benchmark card's "
@@ -128,6 +132,7 @@ JUDGE_EXAMPLES = (
     default=None,
 )
 @planner_option
+@synthesizer_option
 @mode_option(
     ["pairwise", "pointwise"],
     "pairwise: one call shows both answers (A/B); pointwise: each answer scored 1-10 alone.",

@@ -159,6 +159,12 @@ def context_option(choices: Sequence[str], help: str, *, multiple: bool = True) 
 planner_option = click.option(
     "--planner", metavar="PROVIDER", help="Provider that turns profile + question into aspects."
 )
+synthesizer_option = click.option(
+    "--synthesizer",
+    metavar="PROVIDER",
+    help="Provider that writes each user's persona from their earlier choices (--context synthesized: "
+    "SynthesizeMe's persona, one call per user, cached).",
+)
 
 
 def mode_option(choices: Sequence[str], help: str) -> Callable[[F], F]:
@@ -170,10 +176,10 @@ def mode_option(choices: Sequence[str], help: str) -> Callable[[F], F]:
 order_option = click.option(
     "--order",
     type=click.Choice(["random", "both"]),
-    default="random",
-    show_default=True,
+    default=None,
     help="random: chosen answer's position drawn per pair from --seed; both: judge each pair in both orders "
-    "(correct only if both verdicts pick the chosen answer; reports order consistency).",
+    "(correct only if both verdicts pick the chosen answer; reports order consistency). Default: the benchmark "
+    "card's [protocol] order, else random.",
 )
 
 

@@ -13,8 +13,10 @@
     [facts]      fact name = "column": stated preferences and demographics a judge is shown
     [profile]    kinds (posts, history, persona, facts: what the profile holds), k (how many posts or
                  earlier choices a judge sees), order (similar | newest: which earlier choices come first)
+    [protocol]   how the benchmark's authors score: order, unit, failures, ties, interval, source, notes
+                 (prbj.data.card_protocol)
 
-`--benchmark NAME` names a card shipped with prbj (prb, personal-reward-bench, prism, persona-feedback);
+`--benchmark NAME` names a card shipped with prbj (`prbj.data.cards.shipped_cards`: prb, prism, persona-feedback, ...);
 `--benchmark FILE.toml` reads a user's own card, validated like any input from elsewhere: an unknown key or a value
 of the wrong type is one line naming the file, the line and the field.
 """
@@ -30,6 +32,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from prbj.data.card_protocol import ScoringProtocol, parse_protocol
 from prbj.data.card_sample import user_sample
 from prbj.data.column_paths import PathError, parse_path
 from prbj.data.names import did_you_mean
@@ -71,7 +74,7 @@ MAPPABLE = (
     "posts",
     "seen",
 )
-SECTIONS = ("benchmark", "data", "columns", "groups", "facts", "profile")
+SECTIONS = ("benchmark", "data", "columns", "groups", "facts", "profile", "protocol")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SHIPPED = "benchmarks"
 
@@ -104,6 +107,8 @@ class Card:
     sample: Traversable | None = None
     # sha256 of the card's text: a different card on the same files is different data.
     digest: str = ""
+    # How the benchmark's authors score ([protocol]); None: prbj's rules (prbj.data.card_protocol).
+    protocol: ScoringProtocol | None = None
 
     @property
     def label(self) -> str:
@@ -226,6 +231,7 @@ def parse_card(
         path=path if user_file else None,
         sample=sample,
         digest=hashlib.sha256(text.encode()).hexdigest(),
+        protocol=parse_protocol(fields, doc),
     )
 
 

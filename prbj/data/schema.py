@@ -30,10 +30,12 @@ SUBSETS: tuple[str, ...] = (
 )
 
 # `swapped-profile` is the profile-reliance control: the judge is shown another user's profile in place of the
-# pair's own (prbj.context.swap draws whose), and never the scoring standard.
-Context = Literal["none", "profile", "planner", "oracle", "swapped-profile"]
+# pair's own (prbj.context.swap draws whose), and never the scoring standard. `synthesized` shows a persona a
+# model wrote from the user's earlier choices (prbj.context.synthesizer, SynthesizeMe), and nothing else.
+Context = Literal["none", "profile", "planner", "oracle", "swapped-profile", "synthesized"]
 CONTEXTS: tuple[str, ...] = get_args(Context)
 SWAPPED_PROFILE: Context = "swapped-profile"
+SYNTHESIZED: Context = "synthesized"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,16 +171,24 @@ class Pair:
             self, profile=profile.posts, history=profile.history, persona=profile.persona, facts=profile.facts
         )
 
-    def view(self, context: Context, *, swapped_profile: UserProfile | None = None) -> JudgeView:
+    def view(
+        self, context: Context, *, swapped_profile: UserProfile | None = None, persona: str | None = None
+    ) -> JudgeView:
         """What a judge may see in `context`; the scoring standard only in the oracle setting. In the
-        `swapped-profile` setting the view holds `swapped_profile` (another user's) instead of this pair's."""
+        `swapped-profile` setting the view holds `swapped_profile` (another user's) instead of this pair's; in
+        the `synthesized` setting it holds `persona` (written from this user's earlier choices; "" when they
+        have none) and nothing else of the profile."""
         if context not in CONTEXTS:
             raise ValueError(f"unknown context {context!r}; expected one of {', '.join(CONTEXTS)}")
         if (context == SWAPPED_PROFILE) != (swapped_profile is not None):
             raise ValueError("a swapped profile is given exactly in the 'swapped-profile' context")
+        if (context == SYNTHESIZED) != (persona is not None):
+            raise ValueError("a synthesized persona is given exactly in the 'synthesized' context")
         oracle = context == "oracle"
         if context == "none":
             shown = NO_PROFILE
+        elif persona is not None:
+            shown = UserProfile(persona=persona)
         else:
             shown = swapped_profile if swapped_profile is not None else self.user_profile
         return JudgeView(

@@ -12,13 +12,15 @@ from typing import Literal, TypeVar, get_args
 # (a cut-off reply whose visible text still holds a verdict is read as usual; a refusal never is).
 CallStatus = Literal["ok", "truncated", "refused", "api_error", "skipped_budget", "skipped_cache", "dry_run"]
 # What a judgment ended in: a call's status, or an answer that said nothing usable (`parse_error` from the
-# judge, `planner_error` from the planner of the `planner` context: the pair was never judged on that reply),
+# judge, `planner_error` from the planner of the `planner` context, `persona_error` from the synthesizer of the
+# `synthesized` context: the pair was never judged on that reply),
 # or `abstained`: the judge answered, but less surely than a --selective threshold asks, so its verdict is
 # withheld (counted apart: never a verdict, never a failure).
 Status = Literal[
     "ok",
     "parse_error",
     "planner_error",
+    "persona_error",
     "truncated",
     "refused",
     "api_error",
@@ -63,6 +65,7 @@ STATUS_MEANING: dict[Status, str] = {
     "ok": "answered",
     "parse_error": "the reply held no readable verdict or score",
     "planner_error": "the planner's reply named no aspect of the user",
+    "persona_error": "the synthesizer's reply held no persona of the user",
     "truncated": "the reply reached its output cap before an answer (raise the cap or lower the reasoning effort)",
     "refused": "the provider refused to answer (content filter, safety block or refusal)",
     "api_error": "a call failed (rerun to retry)",
@@ -88,6 +91,7 @@ _SEVERITY: dict[str, float] = {
     "truncated": 4,
     # Below a failed call (which explains more), above an unreadable verdict (the judge never saw a plan).
     "planner_error": 3,
+    "persona_error": 3,
     "parse_error": 2,
     # An answer whose verdict was withheld still explains more than a plain ok, and less than any failure.
     "abstained": 1.5,

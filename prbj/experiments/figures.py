@@ -16,7 +16,7 @@ from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
 
 NONE = "none"
 # Contexts whose effect is measured against `none`, in the order the paper discusses them.
-EFFECT_CONTEXTS = ("profile", "planner", "swapped-profile", "oracle")
+EFFECT_CONTEXTS = ("profile", "planner", "synthesized", "swapped-profile", "oracle")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prbj import __version__
+from prbj.analysis.headline import AUTHORS_RESAMPLES, Headline, headline_of
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.export.models import JudgeModel
 from prbj.export.table import ExportRun
@@ -33,6 +34,8 @@ from prbj.export.table import ExportRun
 SCHEMA_VERSION = "0.3.0"
 ACCURACY = "accuracy"
 USER_ACCURACY = "prbj.user_accuracy"
+# A headline that is neither accuracy nor user accuracy (a card's unit of judgments, its authors' own rules).
+HEADLINE = "prbj.headline"
 ACCURACY_DESCRIPTION = (
     "Share of pairs on which the judge preferred the answer written for this user over an equally good "
     "answer written for someone else; ties count as not correct; failed judgments are left out and counted "
@@ -113,7 +116,14 @@ def _generation_config(model: JudgeModel) -> dict[str, Any]:
     return {"generation_args": args, **({"additional_details": details} if details else {})}
 
 
-def _metric_config(metric_id: str, name: str, description: str, context: str, subset: str) -> dict[str, Any]:
+def _metric_config(
+    metric_id: str, name: str, description: str, context: str, subset: str, *, headline: bool = False
+) -> dict[str, Any]:
+    details = {
+        "prbj.context": context,
+        "prbj.subset": subset,
+        **({"prbj.headline": "true"} if headline else {}),
+    }
     return {
         "evaluation_description": description,
         "metric_id": metric_id,
@@ -124,7 +134,7 @@ def _metric_config(metric_id: str, name: str, description: str, context: str, su
         "score_type": "continuous",
         "min_score": 0.0,
         "max_score": 1.0,
-        "additional_details": {"prbj.context": context, "prbj.subset": subset},
+        "additional_details": details,
     }
 
 
@@ -137,11 +147,14 @@ def _counts(row: GroupStats) -> dict[str, str]:
 
 
 def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
+    """Per context × subset: the headline first (EEE has no primary flag: the first result is the one readers
+    show; it also says `prbj.headline` in its metric details), then accuracy and user accuracy."""
     common = {
         "source_data": _source_data(export),
         "evaluation_timestamp": str(export.run.run.get("started") or ""),
         "generation_config": _generation_config(model),
     }
+    headline = headline_of(export.run.summary)
     users_resampled = any(r.user_accuracy is not None for r in export.run.results)
     method = "percentile bootstrap, " + ("users resampled" if users_resampled else "pairs resampled")
     out: list[dict[str, Any]] = []
@@ -149,17 +162,21 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
         if row.judge != model.judge or row.accuracy is None or not math.isfinite(row.accuracy):
             continue
         name = result_name(export, row.context, row.subset)
+        users_lead = headline.is_users(row)
         uncertainty: dict[str, Any] = {"num_samples": row.n_ok, "num_bootstrap_samples": BOOTSTRAP_RESAMPLES}
         interval = _interval(row.ci_low, row.ci_high, method)
         if interval:
             uncertainty["confidence_interval"] = interval
-        out.append({
+        lead = headline.native and not users_lead
+        results = [{
             "evaluation_result_id": f"{ACCURACY}:{row.context}:{row.subset}",
             "evaluation_name": name,
             **common,
-            "metric_config": _metric_config(ACCURACY, "Accuracy", ACCURACY_DESCRIPTION, row.context, row.subset),
+            "metric_config": _metric_config(
+                ACCURACY, "Accuracy", ACCURACY_DESCRIPTION, row.context, row.subset, headline=lead
+            ),
             "score_details": {"score": row.accuracy, "details": _counts(row), "uncertainty": uncertainty},
-        })  # fmt: skip
+        }]  # fmt: skip
         user_accuracy = row.user_accuracy
         if user_accuracy is not None and math.isfinite(user_accuracy):
             users: dict[str, Any] = {"num_bootstrap_samples": BOOTSTRAP_RESAMPLES}
@@ -171,16 +188,55 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
             )  # fmt: skip
             if user_interval:
                 users["confidence_interval"] = user_interval
-            out.append({
+            user_result = {
                 "evaluation_result_id": f"{USER_ACCURACY}:{row.context}:{row.subset}",
                 "evaluation_name": name,
                 **common,
                 "metric_config": _metric_config(
-                    USER_ACCURACY, "User accuracy", USER_DESCRIPTION, row.context, row.subset
+                    USER_ACCURACY, "User accuracy", USER_DESCRIPTION, row.context, row.subset, headline=users_lead
                 ),
                 "score_details": {"score": user_accuracy, "uncertainty": users},
-            })  # fmt: skip
+            }  # fmt: skip
+            results.insert(0 if users_lead else 1, user_result)
+        own = _headline_result(headline, row, name, common)
+        out.extend([*([own] if own is not None else []), *results])
     return out
+
+
+def _headline_result(
+    headline: Headline, row: GroupStats, name: str, common: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The headline as a result of its own, where it is neither accuracy nor user accuracy."""
+    value = headline.value(row)
+    if headline.native or value is None or not math.isfinite(value):
+        return None
+    source = headline.rules.source if headline.protocol == "official" else None
+    description = headline.name + (f"; the authors' protocol, read in {source}" if source else "")
+    uncertainty: dict[str, Any] = {
+        "num_bootstrap_samples": BOOTSTRAP_RESAMPLES
+        if headline.rules.interval == "cluster-users"
+        else AUTHORS_RESAMPLES
+    }
+    method = {
+        "cluster-users": "percentile bootstrap, users resampled",
+        "basic-bootstrap": f"basic bootstrap over {headline.unit} (scipy.stats.bootstrap)",
+        "percentile-bootstrap": f"percentile bootstrap over {headline.unit} (scipy.stats.bootstrap)",
+    }[headline.rules.interval]
+    interval = _interval(*headline.interval(row), method)
+    if interval:
+        uncertainty["confidence_interval"] = interval
+    title = (
+        "Official (the authors' protocol)"
+        if headline.protocol == "official"
+        else f"Accuracy over {headline.unit}"
+    )
+    return {
+        "evaluation_result_id": f"{HEADLINE}:{row.context}:{row.subset}",
+        "evaluation_name": name,
+        **common,
+        "metric_config": _metric_config(HEADLINE, title, description, row.context, row.subset, headline=True),
+        "score_details": {"score": value, "uncertainty": uncertainty},
+    }
 
 
 def _shown(row: dict[str, Any]) -> list[str] | None:

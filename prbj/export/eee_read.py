@@ -25,6 +25,8 @@ from prbj.errors import DataError
 UNSTATED = "unstated"
 EEE_PREFIX = "eee:"
 _ACCURACY_IDS = ("accuracy", "acc")
+# prbj's own results beside accuracy (user accuracy, a card's headline): read as accuracy they would repeat a row.
+_PRBJ_OTHER = ("prbj.user_accuracy", "prbj.headline")
 
 
 def looks_like_eee(path: Path) -> bool:
@@ -71,7 +73,7 @@ def _number(path: Path, value: Any, where: str) -> float:
 
 def _is_accuracy(metric: dict[str, Any]) -> bool:
     ids = {str(metric.get(key) or "").lower() for key in ("metric_id", "metric_kind", "metric_name")}
-    return str(metric.get("metric_id") or "") != "prbj.user_accuracy" and bool(ids & set(_ACCURACY_IDS))
+    return str(metric.get("metric_id") or "") not in _PRBJ_OTHER and bool(ids & set(_ACCURACY_IDS))
 
 
 def _row(path: Path, judge: str, index: int, result: Any, lone: bool) -> GroupStats | None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from prbj import __version__
-from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
+from prbj.analysis.headline import Headline, headline_of
+from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.errors import ConfigError
 from prbj.export.models import JudgeModel, path_part
 from prbj.export.table import ExportRun
@@ -38,6 +39,18 @@ _INSPECT_PROVIDERS = {
     "xai": "grok",
     "deepseek": "deepseek",
 }
+
+
+def headline_metric(
+    headline: Headline, row: GroupStats
+) -> tuple[str, float, float | None, float | None] | None:
+    """The run's headline as an Inspect metric (name, value, interval) where it is not plain accuracy, which
+    follows as `accuracy`."""
+    value = headline.value(row)
+    if value is None or (headline.native and not headline.is_users(row)):
+        return None
+    name = "user_accuracy" if headline.is_users(row) else headline.short
+    return (name, value, *headline.interval(row))
 
 
 @dataclass(frozen=True)
@@ -229,6 +242,20 @@ def inspect_logs(export: ExportRun) -> list[InspectLog]:
                 None,
             )
             metrics = {}
+            # The headline first: Inspect shows a score's first metric as the task's figure.
+            headline = headline_of(run.summary)
+            if overall is not None and (lead := headline_metric(headline, overall)) is not None:
+                lead_name, lead_value, low, high = lead
+                metrics[lead_name] = EvalMetric(
+                    name=lead_name,
+                    value=lead_value,
+                    metadata={
+                        "ci_low": low,
+                        "ci_high": high,
+                        "confidence": CONFIDENCE,
+                        "headline": headline.name,
+                    },
+                )
             if overall is not None and overall.accuracy is not None:
                 metrics["accuracy"] = EvalMetric(
                     name="accuracy",

@@ -34,12 +34,12 @@ class ProfileScrubber:
     """Cuts out of a text every run of QUOTE_WORDS or more words (case and punctuation aside) that also occurs in
     a user's personal texts. A paraphrase is not caught: docs/export.md says so."""
 
-    def __init__(self, pairs: Iterable[Pair]) -> None:
+    def __init__(self, pairs: Iterable[Pair], also: Iterable[str] = ()) -> None:
+        """`also`: texts about users that are not in the data, e.g. the personas a synthesizer wrote."""
         # Quotes of any user's texts are cut, not only of the pair's own: a swapped-profile judge saw another's.
         self._quotes: set[tuple[str, ...]] = set()
-        for pair in pairs:
-            for text in personal_texts(pair):
-                self._quotes |= _shingles(_WORD.findall(text.lower()))
+        for text in [t for pair in pairs for t in personal_texts(pair)] + list(also):
+            self._quotes |= _shingles(_WORD.findall(text.lower()))
 
     def scrub(self, text: str | None) -> str | None:
         if not text:

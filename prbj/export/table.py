@@ -114,7 +114,13 @@ class ExportRun:
     def rows(self) -> list[dict[str, Any]]:
         frame = self.run.judgments
         present = [c for c in _FROM_JUDGMENTS if c in frame.columns]
-        scrubber = ProfileScrubber(self.pairs.values())
+        # A synthesized persona is about its user as much as the profile it was written from.
+        personas = (
+            frame.filter(pl.col("context") == "synthesized")["context_block"].drop_nulls().unique().to_list()
+            if "context_block" in frame.columns
+            else []
+        )
+        scrubber = ProfileScrubber(self.pairs.values(), also=personas)
         out = []
         for judged in frame.select(present).iter_rows(named=True):
             row: dict[str, Any] = {_RENAMED.get(k, k): _finite(v) for k, v in judged.items()}

@@ -34,10 +34,12 @@ class PairTask:
     context: Context
     # Another user's profile, shown in place of the pair's own in the `swapped-profile` context only.
     swapped_profile: UserProfile | None = None
+    # The persona written from the user's earlier choices, shown in the `synthesized` context only.
+    persona: str | None = None
 
     @property
     def view(self) -> JudgeView:
-        return self.pair.view(self.context, swapped_profile=self.swapped_profile)
+        return self.pair.view(self.context, swapped_profile=self.swapped_profile, persona=self.persona)
 
 
 @dataclass(slots=True)
@@ -150,6 +152,11 @@ class Judge(ABC):
 
     @abstractmethod
     async def judge(self, task: PairTask) -> Judgment: ...
+
+    def failed(self, task: PairTask, status: Status, error: str, cause: str | None = None) -> Judgment:
+        """The judgment of a pair this judge could not be asked about: what it was to be shown could not be
+        made (the `synthesized` context's persona)."""
+        return self._judgment(task, status=status, error=error, cause=cause)
 
     def _judgment(self, task: PairTask, **fields: Any) -> Judgment:
         return Judgment(

@@ -3,34 +3,43 @@
 Context settings decide what the judge sees besides the question and the answers:
 `none` nothing; `profile` the user's profile of whatever kind the benchmark has (prbj.context.profile_text: past
 posts ranked by BM25 relevance to the question, top k, or earlier choices, persona and stated preferences);
-`planner` the aspects a planner model inferred from the ranked profile; `oracle` the gold rubric aspects
-(an upper bound, never a fair result). Only the oracle view can read the gold rubric (see prbj.data.schema).
+`planner` the aspects a planner model inferred from the ranked profile; `synthesized` the persona a synthesizer
+model wrote from the user's earlier choices (prbj.context.synthesizer; the view holds it in place of the profile);
+`oracle` the gold rubric aspects (an upper bound, never a fair result). Only the oracle view can read the gold
+rubric (see prbj.data.schema).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, format_profile
-from prbj.data.schema import Context, JudgeView, Pair
-from prbj.data.status import HEALABLE_STATUSES, STATUSES, Status, most_severe
+from prbj.context.synthesizer import shown_persona
+from prbj.data.schema import Context, JudgeView
+from prbj.data.status import HEALABLE_STATUSES, STATUSES, Status
 from prbj.errors import ConfigError
 from prbj.judges.base import (
-    Judge,
     Judgment,
     PairTask,
     PointwiseJudge,
     ScoreFailure,
 )
 from prbj.judges.confidence import probability_of_a
-from prbj.judges.official import Protocol, official_positions, parse_official_verdict
+from prbj.judges.official import Protocol, parse_official_verdict
+from prbj.judges.orders import (
+    DEFAULT_ORDER_SEED,
+    OrderMode,
+    OrderRead,
+    PairwiseJudge,
+    combine_reads,
+    shown,
+)
 from prbj.judges.tournament import judge_tournament
 from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
@@ -40,24 +49,9 @@ from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import may_repair, read_reply
 from prbj.prompts import Template, builtin, combined_sha
 
-OrderMode = Literal["random", "both"]
-# The A/B assignment is drawn with p = 0.5 from this seed (the official scripts' seed too); how it is drawn
-# depends on the protocol (assign_positions, or prbj.judges.official.official_positions).
-DEFAULT_ORDER_SEED = 42
 SCORE_SCALE = (1.0, 10.0)
 # --retry-failed: how many fresh samples a failed call may get (sample indexes 1..this); each one is cached.
 MAX_RETRY_SAMPLES = 3
-
-
-def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
-    """Where the chosen answer goes for each pair (p = 0.5), fixed before any call.
-
-    The official script draws from one seeded stream in dataset order, so a pair's position changes with
-    --subset or --limit and cached verdicts stop matching. Here each pair gets its own stream seeded by
-    (seed, pair id): the same pair always lands in the same position, whatever else is selected."""
-    return {
-        pair_id: ("A" if random.Random(f"{seed}:{pair_id}").random() < 0.5 else "B") for pair_id in pair_ids
-    }
 
 
 @dataclass
@@ -93,13 +87,15 @@ class ContextBuilder:
         self.rubrics_template = builtin("context_rubrics")
         # A profile that is not past posts alone is introduced as what is known about the user.
         self.about_template = builtin("context_user")
+        self.persona_template = builtin("context_persona")
 
     def templates(self) -> list[Template]:
         """The templates named in every request's template hash (the profile text itself is in the messages)."""
         return [self.profile_template, self.rubrics_template]
 
     def described(self) -> list[Template]:
-        return [*self.templates(), self.about_template]
+        persona = [self.persona_template] if self.context == "synthesized" else []
+        return [*self.templates(), self.about_template, *persona]
 
     async def build(self, view: JudgeView) -> ContextBlock:
         if self.context == "none":
@@ -109,6 +105,10 @@ class ContextBuilder:
             profile = format_profile(view, self.profile_k, self.profile_order)
             template = self.profile_template if view.user_profile.only_posts else self.about_template
             return ContextBlock(template.render({"profile": profile}), profile=profile)
+        if self.context == "synthesized":
+            # The view holds the persona in place of the profile (written before the judge was asked).
+            persona = shown_persona(view)
+            return ContextBlock(self.persona_template.render({"profile": persona}), profile=persona)
         if self.context == "planner":
             assert self.planner is not None
             planned = await self.planner.aspects(view)
@@ -139,6 +139,7 @@ def check_template_shows_context(
     needs = {
         "profile": "profile",
         "swapped-profile": "profile",
+        "synthesized": "profile",
         "planner": "rubrics",
         "oracle": "rubrics",
     }.get(context)
@@ -149,17 +150,8 @@ def check_template_shows_context(
         )
 
 
-@dataclass(frozen=True)
-class VerdictRead:
-    """What one pairwise call (with its repair, if any) ended in."""
-
-    status: Status
-    letter: str | None = None
-    error: str | None = None
-    # P("A") from the verdict token's log-probabilities (--confidence logprobs), when they were returned.
-    probability_of_a: float | None = None
-    # Why it failed, in the words failures are counted by (see prbj.llm.reading).
-    cause: str | None = None
+# What one pairwise call (with its repair, if any) ended in.
+VerdictRead = OrderRead
 
 
 @dataclass
@@ -314,8 +306,9 @@ class LLMJudgeBase:
         return result
 
 
-class PairwiseLLMJudge(LLMJudgeBase, Judge):
-    """One call shows both answers as A and B and asks which fits the user better."""
+class PairwiseLLMJudge(LLMJudgeBase, PairwiseJudge):
+    """One call shows both answers as A and B and asks which fits the user better; the answer order (one drawn
+    per pair, or both) is prbj.judges.orders'."""
 
     def __init__(
         self,
@@ -334,7 +327,7 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
     ) -> None:
         self.name = provider.name
         self.provider = provider
-        self.protocol: Protocol = protocol
+        self.protocol = protocol
         self.gateway = gateway
         self.context = context
         self.contexts = contexts or ContextBuilder(context)
@@ -355,14 +348,6 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             "order_seed": self.order_seed,
             "protocol": self.protocol,
         }
-
-    def prepare(self, pairs: Sequence[Pair]) -> None:
-        if self.order == "both":
-            return  # every pair is asked in both orders: there is no position to draw
-        if self.protocol == "official":
-            self.positions = official_positions(pairs, self.order_seed)
-        else:
-            self.positions = assign_positions([p.id for p in pairs], self.order_seed)
 
     def _read_verdict(self, reply: str | None, shown: Sequence[str]) -> str | None:
         """The official first-`result:` rule under --protocol official, prbj's last explicit verdict otherwise;
@@ -389,19 +374,16 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
                 ask=partial(self._verdict, view, block),
                 both_orders=self.order == "both",
                 seed=self.order_seed,
+                judgment=self._judgment,
                 usage=usage,
                 new_usage=Usage,
-                judgment=self._judgment,
             )
-        positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
-        shown = [
-            (pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions
-        ]
+        positions = self.orders(pair)
         # Each order counts its own calls, added in order: replies and prompt hashes stay A's, then B's.
         counted = [Usage() for _ in positions]
         asks = [
-            partial(self._verdict, view, block, a, b, part)
-            for (a, b), part in zip(shown, counted, strict=True)
+            partial(self._verdict, view, block, *shown(pair, position), part)
+            for position, part in zip(positions, counted, strict=True)
         ]
         if len(asks) > 1 and not self._shared_may_be_cached(view, block):
             # Nothing the first order leaves in a prompt cache could serve the second: both at once (the second
@@ -418,33 +400,10 @@ class PairwiseLLMJudge(LLMJudgeBase, Judge):
             reads = [await ask() for ask in asks]
         for part in counted:
             usage.absorb(part)
-        picks: dict[str, str | None] = {}
-        chosen_probabilities: list[float | None] = []
-        for position, read in zip(positions, reads, strict=True):
-            if read.letter is not None:
-                picks[position] = "chosen" if read.letter == position else "rejected"
-            # P(the chosen answer is better) in this order: P(A) when it stood in A, else P(B).
-            p_a = read.probability_of_a
-            chosen_probabilities.append(None if p_a is None else p_a if position == "A" else 1.0 - p_a)
-        status = most_severe(r.status for r in reads)
-        verdict = None
-        if status == "ok":
-            values = set(picks.values())
-            verdict = values.pop() if len(values) == 1 else "inconsistent"
-            if self.top_logprobs and all(p is not None for p in chosen_probabilities):
-                # Both orders: the mean of the two order-specific probabilities.
-                usage.p_chosen = sum(p for p in chosen_probabilities if p is not None) / len(positions)
-        return self._judgment(
-            task,
-            status=status,
-            verdict=verdict,
-            chosen_position="both" if self.order == "both" else positions[0],
-            verdict_chosen_a=picks.get("A"),
-            verdict_chosen_b=picks.get("B"),
-            error="; ".join(r.error for r in reads if r.error) or None,
-            cause=next((r.cause for r in reads if r.status == status), None),
-            **usage.fields(),
-        )
+        combined = combine_reads(positions, reads)
+        if self.top_logprobs and combined.p_chosen is not None:
+            usage.p_chosen = combined.p_chosen
+        return self._judgment(task, **combined.fields(), **usage.fields())
 
     def _shared_may_be_cached(self, view: JudgeView, block: ContextBlock) -> bool:
         """Whether what the two orders of a pair share (all but the answers: at most the templates, what the

@@ -2,7 +2,8 @@
 
 Each answer is scored on its own as the assistant turn of a conversation whose user turn is the question (plus,
 in the 'profile' context, the user's profile: on Personalized RewardBench the --profile-k (10) most relevant past
-posts, on other benchmarks whatever the user's profile holds, rendered by prbj.context.profile_text). A question
+posts, on other benchmarks whatever the user's profile holds, rendered by prbj.context.profile_text; in the
+'synthesized' context, the persona written from the user's earlier choices, prbj.context.synthesizer). A question
 that is a conversation (several turns) is scored as that conversation, the profile added to its last user turn.
 Scores go through the run's gateway (`Gateway.cached`: its cache, with identical requests computed once); misses
 from all pairs being judged at once are gathered into length-sorted batches and scored on the model's worker
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, about_user
 from prbj.context.retrieval import rank_profile
+from prbj.context.synthesizer import shown_persona
 from prbj.data.schema import Context, JudgeView
 from prbj.errors import ConfigError
 from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure
@@ -39,7 +41,7 @@ __all__ = ["HF_PREFIX", "ItemScore", "ScalarJudge", "ScalarOptions", "conversati
 HF_PREFIX = "hf:"
 DTYPE_CHOICES = ("auto", "bf16", "fp16", "fp32")
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
-SCALAR_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile")
+SCALAR_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile", "synthesized")
 PROFILE_POSTS = DEFAULT_PROFILE_K
 # Bumped whenever the way a score is computed changes (truncation, pooling, turn layout), so that old cache
 # entries are missed rather than reused.
@@ -73,8 +75,15 @@ def conversation(
         else:
             listing = "\n".join(f"{n}. {post.text}" for n, post in enumerate(posts, start=1))
             user = PROFILE_TURN.format(question=question, posts=listing)
-    elif view.context in ("profile", "swapped-profile") and not profile.only_posts:
-        about = about_user(view.question, profile, profile_k, profile_order)
+    elif view.context == "synthesized" or (
+        view.context in ("profile", "swapped-profile") and not profile.only_posts
+    ):
+        # A synthesized persona is shown as a dataset's persona would be (profile_text.about_user).
+        about = (
+            f"Persona: {shown_persona(view)}"
+            if view.context == "synthesized"
+            else about_user(view.question, profile, profile_k, profile_order)
+        )
         # The official input concatenates query and profile with nothing between them.
         user = (
             official_user_turn(question, about)

@@ -15,7 +15,9 @@ from rich.markup import escape
 
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder
+from prbj.context.synthesizer import Synthesizer
 from prbj.data.schema import Context
+from prbj.errors import ConfigError
 from prbj.judges.official import OfficialRepo, Protocol, require_repo
 from prbj.judges.scalar import ScalarOptions
 from prbj.llm import lifecycle
@@ -102,6 +104,8 @@ class JudgeOptions:
     # --profile-order: which earlier choices of a user a judge sees first (prbj.context.profile_text).
     profile_order: ProfileOrder = "similar"
     planner: str | None = None
+    # --synthesizer: the model that writes each user's persona for the `synthesized` context.
+    synthesizer: str | None = None
     repair: bool = False
     # --retry-failed: re-ask parse_error/api_error calls with fresh sample indexes (see generative.py).
     retry_failed: bool = False
@@ -176,3 +180,17 @@ def make_planner(options: JudgeOptions, shared: GatewayOptions, gateway: Gateway
         profile_order=options.profile_order,
         repair=options.repair,
     )
+
+
+def make_synthesizer(options: JudgeOptions, shared: GatewayOptions, gateway: Gateway) -> Synthesizer | None:
+    """The synthesizer of the `synthesized` context (--synthesizer), on the run's gateway, resolved like any
+    provider (so the run's --personal-data policy refuses it exactly as it would a judge or the planner); None
+    when none is asked for."""
+    if "synthesized" in options.contexts and not options.synthesizer:
+        raise ConfigError(
+            "--context synthesized needs --synthesizer <provider> (the model that writes each user's persona "
+            "from their earlier choices)"
+        )
+    if not options.synthesizer:
+        return None
+    return Synthesizer(resolve_provider(options.synthesizer, shared, gateway), gateway)

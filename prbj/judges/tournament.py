@@ -58,17 +58,29 @@ def match_positions(item_id: str, first: int, second: int, seed: int) -> str:
     return "A" if random.Random(f"{seed}:{item_id}:{first}-{second}").random() < 0.5 else "B"
 
 
+class _Uncounted:
+    """For a judge whose calls cost nothing to count (a plugin's `prefer`)."""
+
+    def absorb(self, other: Any) -> None:
+        return None
+
+    def fields(self) -> dict[str, Any]:
+        return {}
+
+
 async def judge_tournament(
     task: PairTask,
     *,
     ask: Ask,
     both_orders: bool,
     seed: int,
-    usage: Counted,
-    new_usage: Callable[[], Counted],
     judgment: Callable[..., Judgment],
+    usage: Counted | None = None,
+    new_usage: Callable[[], Counted] = _Uncounted,
 ) -> Judgment:
-    """The judgment of a best-of-k item (`task.pair.k` > 2) by a pairwise judge's A/B calls (`ask`)."""
+    """The judgment of a best-of-k item (`task.pair.k` > 2) by a pairwise judge's A/B reads (`ask`), their calls
+    counted in `usage` (an LLM judge's) when given."""
+    usage = usage if usage is not None else _Uncounted()
     view, candidates = task.view, task.pair.candidates
     matches = list(combinations(range(len(candidates)), 2))
     asked: list[tuple[int, int, int, Counted]] = []

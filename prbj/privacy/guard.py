@@ -88,6 +88,17 @@ class Guard:
             [{**record, "aspects": []} for record in planner],
         )
 
+    def keep_private_personas(self, run_id: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What the run directory may hold of the synthesized personas (one record per user): a persona is
+        written from the user's own choices, so it is kept where the profile is. Under any policy but `any` the
+        personas go to the private store and the run directory keeps each user's status, without the text."""
+        if not self.routing.guards or not records:
+            return records
+        import polars as pl
+
+        self.options.store.save_texts(run_id, "personas", pl.DataFrame(records).select("user_id", "persona"))
+        return [{**record, "persona": None} for record in records]
+
 
 def note_line(line: str) -> None:
     """A privacy step's note (what was pseudonymized) on stderr, where notes go."""

@@ -19,8 +19,10 @@ TITLE = "Judges across benchmarks"
 # The last row where some benchmark's items hold more than two answers: each column's chance level.
 CHANCE_ROW = "chance (random pick)"
 NOTE = (
-    "Each cell: user accuracy % (each user's accuracy over their decided pairs, averaged over users) with its 95% "
-    "bootstrap interval over users; where every user has one pair (PRB) it is pair accuracy. Mean rank: the "
+    "Each cell: the benchmark's headline % with its 95% interval, the figure its own leaderboard ranks by (its "
+    "card's [protocol] unit; under the header when it is not user accuracy); without a card protocol, user "
+    "accuracy (each user's accuracy over their decided pairs, averaged over users, with a bootstrap interval over "
+    "users), which is pair accuracy where every user has one pair (PRB). Mean rank: the "
     "judge's rank within each benchmark (1 = best; ties share the mean place), averaged over the benchmarks it "
     "ran on (ranked on). A benchmark on different pairs (another subset or --limit) is its own column. "
     f"{UPPER_BOUND_MARK}: the oracle context showed the judge the scoring standard; an upper bound, never ranked."
@@ -28,7 +30,14 @@ NOTE = (
 
 
 def across_text_table(table: AcrossTable) -> TextTable:
-    headers = ["#", "judge", "context", *(f"{c.label} %" for c in table.columns), "mean rank", "ranked on"]
+    headers = [
+        "#",
+        "judge",
+        "context",
+        *(f"{c.label}{_figure(table, c.key)} %" for c in table.columns),
+        "mean rank",
+        "ranked on",
+    ]
     rows = []
     place = 0
     for row in table.rows:
@@ -60,6 +69,12 @@ def across_text_table(table: AcrossTable) -> TextTable:
         rows.append([fmt.DASH, CHANCE_ROW, fmt.DASH, *chance, fmt.DASH, fmt.DASH])
     numeric = [True, False, False, *[True] * len(table.columns), True, True]
     return TextTable("benchmarks", TITLE, headers, rows, numeric, NOTE)
+
+
+def _figure(table: AcrossTable, key: str) -> str:
+    """` (judgments)` after a column whose headline is not user accuracy, so the cells say what they are."""
+    names = {row.cells[key].headline for row in table.rows if key in row.cells}
+    return f" ({', '.join(sorted(names))})" if names and names != {"users"} else ""
 
 
 @dataclass(frozen=True)

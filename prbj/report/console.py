@@ -21,7 +21,13 @@ def rich_table(table: TextTable) -> Table:
     for index, (header, numeric) in enumerate(zip(table.headers, table.numeric, strict=True)):
         # Names (judge, context, run) stay whole; numbers and free text give way first.
         label = not numeric and index < len(table.headers) - 1
-        rendered.add_column(header, justify="right" if numeric else "left", overflow="fold", no_wrap=label)
+        rendered.add_column(
+            header,
+            justify="right" if numeric else "left",
+            overflow="fold",
+            no_wrap=label,
+            style="bold" if index == table.emphasis else None,
+        )
     for row in table.rows:
         rendered.add_row(*row)
     return rendered

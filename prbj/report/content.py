@@ -14,6 +14,7 @@ import polars as pl
 
 from prbj.analysis.across import benchmark_name
 from prbj.analysis.chance import Chance, chance_of
+from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
@@ -46,6 +47,12 @@ class LeaderRow:
     entry: Entry
     overall: GroupStats
     by_subset: dict[str, GroupStats]
+    # What its run ranks by (summary.json's headline; prbj's default for runs that record none).
+    headline: Headline = DEFAULT_HEADLINE
+
+    @property
+    def rank_value(self) -> float | None:
+        return self.headline.value(self.overall)
 
     @property
     def failed(self) -> int:
@@ -431,7 +438,14 @@ def build_content(
         overall = rows.get(ALL_SUBSETS)
         if overall is None:
             continue
-        leaderboard.append(LeaderRow(entry, overall, {s: r for s, r in rows.items() if s != ALL_SUBSETS}))
+        leaderboard.append(
+            LeaderRow(
+                entry,
+                overall,
+                {s: r for s, r in rows.items() if s != ALL_SUBSETS},
+                headline_of(run.summary),
+            )
+        )
         frame = _mine(run, entry)
         if (row := position_row(frame, overall, entry)) is not None:
             position.append(row)
@@ -452,11 +466,12 @@ def build_content(
                 for label, score in scores.items()
                 if (value := accuracy.get(label)) is not None
             ]
-    # Oracle rows (the judge saw the rubric) come after every fair setting: an upper bound, not a rank.
+    # Ranked by the headline (a card's unit; prbj.analysis.headline). Oracle rows (the judge saw the rubric)
+    # come after every fair setting: an upper bound, not a rank.
     leaderboard.sort(
         key=lambda r: (
             r.entry.is_upper_bound,
-            -(r.overall.accuracy if r.overall.accuracy is not None else -1.0),
+            -(r.rank_value if r.rank_value is not None else -1.0),
         )
     )
     order = {row.entry: i for i, row in enumerate(leaderboard)}

@@ -40,14 +40,18 @@ def html_table(table: TextTable, links: Sequence[str] | None = None, link_column
 
     def cells(values: Sequence[str], tag: str, link: str | None = None) -> str:
         numeric_class = ' class="num"'
-        return "".join(
-            f"<{tag}{numeric_class if numeric else ''}>"
-            + (
+
+        def text(i: int, value: str) -> str:
+            shown = (
                 f'<a href="#{escape(link)}">{escape(value)}</a>'
                 if link and i == link_column
                 else escape(value)
             )
-            + f"</{tag}>"
+            # The headline column is bold in the body (a header is bold already).
+            return f"<strong>{shown}</strong>" if tag == "td" and i == table.emphasis else shown
+
+        return "".join(
+            f"<{tag}{numeric_class if numeric else ''}>{text(i, value)}</{tag}>"
             for i, (value, numeric) in enumerate(zip(values, table.numeric, strict=True))
         )
 

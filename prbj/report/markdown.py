@@ -14,12 +14,20 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
+def _bold(text: str, emphasis: bool) -> str:
+    return f"**{text}**" if emphasis and text else text
+
+
+def _row(table: TextTable, row: list[str]) -> str:
+    return "| " + " | ".join(_bold(_cell(c), i == table.emphasis) for i, c in enumerate(row)) + " |"
+
+
 def markdown_table(table: TextTable) -> str:
     align = ["---:" if numeric else "---" for numeric in table.numeric]
     lines = [
         "| " + " | ".join(_cell(h) for h in table.headers) + " |",
         "|" + "|".join(align) + "|",
-        *("| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows),
+        *(_row(table, row) for row in table.rows),
     ]
     return "\n".join(lines)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from prbj.analysis.headline import Headline
 from prbj.report import fmt
 from prbj.report.content import FailureRow, ReportContent
 
@@ -19,6 +20,8 @@ class TextTable:
     # Which columns hold numbers: right-aligned everywhere.
     numeric: list[bool]
     note: str = ""
+    # The column of the figure the table ranks by (its headline): bold in every rendering.
+    emphasis: int | None = None
 
 
 # Said once under the leaderboard: what user accuracy is, or that it is pair accuracy here.
@@ -63,10 +66,17 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
     costs = {row.entry: row for row in content.costs}
     # After --selective: the verdicts each judge withheld, beside an accuracy over the kept ones only.
     withheld = any(row.overall.abstained for row in content.leaderboard)
+    headlines = list(dict.fromkeys(row.headline for row in content.leaderboard))
+    # A headline that is none of the usual figures (a card's unit of judgments, its authors' own rules) gets a
+    # column of its own, first.
+    own = any(not headline.native for headline in headlines)
+    own_header = f"{headlines[0].short if len(headlines) == 1 else 'headline'} % (95% CI)"
+    users_lead = not own and per_user and all(h.unit == "users" for h in headlines)
     # The run is not a ranking column: it comes last, after the figures.
     headers = [
         "#",
         *_entry_headers(False),
+        *([own_header] if own else []),
         "overall % (95% CI)",
         *(["users % (95% CI)"] if per_user else []),
         *[fmt.short_subset(s, terse=terse) + " %" for s in content.subsets],
@@ -88,10 +98,11 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
             [
                 UPPER_BOUND_MARK if e.is_upper_bound else str(rank),
                 *_entry_cells(e.run, e.judge, e.context, False),
+                *([fmt.with_span(row.rank_value, *row.headline.interval(row.overall))] if own else []),
                 fmt.accuracy_with_ci(row.overall),
                 *([fmt.user_accuracy_with_ci(row.overall)] if per_user else []),
                 *[
-                    fmt.percent(row.by_subset[s].accuracy) if s in row.by_subset else fmt.DASH
+                    fmt.percent(row.headline.value(row.by_subset[s])) if s in row.by_subset else fmt.DASH
                     for s in content.subsets
                 ],
                 fmt.percent(row.overall.tie_rate),
@@ -116,7 +127,8 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
         headers,
         rows,
         numeric,
-        "Accuracy over judgments that succeeded; ties and failures never count as correct. LC acc: "
+        _headline_note(headlines)
+        + "Overall: accuracy over judgments that succeeded; ties and failures never count as correct. LC acc: "
         "length-controlled accuracy. $ / 100: cost per 100 judgments at the price each answer was first "
         "bought for (what the run costs uncached; n/a when not recorded). "
         + (USER_NOTE if per_user else ONE_PAIR_NOTE)
@@ -131,7 +143,18 @@ def leaderboard_table(content: ReportContent, *, terse: bool = False) -> TextTab
             if oracle
             else ""
         ),
+        emphasis=1 + k + (0 if own or not users_lead else 1),
     )
+
+
+def _headline_note(headlines: list[Headline]) -> str:
+    """Which figure ranks the table (in bold), said first."""
+    named = "; ".join(
+        f"{h.short}: {h.name}"
+        + (f" (the authors' protocol: {h.rules.source})" if h.protocol == "official" else "")
+        for h in headlines
+    )
+    return f"Ranked by {named}. "
 
 
 def position_table(content: ReportContent) -> TextTable:

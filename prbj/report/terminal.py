@@ -13,31 +13,44 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from prbj.analysis.headline import DEFAULT_HEADLINE, Headline
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.data.status import FAILED_STATUSES, STATUS_MEANING, STATUSES, was_not_sent
 from prbj.display.fit import FittingTable
 from prbj.report import fmt
 
 # Said once under the leaderboard: whether user figures are columns of it, or the same as the pair figures.
-USER_CAPTION = "users = each user's accuracy averaged over users; where users have several pairs, intervals resample users"
+USER_CAPTION = (
+    "users = each user's accuracy averaged over users; "
+    "where users have several pairs, intervals resample users"
+)
 ONE_PAIR_CAPTION = "one pair per user, so user accuracy = pair accuracy"
 
 
-def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized RewardBench accuracy") -> Table:
+def leaderboard(
+    summary: Sequence[GroupStats],
+    *,
+    title: str = "Personalized RewardBench accuracy",
+    headline: Headline = DEFAULT_HEADLINE,
+) -> Table:
+    """Judges ranked by the run's headline (prbj.analysis.headline), whose column is the bold one."""
     subsets = sorted({r.subset for r in summary if r.subset != ALL_SUBSETS})
     # Oracle rows (the judge saw the scoring rubric) come last: an upper bound, not ranked with fair settings.
     overall = sorted(
         (r for r in summary if r.subset == ALL_SUBSETS),
-        key=lambda r: (r.context == "oracle", -(r.accuracy or 0.0)),
+        key=lambda r: (r.context == "oracle", -(headline.value(r) or 0.0)),
     )
     by_key = {(r.judge, r.context, r.subset): r for r in summary}
     per_user = any(r.user_accuracy is not None for r in overall)
+    own_column = not headline.native
+    users_lead = headline.native and headline.unit == "users" and per_user
     # After --selective: how many verdicts each judge withheld, beside an accuracy over the kept ones only.
     withheld = any(r.abstained for r in overall)
     table = Table(
         title=title,
         caption=(
-            "accuracy % over successful judgments only (ties count as not correct); failures are not in it, "
+            (f"{headline.short} = {headline.name}; " if own_column else "")
+            + "acc % over successful judgments only (ties count as not correct); failures are not in it, "
             "they are counted apart under 'failed'; LC = length-controlled; "
             + (USER_CAPTION if per_user else ONE_PAIR_CAPTION)
             + (
@@ -53,10 +66,13 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
     )
     # The context sits under the judge's name when space is short: it is part of what identifies a row.
     table.add_column("judge · context", no_wrap=True)
-    table.add_column("acc", justify="right", style="bold", no_wrap=True)
+    if own_column:
+        table.add_column(headline.short, justify="right", style="bold", no_wrap=True)
+        table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
+    table.add_column("acc", justify="right", style="" if own_column or users_lead else "bold", no_wrap=True)
     table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     if per_user:
-        table.add_column("users", justify="right", style="bold", no_wrap=True)
+        table.add_column("users", justify="right", style="bold" if users_lead else "", no_wrap=True)
         table.add_column("95% CI", justify="right", style="dim", no_wrap=True)
     for subset in subsets:
         table.add_column(fmt.short_subset(subset, terse=True), justify="right", no_wrap=True)
@@ -67,16 +83,15 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
         table.add_column("abstained", justify="right", no_wrap=True)
     for row in overall:
         upper = " (upper bound)" if row.context == "oracle" else ""
-        cells = [
-            f"[bold]{row.judge}[/bold] [dim]{row.context}{upper}[/dim]",
-            fmt.percent(row.accuracy),
-            fmt.interval(row),
-        ]
+        cells = [f"[bold]{row.judge}[/bold] [dim]{row.context}{upper}[/dim]"]
+        if own_column:
+            cells += [fmt.percent(headline.value(row)), fmt.span(*headline.interval(row))]
+        cells += [fmt.percent(row.accuracy), fmt.interval(row)]
         if per_user:
             cells += [fmt.percent(row.user_accuracy), fmt.span(row.user_ci_low, row.user_ci_high)]
         for subset in subsets:
             part = by_key.get((row.judge, row.context, subset))
-            cells.append(fmt.percent(part.accuracy) if part else fmt.DASH)
+            cells.append(fmt.percent(headline.value(part)) if part else fmt.DASH)
         cells += [
             fmt.percent(row.tie_rate),
             fmt.percent(row.length_controlled_accuracy),
@@ -89,9 +104,19 @@ def leaderboard(summary: Sequence[GroupStats], *, title: str = "Personalized Rew
 
 
 def print_leaderboard(
-    summary: Sequence[GroupStats], console: Console, *, title: str = "Personalized RewardBench"
+    summary: Sequence[GroupStats],
+    console: Console,
+    *,
+    title: str = "Personalized RewardBench",
+    headline: Headline = DEFAULT_HEADLINE,
 ) -> None:
-    console.print(FittingTable(leaderboard(summary, title=f"{title} accuracy")))
+    console.print(FittingTable(leaderboard(summary, title=f"{title} accuracy", headline=headline)))
+    if headline.protocol == "official":
+        console.print(
+            f"official: the authors' scoring, read in {escape(headline.rules.source or '?')}; prbj's own "
+            "figures beside it: acc and users (failures counted apart, intervals over users)",
+            highlight=False,
+        )
 
 
 _MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}

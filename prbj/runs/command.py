@@ -11,10 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from prbj.analysis.chance import chance_of
+from prbj.analysis.headline import Headline, run_headline
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K
+from prbj.context.synthesizer import histories
 from prbj.data import load_dataset
-from prbj.data.cards import Card, resolve_card
+from prbj.data.cards import PRB, Card, resolve_card
 from prbj.data.dataset import Dataset
 from prbj.data.loaders import OFFICIAL_HF_DATASET, is_public, source_label
 from prbj.data.status import ANSWERED_STATUSES, FAILED_STATUSES
@@ -22,7 +24,7 @@ from prbj.display.width import output_console, print_error, print_whole
 from prbj.errors import ConfigError, DataError
 from prbj.judges.base import Judge
 from prbj.judges.registry import build_judges, resolve_judges
-from prbj.judges.setup import JudgeOptions
+from prbj.judges.setup import JudgeOptions, make_synthesizer
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import missing_keys
 from prbj.llm.setup import GatewayOptions
@@ -50,6 +52,7 @@ def run_judge_command(
     """The body of `prbj judge`: the remaining keyword arguments are the judge options (JudgeOptions) and
     the shared model options (GatewayOptions)."""
     card = _card_defaults(options)
+    headline = _headline(card, options)
     shared = GatewayOptions.pop_from(options).for_data(
         source_label(dataset, card), public=is_public(dataset, card)
     )
@@ -65,6 +68,7 @@ def run_judge_command(
     dry_run, cache_only = shared.dry_run, shared.cache_only
     console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
+        synthesizer = make_synthesizer(judging, shared, gateway)
         judges, planner = build_judges(providers, judging, shared, gateway)
         _ = surety.thresholds  # a bad --selective file fails before any call
         escalation = _escalation(surety, judges, judging, shared, gateway, planner)
@@ -74,6 +78,7 @@ def run_judge_command(
         if not data.pairs:
             raise DataError(f"--dataset {dataset}: no pairs to judge")
         _check_oracle(judges, data)
+        _check_synthesized(judges, data, source_label(dataset, card))
         data, guard = guard_dataset(data, shared.routed, privacy, note=note_line)
         # A dry run plans the calls judges would send: offline judges send none and are not run.
         offline = [judge.name for judge in judges if judge.offline] if dry_run else []
@@ -91,14 +96,22 @@ def run_judge_command(
             out_dir=out,
             concurrency=concurrency,
             show_progress=progress,
-            protocol=judging.protocol,
+            protocol=headline.protocol if headline.protocol == "official" else judging.protocol,
             official_repo=str(judging.official.root) if judging.official is not None else None,
+            headline=headline,
             beyond=beyond,
             confidence=surety,
             benchmark=data.benchmark_record,
         )
         result = execute(
-            data, judges, config, gateway=gateway, planner=planner, escalation=escalation, guard=guard
+            data,
+            judges,
+            config,
+            gateway=gateway,
+            planner=planner,
+            escalation=escalation,
+            guard=guard,
+            synthesizer=synthesizer,
         )
     usage = result.extra.get("usage", [])
     _print_benchmark(data, console)
@@ -107,7 +120,7 @@ def run_judge_command(
         console.print(usage_table(usage, dry_run=True))
         print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
-    print_leaderboard(result.summary, console, title=_title(card, data))
+    print_leaderboard(result.summary, console, title=_title(card, data), headline=headline)
     if (chance := chance_of(result.judgments)) is not None:
         console.print(f"chance level (a judge picking at random): {chance.label}", highlight=False)
     for note in result.extra.get("selective_notes", []):
@@ -143,14 +156,64 @@ def run_judge_command(
 
 def _card_defaults(options: dict[str, Any]) -> Card | None:
     """--benchmark's card (None: the layout is read from the data), and the protocol defaults it sets where
-    the command line left them (--profile-k, --profile-order)."""
+    the command line left them (--profile-k, --profile-order, --order)."""
     spec = options.pop("benchmark", None)
     card = resolve_card(spec) if spec else None
     if options.get("profile_k") is None:
         options["profile_k"] = (card.profile_k if card else None) or DEFAULT_PROFILE_K
     if options.get("profile_order") is None:
         options["profile_order"] = (card.profile_order if card else None) or "similar"
+    rules = card.protocol if card is not None else None
+    card_order = rules.order if rules is not None else None
+    asked = options.get("order")
+    if options.get("protocol") == "official" and _has_own_protocol(card):
+        options["order"] = _official_order(card, asked)
+    elif asked is None:
+        options["order"] = "both" if card_order == "both" else "random"
     return card
+
+
+def _has_own_protocol(card: Card | None) -> bool:
+    """Whether `--protocol official` means the card's [protocol] (every benchmark but PRB, whose official mode
+    reproduces the official PRB scripts: prbj.judges.official)."""
+    return card is not None and card.loader != PRB
+
+
+def _official_order(card: Card | None, asked: str | None) -> str:
+    """The judging order under `--protocol official` on a card's own protocol, which must say where it was read."""
+    assert card is not None
+    rules = card.protocol
+    if rules is None or not rules.reproducible:
+        why = f" ({rules.notes})" if rules is not None and rules.notes else ""
+        raise ConfigError(
+            f"--protocol official: the {card.name} card has no [protocol] source, so there is no authors' "
+            f"evaluation to reproduce{why}; run prbj's protocol (docs/benchmarks.md)"
+        )
+    wanted = "both" if rules.order == "both" else "random"
+    if asked is not None and asked != wanted:
+        raise ConfigError(
+            f"--protocol official --order {asked}: {card.name}'s authors judge "
+            f"{'each pair in both orders' if wanted == 'both' else 'one order per pair'}; leave --order out"
+        )
+    return wanted
+
+
+def _headline(card: Card | None, options: dict[str, Any]) -> Headline:
+    """The run's headline (prbj.analysis.headline). Under `--protocol official` on a card's own protocol, the
+    judges themselves run prbj's protocol (the official PRB scripts' stream, prompts and parser are PRB's) and
+    the card's rules score them."""
+    if not _has_own_protocol(card):
+        return run_headline(card.protocol if card is not None else None, "prbj")
+    assert card is not None
+    if options.get("protocol") != "official":
+        return run_headline(card.protocol, "prbj")
+    if options.get("official_repo") is not None:
+        raise ConfigError(
+            f"--official-repo is the official Personalized-RewardBench clone; {card.name}'s official protocol "
+            "reads none: leave it out"
+        )
+    options["protocol"] = "prbj"
+    return run_headline(card.protocol, "official")
 
 
 def _title(card: Card | None, data: Dataset) -> str:
@@ -166,6 +229,15 @@ def _check_oracle(judges: Sequence[Judge], data: Dataset) -> None:
             f"--context oracle: {data.benchmark} has no scoring standard (rubric aspects) to show; "
             "use profile, planner or none"
         )
+
+
+def _check_synthesized(judges: Sequence[Judge], data: Dataset, source: str) -> None:
+    """The synthesized context writes personas from earlier choices: refused where no user made any (PRB's
+    profiles are past posts), and a note where some users made none."""
+    if any(j.context == "synthesized" for j in judges):
+        note = histories(data.pairs, source).note()
+        if note is not None:
+            note_line(note)
 
 
 def _print_benchmark(data: Dataset, console: Console) -> None:

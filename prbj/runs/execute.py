@@ -15,16 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, with_headlines
 from prbj.analysis.run_data import RunData
 from prbj.analysis.slices import pair_features
 from prbj.analysis.stats import GroupStats, summarize
 from prbj.analysis.users import users_section
 from prbj.context.planner import Planner
 from prbj.context.swap import swapped_profiles
+from prbj.context.synthesizer import Personas, Synthesizer
 from prbj.data.loaders import Dataset
-from prbj.data.schema import SWAPPED_PROFILE
+from prbj.data.schema import SWAPPED_PROFILE, SYNTHESIZED, Pair
 from prbj.data.status import FAILED_STATUSES, was_not_sent
 from prbj.data.user_columns import user_columns
+from prbj.errors import ConfigError
 from prbj.judges.base import Judge, Judgment, PairTask
 from prbj.llm.gateway import Gateway
 from prbj.llm.routing import Routing
@@ -104,6 +107,8 @@ class RunConfig:
     confidence: ConfidenceOptions = field(default_factory=ConfidenceOptions)
     # Which benchmark the data is (run.json's config.benchmark): its card's name and version.
     benchmark: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_BENCHMARK))
+    # The figure the run ranks by (a card's [protocol] unit, and its rules under --protocol official).
+    headline: Headline = DEFAULT_HEADLINE
 
 
 @dataclass(frozen=True)
@@ -152,14 +157,16 @@ async def judge_dataset(
     show_progress: bool,
     seed: int = 42,
     gateway: Gateway | None = None,
+    synthesizer: Synthesizer | None = None,
 ) -> list[Judgment]:
     swapped = (
         swapped_profiles(dataset.pairs, seed) if any(j.context == SWAPPED_PROFILE for j in judges) else {}
     )
+    personas = _personas(judges, synthesizer)
     pairs = dataset.pairs
     # Started pair by pair, each pair's judges side by side, so that every judge's provider has work from the
     # start (judge by judge, a second provider would wait for the first's last pairs); returned judge by judge.
-    jobs = [partial(judge.judge, _task(pair, judge, swapped)) for pair in pairs for judge in judges]
+    jobs = [_job(pair, judge, swapped, personas) for pair in pairs for judge in judges]
     done = await run_jobs(
         jobs,
         concurrency=concurrency,
@@ -196,6 +203,35 @@ def _task(pair: Any, judge: Judge, swapped: dict[str, Any]) -> PairTask:
     return PairTask(pair, judge.context)
 
 
+def _personas(judges: Sequence[Judge], synthesizer: Synthesizer | None) -> Personas | None:
+    """This round's personas, when a judge runs in the `synthesized` context."""
+    if not any(j.context == SYNTHESIZED for j in judges):
+        return None
+    if synthesizer is None:
+        raise ConfigError("--context synthesized needs --synthesizer <provider>")
+    return synthesizer.round()
+
+
+def _job(
+    pair: Pair, judge: Judge, swapped: dict[str, Any], personas: Personas | None
+) -> Callable[[], Awaitable[Judgment]]:
+    if judge.context == SYNTHESIZED:
+        assert personas is not None
+        return partial(_judge_with_persona, judge, pair, personas)
+    return partial(judge.judge, _task(pair, judge, swapped))
+
+
+async def _judge_with_persona(judge: Judge, pair: Pair, personas: Personas) -> Judgment:
+    """The pair judged with its user's persona; when the synthesizer gave none (a failed call, a refusal, a
+    reply cut off or holding no persona), failed with the synthesizer's status and cause, the judge not asked."""
+    persona = await personas.of(pair)
+    task = PairTask(pair, SYNTHESIZED, persona=persona.shown)
+    if persona.failed:
+        cause = f"synthesizer: {persona.cause}" if persona.cause else None
+        return judge.failed(task, persona.status, f"synthesizer: {persona.error}", cause)
+    return await judge.judge(task)
+
+
 @dataclass
 class Stages:
     """The judgments of a run: every judge on every pair, then the strong judge of a cascade on the pairs the
@@ -213,6 +249,7 @@ async def judge_stages(
     *,
     gateway: Gateway | None,
     escalation: Escalation | None,
+    synthesizer: Synthesizer | None = None,
 ) -> Stages:
     judging = partial(
         judge_dataset,
@@ -220,6 +257,7 @@ async def judge_stages(
         show_progress=config.show_progress,
         seed=config.seed,
         gateway=gateway,
+        synthesizer=synthesizer,
     )
     first = await judging(dataset, judges)
     if escalation is None:
@@ -268,11 +306,14 @@ def execute(
     planner: Planner | None = None,
     escalation: Escalation | None = None,
     guard: Guard | None = None,
+    synthesizer: Synthesizer | None = None,
 ) -> RunResult:
     started = datetime.now(UTC)
     for judge in [*judges, *(escalation.judges.values() if escalation is not None else ())]:
         judge.prepare(dataset.pairs)
-    work = partial(judge_stages, dataset, judges, config, gateway=gateway, escalation=escalation)
+    work = partial(
+        judge_stages, dataset, judges, config, gateway=gateway, escalation=escalation, synthesizer=synthesizer
+    )
     stages = asyncio.run(_judge_in_rounds(work, gateway, config.show_progress))
     # Per-pair features (profile size, rubric-aspect count) ride along for slices; juries are added from
     # their members' judgments, costing no call.
@@ -288,7 +329,7 @@ def execute(
         second_stage=_with_features(judgments_frame(stages.second), dataset) if stages.second else None,
     )
     frame = surety.frame
-    summary = summarize(frame, seed=config.seed)
+    summary = with_headlines(summarize(frame, seed=config.seed), frame, config.headline, seed=config.seed)
     finished = datetime.now(UTC)
     usage = [s.as_dict() for s in gateway.stats()] if gateway is not None else []
     if gateway is not None and gateway.mode == "dry_run":
@@ -307,6 +348,10 @@ def execute(
     if planner is not None:
         extra["planner"] = planner.describe()
         rundir.write_planner_outputs(run_dir, planner_records)
+    if synthesizer is not None:
+        extra["synthesizer"] = synthesizer.describe()
+        records = [output.record() for output in synthesizer.outputs()]
+        rundir.write_personas(run_dir, guard.keep_private_personas(run_dir.name, records))
     run = RunData(
         run_dir=run_dir,
         run_id=run_dir.name,
@@ -324,6 +369,7 @@ def execute(
             config.seed,
             summary,
             extra={
+                **({"headline": config.headline.as_dict()} if config.headline != DEFAULT_HEADLINE else {}),
                 **_users_extra(frame, seed=config.seed),
                 **config.beyond.figures(frame, juries, seed=config.seed),
                 **surety.figures,

@@ -4,6 +4,7 @@
     <run-id>/summary.json        the figures: a pure function of data, judges and seed (byte-identical reruns)
     <run-id>/judgments.parquet   one row per judgment
     <run-id>/planner.jsonl       the planner's aspects per pair, when a planner ran
+    <run-id>/personas.jsonl      the synthesizer's persona per user, when the `synthesized` context ran
     <run-id>/report.md, report.html, plots/*.svg   the rendered report
     <run-id>/downstream.parquet  downstream outcomes, when the directory holds some (a prbj BoN run writes them)
     <run-id>/labels.jsonl        human labels of pairs, appended one line at a time by `prbj view`
@@ -47,6 +48,7 @@ RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
 JUDGMENTS_FILE = "judgments.parquet"
 PLANNER_FILE = "planner.jsonl"
+PERSONAS_FILE = "personas.jsonl"
 MARKDOWN_FILE = "report.md"
 HTML_FILE = "report.html"
 PLOTS_DIR = "plots"
@@ -162,6 +164,10 @@ def write_run(run: RunData) -> None:
 
 def write_planner_outputs(run_dir: Path, records: Iterable[dict[str, Any]]) -> Path:
     return write_jsonl(run_dir / PLANNER_FILE, records)
+
+
+def write_personas(run_dir: Path, records: Iterable[dict[str, Any]]) -> Path:
+    return write_jsonl(run_dir / PERSONAS_FILE, records)
 
 
 def write_report(target: Path, rendered: RenderedReport) -> ReportFiles:
