@@ -341,3 +341,23 @@ def test_a_best_of_k_dataset_fingerprint_names_its_candidates() -> None:
     one = Dataset("mem", (_pair(["a", "b", "c"]),))
     other = Dataset("mem", (_pair(["a", "b", "d"]),))
     assert one.fingerprint() != other.fingerprint()
+
+
+def test_any_judge_shown_two_answers_plays_the_tournament() -> None:
+    """A judge that only says which of two answers it prefers (a plugin's `prefer`) plugs in at PairwiseJudge:
+    a best-of-k item is a round-robin of its reads there, as for LLM judges."""
+    from prbj.judges.orders import OrderRead, PairwiseJudge
+
+    class Prefers(PairwiseJudge):
+        name = "prefers-best"
+
+        async def read_order(self, task: PairTask, first: str, second: str) -> OrderRead:
+            rank = {"BEST": 2, "GOOD": 1}
+            score = [max((v for k, v in rank.items() if k in text), default=0) for text in (first, second)]
+            return OrderRead("ok", "A" if score[0] >= score[1] else "B")
+
+    judge = Prefers()
+    right = asyncio.run(judge.judge(PairTask(_pair(["BEST pick", "GOOD pick", "plain", "plainer"]), "none")))
+    wrong = asyncio.run(judge.judge(PairTask(_pair(["GOOD pick", "BEST pick", "plain", "plainer"]), "none")))
+    assert (right.verdict, right.score_chosen, right.score_rejected) == ("chosen", 3.0, 2.0)
+    assert (wrong.verdict, wrong.score_chosen, wrong.score_rejected) == ("rejected", 2.0, 3.0)

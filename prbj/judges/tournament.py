@@ -1,4 +1,5 @@
-"""A best-of-k item judged by a pairwise LLM judge: a round-robin tournament of A/B calls.
+"""A best-of-k item judged by a judge shown two answers at once (a pairwise LLM judge, any PairwiseJudge): a
+round-robin tournament of its A/B reads.
 
 Every two candidates meet once (k(k−1)/2 matches; both orders each with `--order both`), through the very calls,
 templates, cache and verdict parsing of a pair. Each match's positions are drawn like a pair's (p = 0.5, seeded
