@@ -31,8 +31,8 @@ from prbj.data.dataset import (
     match_subset,
     records_from_files,
 )
-from prbj.data.per_user import is_per_user, validate_user_records
-from prbj.data.streaming import first_record, streamed_records
+from prbj.data.per_user import validate_user_records
+from prbj.data.streaming import names_its_users, streamed_records
 from prbj.data.typed_records import typed_pairs
 from prbj.data.validate import Location, validate_records
 from prbj.errors import DataError
@@ -111,12 +111,12 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
     per-user layout reads every split of a hub folder, since train and val rows are the users' histories)."""
     if path.is_dir():
         files = [f for f in folder_files(path, with_csv=card is not None) if f.name not in exclude]
-        per_user = card is None and is_per_user(first_record(files[0]))
+        per_user = card is None and names_its_users(files[0])
         if card is None and not per_user:
             files = [f for f in dataset_files(path) if f.name not in exclude]
     else:
         files = [path]
-        per_user = card is None and is_per_user(first_record(path))
+        per_user = card is None and names_its_users(path)
     if card is not None:
         return read_with_card(card, source, *card_file_blobs(card, files))
     if per_user:

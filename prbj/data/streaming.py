@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from prbj.data.dataset import Blob, blob_records, lines_records
+from prbj.data.per_user import is_per_user
 from prbj.data.validate import Location
 from prbj.errors import DataError
 
@@ -57,20 +58,23 @@ def streamed_records(files: Sequence[Path], digest: Any) -> Iterator[tuple[Locat
         yield from blob_records(Blob(str(path), data))
 
 
-def first_record(path: Path) -> Any:
-    """The first record of a file, read without reading the rest of a JSONL file (None for an empty file)."""
-    lines = file_lines(path, _NoDigest()) if path.suffix == ".jsonl" else None
-    records = lines_records(str(path), lines) if lines is not None else None
-    if records is None:
-        try:
-            records = blob_records(Blob(str(path), path.read_bytes()))
-        except OSError as err:
-            raise DataError(f"{path}: cannot read: {err.strerror or err}") from None
-    for _, record in records:
-        return record
-    return None
+def names_its_users(path: Path) -> bool:
+    """Whether a file is of the per-user layout (its first record names a user), read as little as it takes: a
+    JSONL file to its first record, a Parquet file's schema only."""
+    try:
+        if path.suffix == ".jsonl":
+            with path.open("rb") as handle:
+                # Line by line from the buffered file: only as far as the first record.
+                first = next((record for _, record in lines_records(str(path), enumerate(handle, 1))), None)
+                return is_per_user(first)
+        if path.suffix == ".parquet":
+            import polars as pl
 
-
-class _NoDigest:
-    def update(self, _: bytes) -> None:
-        return None
+            try:
+                return "user_id" in pl.read_parquet_schema(path)
+            except Exception:  # not a readable Parquet file: the full read names the problem
+                return False
+        data = path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot read: {err.strerror or err}") from None
+    return is_per_user(next((record for _, record in blob_records(Blob(str(path), data))), None))
