@@ -71,6 +71,11 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
     "mypy": ("CI's static checks: their own step", None),
     "pylint": ("CI's static checks: their own step", None),
     "python bench/bench_replay.py": ("CI's own speed step: two minutes of timed processes (.ci/run)", None),
+    "python -m spacy download": ("downloads a spaCy model; none can be downloaded here", None),
+    "--dataset pairs.jsonl --personal-data pseudonymized": (
+        "needs a spaCy NER model, which this machine cannot download: refused before anything is sent",
+        2,
+    ),
     "vllm serve": ("starts a GPU model server (vLLM); the loopback provider stands in for it here", None),
     "python -m verl.": ("verl PPO training on GPUs", None),
     "python -m openrlhf.": ("OpenRLHF PPO training on GPUs", None),

@@ -136,7 +136,11 @@ def test_an_api_base_other_than_the_profiles_voids_what_it_states(
         tmp_path, "-p", "gpt-zdr", "--providers-dir", str(providers), "--api-base", server.url,
         "--personal-data", "zero-retention",
     )  # fmt: skip
-    assert_refused(code, output, server, "'gpt-zdr'", "replaces the endpoint its profile vouches for")
+    # The refusal names the real reason (the override) and how to state the claim for the new address.
+    assert_refused(
+        code, output, server, "'gpt-zdr'", "its profile states", f"--api-base {server.url} sends it elsewhere",
+        'extends = "gpt-zdr"', f'api_base = "{server.url}"',
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -316,7 +320,7 @@ def test_pseudonymized_never_sends_caches_or_files_the_planted_entities(
     dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
     code, output, run_dir = judge(
         tmp_path, "-p", "gpt-5.1", "--api-base", server.url, "--context", "profile",
-        "--personal-data", "pseudonymized", dataset=dataset,
+        "--personal-data", "pseudonymized", "--ner-model", "none", dataset=dataset,
     )  # fmt: skip
     assert code == 0, output
     assert run_dir is not None
@@ -342,8 +346,10 @@ def test_pseudonymized_never_sends_caches_or_files_the_planted_entities(
     # Nor in an export of the run, even one asked to include what the judges were shown.
     for fmt, target in (("eee", tmp_path / "eee"), ("csv", tmp_path / "judgments.csv")):
         exported = CliRunner().invoke(
-            main, ["export", str(run_dir), "--format", fmt, "--out", str(target), "--include-profiles"]
-        )
+            main,
+            ["export", str(run_dir), "--format", fmt, "--out", str(target), "--include-profiles",
+             "--private-dir", str(tmp_path / "private")],
+        )  # fmt: skip
         assert exported.exit_code == 0, exported.output
         for path, data in (
             every_byte_under(tmp_path / "eee") if fmt == "eee" else [(target, target.read_bytes())]
@@ -371,7 +377,16 @@ def test_pseudonymized_never_sends_caches_or_files_the_planted_entities(
 
 def test_a_rerun_sends_the_same_prompts_and_pays_nothing(tmp_path: Path, server: ProviderServer) -> None:
     dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
-    args = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized")
+    args = (
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--personal-data",
+        "pseudonymized",
+        "--ner-model",
+        "none",
+    )
     assert judge(tmp_path, *args, dataset=dataset)[0] == 0
     first = len(server.requests)
     assert first > 0
@@ -419,6 +434,8 @@ def test_questions_and_answers_are_pseudonymized_when_asked(tmp_path: Path, serv
         server.url,
         "--personal-data",
         "pseudonymized",
+        "--ner-model",
+        "none",
         "--context",
         "profile",
     )
@@ -480,7 +497,9 @@ def privacy_runs(tmp_path: Path, dataset: Path, *args: str) -> tuple[list[Path],
     header."""
     runs = []
     for policy in ("any", "pseudonymized"):
-        code, output, run_dir = judge(tmp_path, *args, "--personal-data", policy, dataset=dataset)
+        code, output, run_dir = judge(
+            tmp_path, *args, "--personal-data", policy, "--ner-model", "none", dataset=dataset
+        )
         assert code == 0 and run_dir is not None, output
         runs.append(run_dir)
     result = CliRunner().invoke(
@@ -575,7 +594,16 @@ def test_the_viewer_shows_pseudonyms_reveals_locally_and_a_bundle_carries_no_tex
     from prbj.view.catalog import Catalog
 
     dataset = write_jsonl(tmp_path / "mine.jsonl", planted_records())
-    args = ("-p", "gpt-5.1", "--api-base", server.url, "--personal-data", "pseudonymized")
+    args = (
+        "-p",
+        "gpt-5.1",
+        "--api-base",
+        server.url,
+        "--personal-data",
+        "pseudonymized",
+        "--ner-model",
+        "none",
+    )
     code, output, run_dir = judge(tmp_path, *args, dataset=dataset)
     assert code == 0 and run_dir is not None, output
     monkeypatch.setenv("PRBJ_PRIVATE_DIR", str(tmp_path / "private"))
@@ -712,8 +740,11 @@ def test_pseudonymized_per_user_data_sends_caches_and_files_none_of_its_personal
         "profile",
         "--personal-data",
         "pseudonymized",
+        "--ner-model",
+        "none",
     ]
-    code, output, run_dir = judge(tmp_path, *args, dataset=dataset)
+    # Without --pseudonymize-answers stated otherwise the judged conversations stay as they are (the old default).
+    code, output, run_dir = judge(tmp_path, *args, "--no-pseudonymize-answers", dataset=dataset)
     assert code == 0, output
     assert run_dir is not None
     bodies = sent_bodies(server)
@@ -728,7 +759,7 @@ def test_pseudonymized_per_user_data_sends_caches_and_files_none_of_its_personal
         assert "reach me at EMAIL_1 or PHONE_1" in body and "travel blog: URL_1" in body
         assert "Email EMAIL_1 a packing list" in body and "Sent to EMAIL_1: light layers." in body
         assert "Summarize my blog URL_1" in body and "Call PHONE_1 first." in body
-        # The judged conversation is the question: left as it is without --pseudonymize-answers.
+        # The judged conversation is the question: left as it is with --no-pseudonymize-answers.
         assert f"send it to {CARA_EMAIL}" in body
         assert body.count(CARA_EMAIL) == 1
     for body in (b for b in bodies if "Commuter" in b):
@@ -737,6 +768,7 @@ def test_pseudonymized_per_user_data_sends_caches_and_files_none_of_its_personal
     assert_none_at_rest(planted_in_profiles, tmp_path / "cache", run_dir)
     privacy = json.loads((run_dir / "run.json").read_text())["privacy"]
     assert privacy["replaced"] == {"EMAIL_ADDRESS": 2, "PHONE_NUMBER": 1, "URL": 2}
+    assert privacy["questions_and_answers"] is False
     # The viewer shows the pairs as the judges saw them, persona and history included.
     monkeypatch.setenv("PRBJ_PRIVATE_DIR", str(tmp_path / "private"))
     [key] = (catalog := Catalog.open([run_dir])).runs
@@ -746,9 +778,10 @@ def test_pseudonymized_per_user_data_sends_caches_and_files_none_of_its_personal
     assert shown.facts == (("travel blog", "URL_1"),)
     assert [h.chosen for h in shown.history] == ["Sent to EMAIL_1: light layers.", "Short trips by train."]
 
-    # With --pseudonymize-answers the conversation's turns are the user's too: her email is her EMAIL_1 there.
+    # By default on per-user data (issue 42 item 4) the conversation's turns are the user's too, pseudonymized
+    # by the same table as her profile: her email is her EMAIL_1 in both, so a judge can still tie them.
     server.reset()
-    code, output, run_dir = judge(tmp_path, *args, "--pseudonymize-answers", dataset=dataset)
+    code, output, run_dir = judge(tmp_path, *args, dataset=dataset)
     assert code == 0, output
     bodies = sent_bodies(server)
     assert len(bodies) == 4
@@ -757,6 +790,7 @@ def test_pseudonymized_per_user_data_sends_caches_and_files_none_of_its_personal
     for body in (b for b in bodies if "Slow traveller" in b):
         assert "send it to EMAIL_1." in body and "reach me at EMAIL_1" in body
     assert run_dir is not None
+    assert json.loads((run_dir / "run.json").read_text())["privacy"]["questions_and_answers"] is True
     assert_none_at_rest(PLANTED_PER_USER, tmp_path / "cache", run_dir)
 
 
@@ -824,7 +858,8 @@ def test_build_under_pseudonymized_sends_no_planted_entity(tmp_path: Path, serve
         result = CliRunner().invoke(
             main,
             ["build", "--input", str(lamp), "--out", str(tmp_path / "built"), "-p", "gpt-5.1", "--no-progress",
-             "--api-base", server.url, "--cache-dir", str(tmp_path / "cache"), "--personal-data", "pseudonymized"],
+             "--api-base", server.url, "--cache-dir", str(tmp_path / "cache"), "--personal-data", "pseudonymized",
+             "--ner-model", "none"],
             env={**KEYS, "PRBJ_PRIVATE_DIR": str(tmp_path / "private")},
         )  # fmt: skip
     finally:

@@ -61,6 +61,7 @@ from prbj.llm.routing import POLICIES
 from prbj.llm.setup import GatewayOptions
 from prbj.local.ray_executor import RayOptions
 from prbj.privacy.guard import PrivacyOptions, guard_dataset, note_line
+from prbj.privacy.ner import NO_NER
 from prbj.report.fmt import SHORT_SUBSET
 from prbj.report.terminal import print_failure_causes, print_missing_keys, usage_table
 from prbj.runs.rundir import package_versions
@@ -105,6 +106,7 @@ def run_sample_command(
 ) -> int:
     shared = GatewayOptions.pop_from(gateway_options).for_data(dataset, public=is_public(dataset))
     privacy = PrivacyOptions.pop_from(gateway_options)
+    shared = privacy.cache_for(shared)
     on_ray = RayOptions.pop_from(gateway_options)
     console = output_console()
     with shared.open() as gateway, on_ray.attach(gateway, progress=progress):
@@ -215,15 +217,17 @@ def _guarded_questions(
     privacy = PrivacyOptions.pop_from(options)
     if shared.personal_data is None and recorded.get("personal_data") in POLICIES:
         shared = replace(shared, personal_data=recorded["personal_data"])
-    if not privacy.pseudonymize_answers and privacy.ner_model is None:
+    if privacy.pseudonymize_answers is None and privacy.ner_model is None and "ner" in recorded:
         ner = recorded.get("ner")
         privacy = replace(
             privacy,
             pseudonymize_answers=recorded.get("questions_and_answers") is True,
-            ner_model=ner if isinstance(ner, str) else None,
+            # A table made without a model was asked for (--ner-model none): so is this step's.
+            ner_model=ner if isinstance(ner, str) else NO_NER,
         )
     spec = str(run.meta["dataset"]["spec"])
     shared = shared.for_data(spec, public=is_public(spec))
+    shared = privacy.cache_for(shared)
     questions = run.questions(dataset)
     data = Dataset(spec, tuple(questions.values()), str(run.meta["dataset"]["fingerprint"]))
     shown, _ = guard_dataset(data, shared.routed, privacy, note=note_line)

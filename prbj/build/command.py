@@ -98,6 +98,7 @@ def run_build_command(
     public = is_public(input_spec) or loaded.fingerprint() in SHIPPED_FINGERPRINTS
     shared = GatewayOptions.pop_from(gateway_options).for_data(input_spec, public=public)
     privacy = PrivacyOptions.pop_from(gateway_options)
+    shared = privacy.cache_for(shared)
     console = output_console()
     lamp = loaded.select(subsets, limit)
     if not lamp.records:

@@ -33,6 +33,21 @@ from prbj.cli.support import friendly_errors
     "as written. Without it no profile text is exported, and quotes of it in replies are cut.",
 )
 @click.option(
+    "--include-texts",
+    is_flag=True,
+    help="For a run under --personal-data pseudonymized: export its questions, answers and replies as they were "
+    "sent (pseudonymized, from its table in the private store). Without it a run under any policy but any "
+    "exports no text at all.",
+)
+@click.option(
+    "--private-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="PRBJ_PRIVATE_DIR",
+    default=None,
+    help="The private store that holds a pseudonymized run's table and replies [env: PRBJ_PRIVATE_DIR; "
+    "default: ~/.local/share/prbj/private].",
+)
+@click.option(
     "--dataset",
     default=None,
     metavar="SOURCE",
@@ -58,6 +73,8 @@ def export(
     fmt: str,
     out: Path,
     include_profiles: bool,
+    include_texts: bool,
+    private_dir: Path | None,
     dataset: str | None,
     organization: str,
     evaluator_relationship: str,
@@ -84,6 +101,8 @@ def export(
         fmt=fmt,
         out=out,
         include_profiles=include_profiles,
+        include_texts=include_texts,
+        private_dir=private_dir,
         dataset=dataset,
         organization=organization,
         relationship=evaluator_relationship,

@@ -59,7 +59,17 @@ JUDGE_SECTIONS = (
     ),
     ("Beyond accuracy", ["samples", "temperature", "jury", "slices", "compare"]),
     ("How sure is the judge", ["confidence", "selective", "escalate_to", "escalate_below"]),
-    ("Personal data (docs/privacy.md)", ["personal_data", "pseudonymize_answers", "ner_model", "private_dir"]),
+    (
+        "Personal data (docs/privacy.md)",
+        [
+            "personal_data",
+            "pseudonymize_answers",
+            "ner_model",
+            "keep_entities",
+            "pseudonymize_terms",
+            "private_dir",
+        ],
+    ),
     ("Local models on a Ray cluster", ["ray", "gpus_per_model", "cpus_per_model", "replicas"]),
 )  # fmt: skip
 

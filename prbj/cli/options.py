@@ -428,40 +428,69 @@ batch_options = stacked(
 
 # --- personal data (judge, build, bon) -----------------------------------------------------------------------
 
+
+def _entity_kinds(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    """--keep-entities NRP,DATE_TIME (or `none`): the kinds left as they are, upper-cased; None: the default."""
+    if value is None:
+        return None
+    kinds = [kind.strip().upper() for kind in value.split(",") if kind.strip()]
+    return () if kinds == ["NONE"] else tuple(kinds)
+
+
 privacy_options = stacked(
     click.option(
         "--personal-data",
         type=NearChoice(["local", "zero-retention", "pseudonymized", "any"]),
+        envvar="PRBJ_PERSONAL_DATA",
         default=None,
         help="What of the data's text may leave this machine: local (in-process models and profiles with local = "
         'true), zero-retention (also profiles with retention = "zero"; no --batch), pseudonymized (any provider, '
-        "after emails, phones, URLs, IPs, card and account numbers, and names and places when a spaCy NER model "
-        "is installed, become per-user pseudonyms in every kind of profile text), any. Under every policy but any, "
-        "run files keep pair ids, not texts. Default: any on the bundled samples and the published benchmarks; "
-        "on your own data or card nothing goes to a remote model until you state it. See docs/privacy.md.",
+        "after names, places, organizations, emails, phones, addresses, handles and the identifiers Presidio "
+        "knows became per-user pseudonyms; needs a spaCy NER model or --ner-model none), any. Under every policy "
+        "but any, run files and exports keep pair ids, not texts, and answers are cached in the private store. "
+        "Default: any on the bundled samples and the published benchmarks; on your own data or card nothing goes "
+        "to a remote model until you state it. See docs/privacy.md. [env: PRBJ_PERSONAL_DATA]",
     ),
     click.option(
-        "--pseudonymize-answers",
-        is_flag=True,
-        help="With --personal-data pseudonymized: the questions, answers and conversation turns hold personal "
-        "data too, and are pseudonymized like the profile (default: the profile, narrative and rubric only).",
+        "--pseudonymize-answers/--no-pseudonymize-answers",
+        default=None,
+        help="With --personal-data pseudonymized: the questions, answers and conversation turns are pseudonymized "
+        "with the profile, by the same per-user table [default: yes on per-user data, where they are the user's "
+        "own conversations; no on data with one pair per user].",
     ),
     click.option(
         "--ner-model",
-        metavar="NAME|PATH",
+        metavar="NAME|PATH|none",
         default=None,
-        help="spaCy pipeline that finds names and places for --personal-data pseudonymized (installed package "
-        "or folder; never downloaded) [default: the first of en_core_web_lg, _trf, _md, _sm installed, else "
-        "none: names and places stay].",
+        help="spaCy pipeline that finds names, places and organizations for --personal-data pseudonymized "
+        "(installed package or folder; never downloaded) [default: the first of en_core_web_lg, _trf, _md, _sm "
+        "installed; with none installed the run is refused]. `none`: send names and places as they are.",
+    ),
+    click.option(
+        "--keep-entities",
+        metavar="KIND,...|none",
+        default=None,
+        callback=_entity_kinds,
+        help="With --personal-data pseudonymized: entity kinds left as they are, by Presidio's names (DATE_TIME, "
+        "ORGANIZATION, US_DRIVER_LICENSE, ...) [default: NRP, nationality, religion and politics]. `none`: "
+        "replace every kind.",
+    ),
+    click.option(
+        "--pseudonymize-terms",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help="With --personal-data pseudonymized: terms of your own to replace too, one per line, optionally "
+        "with a kind (CONDITION: type 1 diabetes): what no recognizer or NER model finds.",
     ),
     click.option(
         "--private-dir",
         type=click.Path(file_okay=False, path_type=Path),
         envvar="PRBJ_PRIVATE_DIR",
         default=None,
-        help="Owner-only folder for pseudonym tables and the texts a guarded run keeps out of its run directory "
-        "[env: PRBJ_PRIVATE_DIR; default: ~/.local/share/prbj/private].",
+        help="Owner-only folder for pseudonym tables, the texts a guarded run keeps out of its run directory, and "
+        "its cached answers [env: PRBJ_PRIVATE_DIR; default: ~/.local/share/prbj/private].",
     ),
 )
-"""--personal-data, --pseudonymize-answers, --ner-model, --private-dir: the command hands the first to
+"""--personal-data, --pseudonymize-answers, --ner-model, --keep-entities, --private-dir: the command hands the first to
 GatewayOptions (routing) and the rest to prbj.privacy.guard.PrivacyOptions."""

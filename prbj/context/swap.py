@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from prbj.data.schema import Pair, UserProfile
 from prbj.errors import ConfigError
+from prbj.privacy.placeholders import apart
 
 
 def swap_donors(pairs: Sequence[Pair], seed: int) -> dict[str, str]:
@@ -53,9 +54,18 @@ def swap_donors(pairs: Sequence[Pair], seed: int) -> dict[str, str]:
 
 
 def swapped_profiles(pairs: Sequence[Pair], seed: int) -> dict[str, UserProfile]:
-    """Pair id → the profile (another user's) to show it in the `swapped-profile` context."""
+    """Pair id → the profile (another user's) to show it in the `swapped-profile` context, its pseudonyms
+    numbered apart from those of the pair's own question and answers (prbj.privacy.placeholders)."""
     by_id = {p.id: p for p in pairs}
-    return {pair_id: by_id[donor].user_profile for pair_id, donor in swap_donors(pairs, seed).items()}
+    return {
+        pair_id: apart(by_id[donor].user_profile, _shown_with(by_id[pair_id]))
+        for pair_id, donor in swap_donors(pairs, seed).items()
+    }
+
+
+def _shown_with(pair: Pair) -> list[str]:
+    """The pair's own texts a judge reads beside the donor's profile."""
+    return [pair.question, pair.chosen, pair.rejected, *(content for _, content in pair.turns)]
 
 
 def _rank(seed: int, pair_id: str, candidate_user: str) -> str:

@@ -71,9 +71,8 @@ def run_planner(
         dry_run=dry_run,
         personal_data=experiment.personal_data,
     ).for_data(source_label(entry.dataset, card), public=is_public(entry.dataset, card))
-    privacy = PrivacyOptions(
-        **{k: v for k, v in experiment.defaults.items() if k in PrivacyOptions.__dataclass_fields__}
-    )
+    privacy = PrivacyOptions.from_settings(experiment.defaults)
+    shared = privacy.cache_for(shared)
     console = output_console()
     data = load_dataset(entry.dataset, card).select(experiment.subsets, experiment.limit)
     # The judge stages pseudonymize as this one does: their planner calls are the same requests, cached here.

@@ -94,10 +94,10 @@ def _letters(row: dict[str, Any]) -> tuple[str, str | None]:
     return target, answer
 
 
-def _input_text(row: dict[str, Any], include_profiles: bool) -> tuple[str, list[str] | None]:
+def _input_text(row: dict[str, Any], include_profiles: bool, missing: str) -> tuple[str, list[str] | None]:
     chosen, rejected = row.get("chosen_answer"), row.get("rejected_answer")
     if chosen is None or rejected is None:
-        return row.get("question") or f"pair {row['pair_id']} (its texts could not be read)", None
+        return row.get("question") or f"pair {row['pair_id']} ({missing})", None
     shown = [rejected, chosen] if row.get("order") == "B" else [chosen, rejected]
     alone = "" if row.get("order") else " (scored alone)"
     parts = []
@@ -153,6 +153,11 @@ def inspect_logs(export: ExportRun) -> list[InspectLog]:
     started = str(run.run.get("started") or "")
     finished = str(run.run.get("finished") or started)
     logs = []
+    missing = (
+        f"texts withheld: --personal-data {export.policy}"
+        if export.texts_withheld
+        else "its texts could not be read"
+    )
     for judge, model in export.judges.items():
         name = inspect_model_name(model)
         short = name.split("/", 1)[1]
@@ -168,7 +173,7 @@ def inspect_logs(export: ExportRun) -> list[InspectLog]:
             samples = []
             total = ModelUsage()
             for sample_id, row in zip(_sample_ids(rows), rows, strict=True):
-                text, shown = _input_text(row, export.include_profiles)
+                text, shown = _input_text(row, export.include_profiles, missing)
                 target, answer = _letters(row)
                 reply = row.get("reply") or ""
                 tokens_in, tokens_out = row.get("prompt_tokens") or 0, row.get("completion_tokens") or 0

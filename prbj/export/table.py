@@ -3,7 +3,12 @@
 
 Replies and error messages are the judge's own words, and an LLM judge may quote the profile it was shown:
 without `include_profiles` such quotes are cut (prbj.export.privacy), and when the run's pairs cannot be read
-(so quotes cannot be found) replies and errors are left out altogether rather than exported unchecked."""
+(so quotes cannot be found) replies and errors are left out altogether rather than exported unchecked.
+
+A run made under any `--personal-data` policy but `any` exports no text at all (question, answers, replies,
+context blocks; an error says its cause, never its message) unless asked (`include_texts`, `include_profiles`),
+and then the texts as they were sent: pseudonymized (the caller hands in the pairs with the run's pseudonym
+table applied, and the replies from the private store)."""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from prbj.data.schema import Pair
 from prbj.export.models import JudgeModel, judge_model
 from prbj.export.privacy import ProfileScrubber
 from prbj.export.source import Benchmark, benchmark_of
+from prbj.privacy.guard import public_error
 
 TABLE_COLUMNS: tuple[str, ...] = (
     "run_id",
@@ -81,6 +87,14 @@ _FROM_JUDGMENTS = (
 )  # fmt: skip
 
 
+def _withheld_error(row: dict[str, Any], policy: str) -> str | None:
+    if row.get("error") is None:
+        return None
+    return public_error(
+        str(row["status"]), row.get("cause"), where=f"message withheld (--personal-data {policy})"
+    )
+
+
 def _finite(value: Any) -> Any:
     """NaN and infinities are no JSON value and no figure: exported as missing."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
@@ -95,6 +109,20 @@ class ExportRun:
     pairs: dict[str, Pair]
     pairs_note: str | None = None
     include_profiles: bool = False
+    # Under a guarded policy: the texts were asked for, and `pairs` and the replies are as they were sent.
+    include_texts: bool = False
+
+    @property
+    def policy(self) -> str:
+        """The run's --personal-data (runs from before the policy existed were `any`)."""
+        privacy = self.run.run.get("privacy")
+        stated = privacy.get("personal_data") if isinstance(privacy, dict) else None
+        return stated if isinstance(stated, str) else "any"
+
+    @property
+    def texts_withheld(self) -> bool:
+        """A guarded run exported without its texts."""
+        return self.policy != "any" and not (self.include_texts or self.include_profiles)
 
     @cached_property
     def benchmark(self) -> Benchmark:
@@ -126,7 +154,11 @@ class ExportRun:
             row: dict[str, Any] = {_RENAMED.get(k, k): _finite(v) for k, v in judged.items()}
             pair = self.pairs.get(str(row["pair_id"]))
             model = self.judges[row["judge"]]
-            if self.replies_dropped:
+            if self.texts_withheld:
+                row["reply"] = row["context_block"] = None
+                row["error"] = _withheld_error(row, self.policy)
+                pair = None
+            elif self.replies_dropped:
                 row["reply"] = row["error"] = None
             elif not self.include_profiles:
                 row["reply"], row["error"] = (

@@ -59,6 +59,13 @@ _KNOWN_KEYS = {
     "local",
 }
 
+# LiteLLM request parameters that send a request to another address than the profile's api_base: refused in
+# [params], where --personal-data (which reads api_base and what the profile states of it) would not see them.
+ROUTING_PARAMS = frozenset({"api_base", "base_url"})
+# Set in a profile's merged fields when what its base states of locality or retention was dropped (never a key a
+# TOML file can hold: it has a space).
+CLAIMS_DROPPED = "claims dropped"
+
 # Where a model id without a profile gets its key from, by LiteLLM's provider prefix.
 _KEY_ENV_BY_PREFIX = {
     "gemini": "GEMINI_API_KEY",
@@ -111,7 +118,8 @@ class ProviderSpec:
     # runs on machines of the user's own (in-process models, a self-hosted server). Never read from the URL.
     retention: Retention = "standard"
     local: bool = False
-    # Why the profile's statements above no longer hold for this run (--api-base sent it elsewhere).
+    # Why what a profile stated above does not hold for this run: --api-base sent it elsewhere, or the profile
+    # extends one that stated it and changed its endpoint or model.
     claims_note: str = ""
 
     @property
@@ -143,7 +151,7 @@ class ProviderSpec:
     def sent_elsewhere(self, api_base: str | None) -> ProviderSpec:
         """This profile with its requests sent to `api_base` (--api-base): what the profile states about
         retention and locality vouches for its own endpoint only, so at another one it is dropped (standard
-        retention, not local) and a note says why."""
+        retention, not local) and a note says why, and how to state it for the new address."""
         moved = self.with_api_base(api_base)
         if (
             api_base is None
@@ -151,11 +159,17 @@ class ProviderSpec:
             or not (self.local or self.retention == "zero")
         ):
             return moved
+        claim = "local = true" if self.local else 'retention = "zero"'
+        where = redact_url(self.api_base) if self.api_base else "the provider's own endpoint"
         return replace(
             moved,
             local=False,
             retention="standard",
-            claims_note=f"--api-base {redact_url(api_base)} replaces the endpoint its profile vouches for",
+            claims_note=(
+                f"its profile states {claim} for {where} only, and --api-base {redact_url(api_base)} sends it "
+                f"elsewhere; if that holds there too, state it in a profile of your own in --providers-dir: "
+                f'extends = "{self.name}", api_base = "{redact_url(api_base)}", {claim}'
+            ),
         )
 
     @property
@@ -350,7 +364,9 @@ def _base_profile_path(base: str, path: Path, user_dir: Path | None) -> Path:
 def _merged_raw(path: Path, user_dir: Path | None, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The profile's fields with those of the profile it extends beneath them ([price] and [params] merged
     key by key): a partial profile states only what changes. Its own `extends`, if any, is kept (it names the
-    profile's source)."""
+    profile's source). What a base states about where data goes (`local`, `retention`) vouches for the base's
+    endpoint and model: a profile that changes either inherits neither, unless it states them itself
+    (CLAIMS_DROPPED names why in the merged fields)."""
     raw = _read_toml(path)
     base = raw.get("extends")
     if base is None:
@@ -361,6 +377,19 @@ def _merged_raw(path: Path, user_dir: Path | None, seen: tuple[Path, ...] = ()) 
     if base_path.resolve() in seen:
         raise ConfigError(f"{path}: field 'extends': profiles extend each other in a circle")
     merged = _merged_raw(base_path, user_dir, (*seen, path.resolve()))
+    changed = [key for key in ("api_base", "model") if key in raw and raw[key] != merged.get(key)]
+    inherited = [key for key in ("local", "retention") if key in merged and key not in raw]
+    claimed = merged.get("local") is True or merged.get("retention") == "zero"
+    if changed and inherited and claimed:
+        stated = "local = true" if merged.get("local") is True else 'retention = "zero"'
+        for claim in inherited:
+            merged.pop(claim)
+        merged[CLAIMS_DROPPED] = (
+            f"{path} extends {base} and changes its {' and '.join(changed)}, so the {stated} stated for {base} "
+            f"does not carry over: state it in {path} if it holds there"
+        )
+    if "local" in raw or "retention" in raw:
+        merged.pop(CLAIMS_DROPPED, None)
     for key, value in raw.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = {**merged[key], **value}
@@ -374,6 +403,7 @@ def load_profile(
 ) -> ProviderSpec:
     raw = _merged_raw(path, user_dir, ())
     extends = raw.pop("extends", None)
+    claims_note = str(raw.pop(CLAIMS_DROPPED, ""))
     unknown = set(raw) - _KNOWN_KEYS
     if unknown:
         raise ConfigError(
@@ -391,6 +421,12 @@ def load_profile(
         )
     price = _table(raw, "price", path)
     params = _table(raw, "params", path)
+    routed = sorted(ROUTING_PARAMS & set(params))
+    if routed:
+        raise ConfigError(
+            f"{path}: field 'params.{routed[0]}': where requests go is the profile's api_base (what "
+            f"--personal-data and the cache key read), never a request parameter: set api_base instead"
+        )
     max_tokens = params.get("max_tokens")
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
@@ -429,6 +465,7 @@ def load_profile(
         local=_flag(raw, "local", path, default=False),
         # The file a profile was read from, and the profile it extends when it is partial.
         source=f"{path} (extends {extends})" if extends is not None else str(path),
+        claims_note=claims_note,
     )
     if TAKE_LITELLM_PRICE in (price.get("input"), price.get("output")):
         if not resolve_prices:

@@ -73,7 +73,6 @@ class Routing:
         if self.policy in ("any", "pseudonymized") or provider.runs_here:
             return None
         where = provider.source or "its profile"
-        vouched = f" ({provider.claims_note})" if provider.claims_note else ""
         if self.policy is None:
             return (
                 f"provider {provider.name!r} is not local, and {self.source or 'this dataset'} is not public "
@@ -82,16 +81,20 @@ class Routing:
             )
         if self.policy == "zero-retention" and provider.retention == "zero":
             return None
+        rule = (
+            f'{OPTION} zero-retention sends only to profiles that state retention = "zero" or local = true'
+            if self.policy == "zero-retention"
+            else f"{OPTION} local sends only to in-process models and profiles that state local = true"
+        )
+        if provider.claims_note:
+            # The profile stated it, and this run's endpoint or its own `extends` dropped it: say which.
+            return f"provider {provider.name!r} may not be sent this data: {provider.claims_note} ({rule})"
         if self.policy == "zero-retention":
             return (
                 f'provider {provider.name!r} may keep what it is sent (retention = "{provider.retention}" in '
-                f"{where}){vouched}: {OPTION} zero-retention sends only to profiles that state "
-                f'retention = "zero" or local = true'
+                f"{where}): {rule}"
             )
-        return (
-            f"provider {provider.name!r} is not local (no local = true in {where}){vouched}: {OPTION} local "
-            f"sends only to in-process models and profiles that state local = true"
-        )
+        return f"provider {provider.name!r} is not local (no local = true in {where}): {rule}"
 
     def check(self, provider: Destination) -> None:
         reason = self.refusal(provider)

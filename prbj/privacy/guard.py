@@ -1,54 +1,106 @@
 """The privacy step of a run: pairs pseudonymized before any judge, planner or retrieval reads them (when the
-policy says so), and the personal text of its results kept out of the run directory (whenever the policy is
-not `any`).
+policy says so), and the personal text of its results kept out of the run directory and out of the shared
+cache (whenever the policy is not `any`).
 
 Why here, where the dataset's pairs enter a run, and not in the gateway: the gateway sees finished prompts, in
 which template, question, answers and profile are one string and whose user they belong to is lost; here each
-text is known by kind and by user, so pseudonyms are per user and the question and answers are left alone
-unless asked. Everything downstream (BM25 retrieval, the planner, judge prompts, the cache key, the cache's
-stored answers) sees only the pseudonymized text, so nothing needs a second guard. The gateway still checks
-every provider against the routing (prbj.llm.routing) before its first request.
+text is known by kind and by user, so pseudonyms are per user, one table covers a user's profile and answers,
+and questions and answers are pseudonymized where they are the user's own (per-user data) or when asked. This
+is still before the gateway and its cache key: everything downstream (BM25 retrieval, the planner, judge
+prompts, the cache key, the cache's stored answers) sees only the pseudonymized text, so nothing needs a second
+guard. The gateway checks every provider against the routing (prbj.llm.routing) before its first request.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prbj.data.lamp import LampSet
 from prbj.data.loaders import Dataset
+from prbj.data.schema import Pair
+from prbj.data.status import STATUS_MEANING
 from prbj.llm.routing import Routing
-from prbj.privacy.store import Mapping, PrivateStore, Pseudonyms, table_key
+from prbj.privacy.store import PrivateStore, Pseudonyms
+from prbj.privacy.tables import TableSettings, pseudonymized
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from prbj.privacy.pseudonyms import R
+    from prbj.llm.setup import GatewayOptions
 
 # Columns of judgments.parquet that hold text a model was shown or wrote about a user: kept in the private
-# store, not in the run directory, when the policy is not `any`.
-PRIVATE_COLUMNS = ("reply", "context_block")
+# store, not in the run directory, when the policy is not `any`. An error message can quote the reply it could
+# not read ("no verdict in reply: '…'") or a provider's echo of the request: the run directory keeps its cause.
+PRIVATE_COLUMNS = ("reply", "context_block", "error")
+PRIVATE_MESSAGE = "the message is in the private store"
+# A group value (age band, region, ...) shared by fewer users than this names too few people to record under a
+# guarded policy: it is recorded as RARE_GROUP instead (statistics, run files, reports).
+MIN_GROUP_USERS = 5
+RARE_GROUP = f"other (fewer than {MIN_GROUP_USERS} users)"
 
 
 @dataclass(frozen=True)
 class PrivacyOptions:
-    """--pseudonymize-answers, --ner-model, --private-dir: how a pseudonymizing run works, named as on the
-    command line."""
+    """--pseudonymize-answers, --ner-model, --keep-entities, --pseudonymize-terms, --private-dir: how a
+    pseudonymizing run works, named as on the command line. `pseudonymize_answers` None: yes on per-user data
+    (the answers are the user's own conversations), no on data with one pair per user."""
 
-    pseudonymize_answers: bool = False
+    pseudonymize_answers: bool | None = None
     ner_model: str | None = None
+    keep_entities: tuple[str, ...] | None = None
+    pseudonymize_terms: Path | None = None
     private_dir: Path | None = None
 
     @classmethod
     def pop_from(cls, options: dict[str, Any]) -> PrivacyOptions:
         return cls(**{f.name: options.pop(f.name) for f in fields(cls) if f.name in options})
 
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> PrivacyOptions:
+        """From an experiment file's [defaults] (TOML values, named as the options are)."""
+        kept = settings.get("keep_entities")
+        if isinstance(kept, str):
+            kept = [k.strip().upper() for k in kept.split(",") if k.strip()]
+            kept = () if kept == ["NONE"] else tuple(kept)
+        terms, private = settings.get("pseudonymize_terms"), settings.get("private_dir")
+        return cls(
+            pseudonymize_answers=settings.get("pseudonymize_answers"),
+            ner_model=settings.get("ner_model"),
+            keep_entities=tuple(kept) if kept is not None else None,
+            pseudonymize_terms=Path(terms) if terms else None,
+            private_dir=Path(private) if private else None,
+        )
+
     @property
     def store(self) -> PrivateStore:
         return PrivateStore(self.private_dir)
+
+    def settings(self, *, per_user: bool) -> TableSettings:
+        """How the run's pseudonym table is made; refuses a run with no NER pipeline (fail closed) unless
+        `--ner-model none` said names and places may stay."""
+        from prbj.privacy.detect import DEFAULT_KEPT
+        from prbj.privacy.ner import resolve_ner
+        from prbj.privacy.terms import read_terms
+
+        answers = self.pseudonymize_answers if self.pseudonymize_answers is not None else per_user
+        kept = self.keep_entities if self.keep_entities is not None else DEFAULT_KEPT
+        terms = read_terms(self.pseudonymize_terms) if self.pseudonymize_terms is not None else ()
+        return TableSettings(resolve_ner(self.ner_model), tuple(sorted(set(kept))), answers, terms)
+
+    def cache_for(self, shared: GatewayOptions) -> GatewayOptions:
+        """`shared` caching its answers in the private store under a guarded policy: a reply can quote whatever
+        its request held (a profile in clear under local or zero-retention, a question that was not
+        pseudonymized), so it is kept where the run's other texts are. A cache folder the user named
+        (--cache-dir, PRBJ_CACHE_DIR) is used as named."""
+        from prbj.llm.cache import CACHE_ENV
+
+        if not shared.routed.guards or shared.cache_dir is not None or os.environ.get(CACHE_ENV):
+            return shared
+        return replace(shared, cache_dir=self.store.cache_directory())
 
 
 @dataclass(frozen=True)
@@ -66,14 +118,16 @@ class Guard:
             record |= self.pseudonyms.record()
         if self.routing.guards:
             record["texts"] = "private store"
+            record["group_values"] = f"shared by {MIN_GROUP_USERS} users or more"
         return record
 
     def keep_private(
         self, run_id: str, frame: pl.DataFrame, planner: list[dict[str, Any]]
     ) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
         """What the run directory may hold of the judgments and the planner's records. Under any policy but
-        `any` their texts (replies, context blocks, aspects) go to the private store and the run directory keeps
-        pair ids, verdicts and figures; under `any`, both as they are."""
+        `any` their texts (replies, context blocks, error messages, aspects) go to the private store and the
+        run directory keeps pair ids, verdicts, figures and each failure's cause; under `any`, both as they
+        are."""
         if not self.routing.guards:
             return frame, planner
         import polars as pl
@@ -83,10 +137,34 @@ class Guard:
         store.save_texts(run_id, "judgments", frame.select("pair_id", "judge", "context", *present))
         if planner:
             store.save_texts(run_id, "planner", pl.DataFrame(planner))
-        return (
-            frame.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in present),
-            [{**record, "aspects": []} for record in planner],
+        hidden = frame.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in present if c != "error")
+        return public_errors(hidden), [{**record, "aspects": []} for record in planner]
+
+
+def public_error(status: str, cause: str | None, *, where: str = PRIVATE_MESSAGE) -> str:
+    """What went wrong with a judgment, for a guarded run's files: its status in words and the provider's
+    cause, never the message (which may quote the reply it could not read, or the request)."""
+    what = next((meaning for known, meaning in STATUS_MEANING.items() if known == status), status)
+    return f"{what} ({cause}); {where}" if cause else f"{what}; {where}"
+
+
+def public_errors(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with each failure's `error` as public_error says it."""
+    import polars as pl
+
+    if "error" not in frame.columns:
+        return frame
+    cause = "cause" if "cause" in frame.columns else None
+    said = [
+        None if error is None else public_error(str(status), reason)
+        for status, reason, error in zip(
+            frame["status"].to_list(),
+            frame[cause].to_list() if cause else [None] * frame.height,
+            frame["error"].to_list(),
+            strict=True,
         )
+    ]
+    return frame.with_columns(pl.Series("error", said, dtype=pl.String))
 
     def keep_private_personas(self, run_id: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """What the run directory may hold of the synthesized personas (one record per user): a persona is
@@ -107,18 +185,48 @@ def note_line(line: str) -> None:
     print_whole(output_console(stderr=True, highlight=False), f"note: {line}")
 
 
+def is_per_user(pairs: Sequence[Any]) -> bool:
+    """Data whose users have several pairs or more than posts (earlier choices, conversations, a persona):
+    the per-user layout, where the questions and answers are the user's own conversations."""
+    return any(
+        getattr(p, "user_id", p.id) != p.id or getattr(p, "turns", ()) or not p.user_profile.only_posts
+        for p in pairs
+    )
+
+
 def guard_dataset(
     dataset: Dataset, routing: Routing, options: PrivacyOptions, *, note: Callable[[str], None]
 ) -> tuple[Dataset, Guard]:
-    """The dataset a run may show its models, and its guard. Only `pseudonymized` changes the pairs (and loads
-    Presidio); every other policy returns `dataset` itself at the cost of one comparison."""
-    if not routing.pseudonymizes:
+    """The dataset a run may show its models, and its guard. Under `any` the dataset itself, at the cost of one
+    comparison; under every other policy its rare group values merged (MIN_GROUP_USERS), and under
+    `pseudonymized` its texts pseudonymized (Presidio loaded only when its table is not in the store)."""
+    if not routing.guards:
         return dataset, Guard(routing, options)
-    pairs, table = pseudonymize(dataset.pairs, dataset.fingerprint(), options, note=note)
+    pairs: Sequence[Pair] = _common_groups(dataset.pairs)
+    table = None
+    if routing.pseudonymizes:
+        settings = options.settings(per_user=is_per_user(dataset.pairs))
+        pairs, table = pseudonymized(pairs, dataset.fingerprint(), settings, options.store, note=note)
+    if table is None and pairs == dataset.pairs:
+        return dataset, Guard(routing, options)
     # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's, and
     # it is the same benchmark (card, version, history read).
     guarded = replace(dataset, pairs=tuple(pairs), content_hash=dataset.fingerprint())
     return guarded, Guard(routing, options, table)
+
+
+def _common_groups(pairs: Sequence[Pair]) -> Sequence[Pair]:
+    """`pairs` with every group value held by fewer than MIN_GROUP_USERS users as RARE_GROUP."""
+    users: dict[tuple[str, str], set[str]] = {}
+    for pair in pairs:
+        for name, value in pair.groups:
+            users.setdefault((name, value), set()).add(pair.user_id)
+    rare = {group for group, who in users.items() if len(who) < MIN_GROUP_USERS}
+    if not rare:
+        return pairs
+    return tuple(
+        replace(p, groups=tuple((n, RARE_GROUP if (n, v) in rare else v) for n, v in p.groups)) for p in pairs
+    )
 
 
 def guard_lamp(
@@ -127,34 +235,9 @@ def guard_lamp(
     """guard_dataset for the records `prbj build` makes pairs from: the pairs it builds carry the pseudonyms."""
     if not routing.pseudonymizes:
         return lamp, Guard(routing, options)
-    records, table = pseudonymize(lamp.records, lamp.fingerprint(), options, note=note)
+    settings = options.settings(per_user=False)
+    records, table = pseudonymized(lamp.records, lamp.fingerprint(), settings, options.store, note=note)
     return LampSet(lamp.source, tuple(records)), Guard(routing, options, table)
-
-
-def pseudonymize(
-    records: Sequence[R], fingerprint: str, options: PrivacyOptions, *, note: Callable[[str], None]
-) -> tuple[list[R], Pseudonyms]:
-    """`records` with per-user pseudonyms, and their table, saved to the private store."""
-    from prbj.privacy.detect import Detector, describe
-    from prbj.privacy.pseudonyms import Pseudonymizer
-
-    detector = Detector(options.ner_model)
-    rewritten, tables = Pseudonymizer(detector, answers=options.pseudonymize_answers).records(records)
-    counts = Counter(entry.kind for entries in tables.values() for entry in entries)
-    table = Pseudonyms(
-        key=table_key(fingerprint, detector.entities, detector.ner, options.pseudonymize_answers),
-        users={
-            user: Mapping(tuple((e.kind, e.original, e.pseudonym) for e in entries))
-            for user, entries in tables.items()
-        },
-        entities=detector.entities,
-        ner=detector.ner,
-        answers=options.pseudonymize_answers,
-        counts=dict(counts),
-    )
-    options.store.save_pseudonyms(table)
-    note(describe(detector.entities, detector.ner))
-    return rewritten, table
 
 
 @dataclass(frozen=True)

@@ -1,46 +1,37 @@
 """Consistent per-user pseudonyms: each personal entity in one user's texts becomes the same placeholder
-everywhere that user's texts mention it ("my son Tom" → "my son PERSON_1" in every post), so a judge still
-reads "the same person" across posts; another user's PERSON_1 is someone else.
+everywhere that user's texts mention it ("my son Tom" → "my son PERSON_1" in every post, in the profile and in
+the answers alike), so a judge still reads "the same person" across posts; another user's PERSON_1 is someone
+else (prbj.context.swap renumbers a donor's placeholders where a control shows one user another's profile).
 
 How one user's texts are rewritten:
 1. Presidio's analyzer (prbj.privacy.detect) finds entities in each of the user's texts, in a fixed order: the
    profile of every kind as `UserProfile.map_texts` walks it (posts, earlier choices with their prompts and both
    answers, persona, stated facts), then narrative and rubric, then question, answers and conversation turns
-   when they are pseudonymized too (`--pseudonymize-answers`).
-2. Each distinct entity text gets a placeholder in the order first found, numbered per kind: EMAIL_1, PHONE_1,
-   PERSON_1, PERSON_2, ...; the numbering follows from the texts alone, so a rerun sends the same prompts and
-   finds its answers in the cache.
-3. Presidio's anonymizer replaces every whole-word occurrence of those entity texts in all of the user's
-   texts (not only where the analyzer fired: an email its context scoring missed in one post is replaced
-   there too), overlaps resolved by its conflict rules.
+   when they are pseudonymized too (`answers`).
+2. The spellings of one entity are linked (prbj.privacy.entities: emails case-folded, phones by E.164, URLs
+   normalised, "J. Doe" with "Jane Doe"); each entity gets a placeholder in the order first found, numbered per
+   kind: EMAIL_1, PHONE_1, PERSON_1, PERSON_2, ...; the numbering follows from the texts alone, so a rerun sends
+   the same prompts and finds its answers in the cache.
+3. The user's table (every spelling → its placeholder) rewrites all of the user's texts (`Mapping.apply`: every
+   whole-word occurrence of a spelling, not only where the analyzer fired, the longest first). The same
+   function rewrites a rerun's texts from the table kept in the private store, with no analysis at all, and
+   shows the viewer the pairs as they were sent.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cache, partial
-from typing import Any, Protocol, Self, TypeVar
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from prbj.data.schema import RubricAspect, UserProfile
-from prbj.privacy.detect import Detector
+from prbj.privacy.entities import label, link
 
-# The placeholder's stem per Presidio entity type: short words a judge reads as "some email", "some person".
-LABELS = {
-    "EMAIL_ADDRESS": "EMAIL",
-    "PHONE_NUMBER": "PHONE",
-    "URL": "URL",
-    "IP_ADDRESS": "IP",
-    "CREDIT_CARD": "CARD",
-    "IBAN_CODE": "IBAN",
-    "US_BANK_NUMBER": "ACCOUNT",
-    "US_SSN": "SSN",
-    "CRYPTO": "WALLET",
-    "PERSON": "PERSON",
-    "LOCATION": "LOCATION",
-}
+if TYPE_CHECKING:
+    from prbj.privacy.detect import Detector
+    from prbj.privacy.store import Mapping
 
 
 class Record(Protocol):
@@ -65,6 +56,20 @@ R = TypeVar("R", bound=Record)
 # Texts of a record that are the question and answers: pseudonymized only when asked (and the conversation's
 # turns, which `question` renders).
 QUESTION_AND_ANSWERS = ("question", "chosen", "rejected")
+# Of two kinds found on the same span, the one a reader knows best names it (an 11-digit phone number also
+# passes the checksum of an Italian VAT code); other kinds by score.
+PREFERRED = (
+    "EMAIL_ADDRESS",
+    "URL",
+    "PHONE_NUMBER",
+    "CREDIT_CARD",
+    "IBAN_CODE",
+    "US_SSN",
+    "PERSON",
+    "LOCATION",
+    "ORGANIZATION",
+    "STREET_ADDRESS",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,27 +79,6 @@ class Entry:
     pseudonym: str
 
 
-@dataclass
-class UserTable:
-    """One user's pseudonyms, each entity text named once, in the order it was first met."""
-
-    by_original: dict[str, Entry] = field(default_factory=dict)
-    counts: Counter[str] = field(default_factory=Counter)
-
-    def name(self, kind: str, original: str) -> str:
-        known = self.by_original.get(original)
-        if known is not None:
-            return known.pseudonym
-        label = LABELS.get(kind, kind)
-        self.counts[label] += 1
-        entry = Entry(kind, original, f"{label}_{self.counts[label]}")
-        self.by_original[original] = entry
-        return entry.pseudonym
-
-    def entries(self) -> tuple[Entry, ...]:
-        return tuple(self.by_original.values())
-
-
 def user_key(record: Record) -> str:
     """Whose texts a record holds: a pair's `user_id` (on Personalized RewardBench each pair is its own user); a
     record to build pairs from is its own user."""
@@ -102,55 +86,51 @@ def user_key(record: Record) -> str:
     return str(user) if user else record.id
 
 
+def by_user(records: Sequence[R]) -> dict[str, list[R]]:
+    grouped: dict[str, list[R]] = {}
+    for record in records:
+        grouped.setdefault(user_key(record), []).append(record)
+    return grouped
+
+
 class Pseudonymizer:
-    """Rewrites pairs user by user; `answers` pseudonymizes questions and answers too."""
+    """Builds each user's table from what the detector finds; `answers`: questions and answers too."""
 
     def __init__(self, detector: Detector, *, answers: bool = False) -> None:
-        from presidio_anonymizer import AnonymizerEngine
-
         self.detector = detector
         self.answers = answers
-        self._anonymizer: Any = AnonymizerEngine()
         self._found: dict[str, list[tuple[str, str]]] = {}
 
-    def records(self, pairs: Sequence[R]) -> tuple[list[R], dict[str, tuple[Entry, ...]]]:
+    def tables(self, records: Sequence[R]) -> dict[str, tuple[Entry, ...]]:
+        """Per user with something to replace: every spelling of every entity, with its placeholder."""
+        out: dict[str, tuple[Entry, ...]] = {}
+        for user, own in by_user(records).items():
+            found = [
+                hit
+                for record in own
+                for text in texts_of(record, self.answers)
+                for hit in self._entities(text)
+            ]
+            entries: list[Entry] = []
+            numbers: dict[str, int] = {}
+            for entity in link(found):
+                stem = label(entity.kind)
+                numbers[stem] = numbers.get(stem, 0) + 1
+                placeholder = f"{stem}_{numbers[stem]}"
+                entries += [Entry(entity.kind, spelling, placeholder) for spelling in entity.spellings]
+            if entries:
+                out[user] = tuple(entries)
+        return out
+
+    def records(self, records: Sequence[R]) -> tuple[list[R], dict[str, tuple[Entry, ...]]]:
         """The records rewritten, in their order, and each user's table."""
-        by_user: dict[str, list[R]] = {}
-        for pair in pairs:
-            by_user.setdefault(user_key(pair), []).append(pair)
-        tables: dict[str, UserTable] = {}
-        rewritten: dict[str, R] = {}
-        for user, own in by_user.items():
-            table = tables[user] = UserTable()
-            for text in (text for pair in own for text in self._texts(pair)):
-                for kind, original in self._entities(text):
-                    table.name(kind, original)
-            # A user's earlier choices come back in each of their pairs' histories: each text is rewritten once.
-            named = cache(partial(self.text, table))
-            for pair in own:
-                rewritten[pair.id] = rewrite(pair, named, answers=self.answers)
-        return [rewritten[p.id] for p in pairs], {user: t.entries() for user, t in tables.items() if t.counts}
+        from prbj.privacy.store import Mapping
 
-    def text(self, table: UserTable, text: str) -> str:
-        """`text` with every whole-word occurrence of the table's entity texts replaced by its placeholder."""
-        from presidio_anonymizer.entities import OperatorConfig, RecognizerResult
-
-        spans = [
-            RecognizerResult(entry.kind, match.start(), match.end(), 1.0)
-            for entry in table.entries()
-            for match in _whole_word(entry.original).finditer(text)
-        ]
-        if not spans:
-            return text
-        operators = {
-            kind: OperatorConfig("custom", {"lambda": partial(table.name, kind)})
-            for kind in {span.entity_type for span in spans}
+        tables = self.tables(records)
+        mappings = {
+            user: Mapping(tuple((e.kind, e.original, e.pseudonym) for e in t)) for user, t in tables.items()
         }
-        # Adjacent names stay apart ("Tom Ana" is two people), as the table knows them.
-        result = self._anonymizer.anonymize(
-            text, spans, operators=operators, merge_entities_with_spaces=False
-        )
-        return str(result.text)
+        return rewrite_all(records, mappings, answers=self.answers), tables
 
     def _entities(self, text: str) -> list[tuple[str, str]]:
         """(kind, text) of the entities in `text`, in reading order; a text met before is not analysed again."""
@@ -158,7 +138,10 @@ class Pseudonymizer:
         if found is None:
             found = self._found[text] = []
             end = -1
-            for hit in sorted(self.detector.find(text), key=lambda f: (f.start, -(f.end - f.start))):
+            hits = sorted(
+                self.detector.find(text), key=lambda f: (f.start, f.start - f.end, _rank(f.kind), -f.score)
+            )
+            for hit in hits:
                 # A match inside a longer one ("example.com" in an email) is part of it, not an entity of its own.
                 if hit.end <= end:
                     continue
@@ -170,16 +153,35 @@ class Pseudonymizer:
                 end = max(end, hit.end)
         return found
 
-    def _texts(self, record: Record) -> list[str]:
-        """The texts of a record that are pseudonymized, in the order their entities are numbered."""
-        texts: list[str] = []
 
-        def collect(text: str) -> str:
-            texts.append(text)
-            return text
+def _rank(kind: str) -> int:
+    return PREFERRED.index(kind) if kind in PREFERRED else len(PREFERRED)
 
-        rewrite(record, collect, answers=self.answers)
-        return texts
+
+def rewrite_all(records: Sequence[R], mappings: dict[str, Mapping], *, answers: bool) -> list[R]:
+    """`records` with each user's texts rewritten by that user's mapping (users without one as they are)."""
+    rewritten: dict[str, R] = {}
+    for user, own in by_user(records).items():
+        mapping = mappings.get(user)
+        if mapping is None:
+            rewritten.update((r.id, r) for r in own)
+            continue
+        # A user's earlier choices come back in each of their pairs' histories: each text is rewritten once.
+        named = cache(mapping.apply)
+        rewritten.update((r.id, rewrite(r, named, answers=answers)) for r in own)
+    return [rewritten[r.id] for r in records]
+
+
+def texts_of(record: Record, answers: bool) -> list[str]:
+    """The texts of a record that are pseudonymized, in the order their entities are numbered."""
+    texts: list[str] = []
+
+    def collect(text: str) -> str:
+        texts.append(text)
+        return text
+
+    rewrite(record, collect, answers=answers)
+    return texts
 
 
 def rewrite(record: R, transform: Callable[[str], str], *, answers: bool) -> R:
@@ -211,10 +213,5 @@ _WORD = re.compile(r"\w")
 
 
 def _stands_alone(text: str, start: int, end: int) -> bool:
-    """Whether text[start:end] is whole, as _whole_word matches: no word character right before or after it."""
+    """Whether text[start:end] is whole, as Mapping.apply matches: no word character right before or after."""
     return not ((start > 0 and _WORD.match(text[start - 1])) or (end < len(text) and _WORD.match(text[end])))
-
-
-def _whole_word(original: str) -> re.Pattern[str]:
-    """`original` where it stands as a whole: not inside a longer word ("Tom" never matches in "Tomato")."""
-    return re.compile(rf"(?<!\w){re.escape(original)}(?!\w)")

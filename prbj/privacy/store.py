@@ -2,8 +2,10 @@
 
 It holds each pseudonymizing run's pseudonym table (`pseudonyms/<key>.json`: per user, entity kind, original
 text, placeholder) and each guarded run's texts (`runs/<run-id>/*.parquet`: the judges' replies and context
-blocks, the planner's aspects), which the run directory then does not hold: a run directory (reports/, a
-baseline committed to git, a bundle sent to a colleague) carries pair ids and figures, never personal text.
+blocks, error messages, the planner's aspects), which the run directory then does not hold: a run directory
+(reports/, a baseline committed to git, a bundle sent to a colleague) carries pair ids and figures, never
+personal text. Guarded runs cache their answers in its `cache/` folder (unless a cache folder is named), since
+a reply can quote anything its request held.
 
 Where: --private-dir, else $PRBJ_PRIVATE_DIR, else $XDG_DATA_HOME/prbj/private (~/.local/share/prbj/private):
 outside the project tree, the cache and reports/, so none of them can carry it along by accident. Folders are
@@ -13,11 +15,11 @@ of the expected shape or a refusal naming the file; never pickle.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +29,11 @@ if TYPE_CHECKING:
     import polars as pl
 
 STORE_ENV = "PRBJ_PRIVATE_DIR"
-FORMAT = 1
+# Of the pseudonym tables (2: an entry per spelling, several spellings of one entity sharing a placeholder).
+FORMAT = 2
 PSEUDONYMS = "pseudonyms"
 RUNS = "runs"
+CACHE = "cache"
 _OWNER_ONLY_DIR = 0o700
 _OWNER_ONLY_FILE = 0o600
 
@@ -43,18 +47,43 @@ def default_directory() -> Path:
 
 @dataclass(frozen=True)
 class Mapping:
-    """One user's pseudonyms: (kind, original, placeholder) in the order they were named."""
+    """One user's pseudonyms: (kind, spelling, placeholder) in the order they were named; an entity written
+    several ways (prbj.privacy.entities) has an entry per spelling, all with its placeholder."""
 
     entries: tuple[tuple[str, str, str], ...]
 
     def reveal(self, text: str) -> str:
-        """`text` with each placeholder back to the original it stands for."""
-        return _swap(text, {pseudonym: original for _, original, pseudonym in self.entries})
+        """`text` with each placeholder back to the first spelling of what it stands for."""
+        originals: dict[str, str] = {}
+        for _, original, pseudonym in self.entries:
+            originals.setdefault(pseudonym, original)
+        return self._revealing.sub(lambda m: originals[m.group(0)], text) if originals and text else text
 
     def apply(self, text: str) -> str:
-        """`text` (clear) with each original replaced by its placeholder, as the run sent it (whole words,
-        longest first): what the viewer shows without Presidio installed."""
-        return _swap(text, {original: pseudonym for _, original, pseudonym in self.entries})
+        """`text` (clear) with each spelling replaced by its placeholder, as the run sent it: the one rewrite a
+        pseudonymizing run, a rerun from the stored table and the viewer all use."""
+        if not self.entries or not text:
+            return text
+        exact, folded = self._placeholders
+        return self._applying.sub(lambda m: exact.get(m.group(0)) or folded[m.group(0).casefold()], text)
+
+    @cached_property
+    def _placeholders(self) -> tuple[dict[str, str], dict[str, str]]:
+        exact: dict[str, str] = {}
+        folded: dict[str, str] = {}
+        for kind, original, pseudonym in self.entries:
+            exact.setdefault(original, pseudonym)
+            if folds_case(kind, original):
+                folded.setdefault(original.casefold(), pseudonym)
+        return exact, folded
+
+    @cached_property
+    def _applying(self) -> re.Pattern[str]:
+        return _whole_words({original: folds_case(kind, original) for kind, original, _ in self.entries})
+
+    @cached_property
+    def _revealing(self) -> re.Pattern[str]:
+        return _whole_words({pseudonym: False for _, _, pseudonym in self.entries})
 
 
 @dataclass(frozen=True)
@@ -82,12 +111,6 @@ class Pseudonyms:
         }
 
 
-def table_key(fingerprint: str, entities: tuple[str, ...], ner: str | None, answers: bool) -> str:
-    """The table's name: the data and the settings that determine it (no text of it)."""
-    blob = json.dumps([FORMAT, fingerprint, sorted(entities), ner, answers])
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
 class PrivateStore:
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_directory()
@@ -100,6 +123,7 @@ class PrivateStore:
             "entities": list(table.entities),
             "ner": table.ner,
             "answers": table.answers,
+            "counts": table.counts,
             "users": {user: [list(entry) for entry in m.entries] for user, m in table.users.items()},
         }
         return self._write(self.directory / PSEUDONYMS / f"{table.key}.json", json.dumps(body).encode())
@@ -123,6 +147,7 @@ class PrivateStore:
                 entities=tuple(str(e) for e in body["entities"]),
                 ner=body["ner"] if isinstance(body["ner"], str) else None,
                 answers=bool(body["answers"]),
+                counts={str(k): int(v) for k, v in (body.get("counts") or {}).items()},
             )
         except (
             OSError,
@@ -162,14 +187,26 @@ class PrivateStore:
             raise ConfigError(f"run id {run_id!r}: not a run directory name")
         return self.directory / RUNS / run_id / f"{name}.parquet"
 
+    # --- the cache of guarded runs -------------------------------------------------------------------
+    def cache_directory(self) -> Path:
+        """Where a guarded run's answers are cached (prbj.privacy.guard.PrivacyOptions.cache_for): the store's
+        `cache/` folder, owner-only like the rest of it."""
+        folder = self.directory / CACHE
+        self._owner_only(folder)
+        return folder
+
     # --- files --------------------------------------------------------------------------------------
+    def _owner_only(self, folder: Path) -> None:
+        """`folder` and the folders between it and the store made, 0700 whatever the umask."""
+        folder.mkdir(parents=True, exist_ok=True, mode=_OWNER_ONLY_DIR)
+        # mkdir's mode is cut by the umask, and the folders above are made with the default one.
+        above = folder.relative_to(self.directory).parents
+        for each in (folder, *(self.directory / part for part in above)):
+            os.chmod(each, _OWNER_ONLY_DIR)
+
     def _write(self, path: Path, data: bytes) -> Path:
         """Written owner-only (0600 in a 0700 folder, whatever the umask) and atomically."""
-        path.parent.mkdir(parents=True, exist_ok=True, mode=_OWNER_ONLY_DIR)
-        # mkdir's mode is cut by the umask, and the folders above the file's are made with the default one.
-        above = path.parent.relative_to(self.directory).parents
-        for folder in (path.parent, *(self.directory / part for part in above)):
-            os.chmod(folder, _OWNER_ONLY_DIR)
+        self._owner_only(path.parent)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, _OWNER_ONLY_FILE)
         try:
@@ -183,9 +220,20 @@ class PrivateStore:
         return path
 
 
-def _swap(text: str, table: dict[str, str]) -> str:
-    """Every whole-word occurrence of a key of `table` in `text` replaced by its value, longest keys first."""
-    if not table or not text:
-        return text
-    alternatives = "|".join(re.escape(key) for key in sorted(table, key=len, reverse=True))
-    return re.sub(rf"(?<!\w)(?:{alternatives})(?!\w)", lambda m: table[m.group(0)], text)
+# Kinds whose spellings are names: one word of them is matched in its own case only ("Will", "May" and
+# "Reading" are also words); the others (emails, URLs, identifiers, names of two words or more) in any case.
+_NAME_KINDS = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
+
+
+def folds_case(kind: str, spelling: str) -> bool:
+    """Whether `spelling` is replaced whatever its case."""
+    return kind not in _NAME_KINDS or len(spelling.split()) > 1
+
+
+def _whole_words(keys: dict[str, bool]) -> re.Pattern[str]:
+    """A pattern for every key (True: in any case) where it stands whole, the longest key first, so that of
+    two keys at one place the longer one is replaced ("https://x.example/ana-lima" before
+    "https://x.example", which would leave "/ana-lima" in clear)."""
+    ordered = sorted(keys, key=len, reverse=True)
+    alternatives = "|".join(f"(?i:{re.escape(k)})" if keys[k] else re.escape(k) for k in ordered)
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)")

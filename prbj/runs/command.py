@@ -57,6 +57,7 @@ def run_judge_command(
         source_label(dataset, card), public=is_public(dataset, card)
     )
     privacy = PrivacyOptions.pop_from(options)
+    shared = privacy.cache_for(shared)
     on_ray = RayOptions.pop_from(options)
     judging = JudgeOptions.pop_from(options)
     beyond = BeyondOptions.pop_from(options)

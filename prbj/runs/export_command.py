@@ -5,28 +5,73 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 
 from prbj.data.csv_cells import write_frame
 from prbj.data.files import write_json, write_parquet, write_text
-from prbj.errors import DataError
+from prbj.errors import ConfigError, DataError
 from prbj.export.eee import eee_files
 from prbj.export.table import ExportRun
+from prbj.privacy.guard import shown_pairs, with_private_texts
+from prbj.privacy.store import PrivateStore
 from prbj.runs import rundir
 from prbj.runs.run_pairs import read_run_pairs
 
 FORMATS = ("eee", "inspect", "csv", "parquet")
 
 
-def load_export(run_dir: Path, *, include_profiles: bool, dataset: str | None = None) -> ExportRun:
+def load_export(
+    run_dir: Path,
+    *,
+    include_profiles: bool,
+    dataset: str | None = None,
+    include_texts: bool = False,
+    private_dir: Path | None = None,
+) -> ExportRun:
     run = rundir.load_run(run_dir)
     found = read_run_pairs(run.dataset, run.run.get("config"), source=dataset, run_dir=run.run_dir)
-    return ExportRun(run, found.pairs, found.note, include_profiles)
+    export = ExportRun(run, found.pairs, found.note, include_profiles, include_texts)
+    if export.policy == "any" or export.texts_withheld:
+        return export
+    return _as_sent(export, PrivateStore(private_dir))
+
+
+def _as_sent(export: ExportRun, store: PrivateStore) -> ExportRun:
+    """A guarded run whose texts were asked for, with them as its models were sent them: the pairs through its
+    pseudonym table, the replies and context blocks from the private store. Only a pseudonymizing run has
+    such texts; the others sent theirs in clear to models the policy trusted, and export none of it."""
+    run = export.run
+    if export.policy != "pseudonymized":
+        raise ConfigError(
+            f"{run.run_dir}: a run under --personal-data {export.policy} sent its texts in clear to models that "
+            "policy trusts, and an export carries none of them: export it without --include-texts and "
+            "--include-profiles"
+        )
+    shown = shown_pairs(
+        run.run_id, run.run.get("privacy"), export.pairs, reveal=False, private=True, store=store
+    )
+    if export.pairs and not shown.pairs:
+        raise ConfigError(
+            f"{run.run_dir}: {shown.note}: its texts cannot be exported as they were sent (--private-dir names the "
+            "store that holds it)"
+        )
+    judgments = with_private_texts(run.judgments, shown.texts)
+    note = export.pairs_note or (
+        None if shown.texts is not None else "its replies are not in this private store"
+    )
+    return replace(export, run=replace(run, judgments=judgments), pairs=shown.pairs, pairs_note=note)
 
 
 def _notes(export: ExportRun, note: Callable[[str], None]) -> None:
+    if export.texts_withheld:
+        note(
+            f"{export.run.run_id}: a run under --personal-data {export.policy}: no question, answer, reply or "
+            "profile text is exported (--include-texts exports a pseudonymized run's texts as they were sent)"
+        )
+        return
     if export.pairs_note is not None:
         note(f"{export.run.run_id}: {export.pairs_note}; questions and answers are left out (use --dataset)")
     if export.replies_dropped:
@@ -42,6 +87,8 @@ def export_runs(
     fmt: str,
     out: Path,
     include_profiles: bool = False,
+    include_texts: bool = False,
+    private_dir: Path | None = None,
     dataset: str | None = None,
     organization: str = "unknown",
     relationship: str = "third_party",
@@ -52,7 +99,16 @@ def export_runs(
     one .eval log per judge × context in the folder `out`."""
     if fmt not in FORMATS:
         raise DataError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
-    exports = [load_export(Path(d), include_profiles=include_profiles, dataset=dataset) for d in run_dirs]
+    exports = [
+        load_export(
+            Path(d),
+            include_profiles=include_profiles,
+            dataset=dataset,
+            include_texts=include_texts,
+            private_dir=private_dir,
+        )
+        for d in run_dirs
+    ]
     for export in exports:
         _notes(export, note)
     if fmt in ("csv", "parquet"):
