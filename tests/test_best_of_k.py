@@ -361,3 +361,13 @@ def test_any_judge_shown_two_answers_plays_the_tournament() -> None:
     wrong = asyncio.run(judge.judge(PairTask(_pair(["GOOD pick", "BEST pick", "plain", "plainer"]), "none")))
     assert (right.verdict, right.score_chosen, right.score_rejected) == ("chosen", 3.0, 2.0)
     assert (wrong.verdict, wrong.score_chosen, wrong.score_rejected) == ("rejected", 2.0, 3.0)
+
+
+def test_a_privacy_step_rewrites_every_candidate_of_an_item() -> None:
+    """Under `--personal-data pseudonymized` answers are rewritten: a best-of-k item's other candidates too."""
+    from prbj.privacy.pseudonyms import rewrite
+
+    item = _pair(["Ana's pick", "Ana's second", "Ana's third", "Ana's fourth"])
+    rewritten = rewrite(item, lambda text: text.replace("Ana", "PERSON_1"), answers=True)
+    assert all("Ana" not in text for text in rewritten.candidates)
+    assert rewrite(item, lambda text: text.replace("Ana", "PERSON_1"), answers=False).others == item.others
