@@ -10,13 +10,14 @@ Gauss–Hermite quadrature; pair accuracy and user accuracy both estimate it her
 does not depend on their effect).
 
 Per setting and replication: the 95% bootstrap interval of pair accuracy over pairs (prbj.analysis.stats), and
-the cluster bootstrap over users of pair accuracy and of user accuracy (prbj.analysis.clusters); the share of
-replications whose interval holds the truth is printed (nominal 0.95).
+the intervals over users of pair accuracy and of user accuracy that prbj reports (prbj.analysis.clusters.
+accuracy_intervals: Korn–Graubard over users); the share of replications whose interval holds the truth is
+printed (nominal 0.95). bench/small_users.py does the same with few users and unequal ones.
 
 Then two judges with the same accuracy and judge-specific user effects (logit = μ + σ·z_user + τ·w_judge,user),
 so that their disagreements bunch in some users: how often McNemar's test on pairs and Obuchowski's clustered
 test reject at α = 0.05 (nominal 0.05), and how often the paired interval of the difference over pairs and over
-users holds 0.
+users (prbj.analysis.clusters.paired_cluster_interval) holds 0.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 
 from prbj.analysis.clusters import (
     PairedClusters,
-    cluster_intervals,
+    accuracy_intervals,
     clustered_mcnemar,
     paired_cluster_interval,
 )
@@ -74,9 +75,7 @@ def accuracy_coverage(*, sigma: float, users: int, reps: int, seed: int) -> Cove
         correct = rng.binomial(sizes, expit(MU + sigma * rng.standard_normal(users)))
         right = int(correct.sum())
         outcomes = np.r_[np.ones(right), np.zeros(int(sizes.sum()) - right)]
-        found = cluster_intervals(
-            correct, sizes, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
-        )
+        found = accuracy_intervals(correct, sizes, confidence=CONFIDENCE)
         assert found is not None
         hits += [
             _covers(bootstrap_ci(outcomes, seed=rep), truth),
@@ -109,9 +108,7 @@ def paired_errors(*, sigma: float, tau: float, users: int, reps: int, seed: int)
         a, b = first.astype(np.float64), second.astype(np.float64)
         grouped = PairedClusters.from_pairs(a, b, labels)
         plain = mcnemar(int((b > a).sum()), int((a > b).sum()))
-        interval = paired_cluster_interval(
-            grouped, seed=rep, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
-        )
+        interval = paired_cluster_interval(grouped, confidence=CONFIDENCE)
         counts += [
             plain.p_value < 0.05,
             clustered_mcnemar(grouped).p_value < 0.05,

@@ -88,6 +88,10 @@ NOT_HERE: dict[str, tuple[str, int | None]] = {
         2,
     ),
     "--ray ray://": ("a Ray cluster", 2),
+    "prbj judge -p user-head ": (
+        "a reward model the reader installs with pip (tests/test_plugins.py installs one from a real .dist-info)",
+        2,
+    ),
     "--official-repo ../Personalized-RewardBench": ("a clone of the official repository", 2),
 }
 

@@ -537,10 +537,10 @@ def test_the_report_pairs_a_run_with_any_and_one_pseudonymized(tmp_path: Path) -
 
 
 def test_where_users_repeat_the_privacy_cost_is_tested_and_resampled_over_users(tmp_path: Path) -> None:
-    """On the per-user planted sample (8 users, 2 judged pairs each) the test is Obuchowski's clustered McNemar
-    over users, computed here by hand from the judgments: X² = (K−1)/K · (Σ D_k)² / Σ D_k², D_k = the user's
-    pairs lost minus pairs gained."""
-    import math
+    """On the per-user planted sample (8 users, 2 judged pairs each) the test is over users: with under 50 users
+    the exact sign-flip test, computed here by hand from the judgments by listing every sign of the per-user
+    differences D_k = the user's pairs lost minus pairs gained."""
+    import itertools
 
     runs, rows = privacy_runs(
         tmp_path, EXAMPLES / "planted_pii_users.jsonl", "--benchmark", "personal-reward-bench",
@@ -557,9 +557,13 @@ def test_where_users_repeat_the_privacy_cost_is_tested_and_resampled_over_users(
         assert row["users"] == "8" and row["lost / gained"] == f"{len(lost)} / {len(gained)}"
         d = Counter(user_of[p] for p in lost)
         d.subtract(user_of[p] for p in gained)
-        spread = sum(v * v for v in d.values())
-        statistic = 7 / 8 * sum(d.values()) ** 2 / spread if spread else 0.0
-        assert row["p"] == f"{math.erfc(math.sqrt(statistic / 2)):.3f}"
+        values = [v for v in d.values() if v]
+        signs = list(itertools.product((1, -1), repeat=len(values)))
+        observed = abs(sum(values))
+        extreme = sum(
+            abs(sum(s * v for s, v in zip(flip, values, strict=True))) >= observed for flip in signs
+        )
+        assert row["p"] == f"{extreme / len(signs):.3f}"
         flipped += len(lost) + len(gained)
     assert flipped  # pseudonyms moved some verdict here, so the test above is not only the trivial p = 1
     # The guarded run is the same benchmark as the clear one (its card and version, not PRB's).

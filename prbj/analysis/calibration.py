@@ -20,7 +20,10 @@ diagram, on the accuracy–coverage curve, and in AUROC as a right verdict of we
 
 Brier and AUROC have 95% percentile bootstrap intervals over judgments (the project's resample count); the
 resamples are shared by every figure and drawn as counts per judgment, in blocks, so that thousands of
-judgments × many judges take a fraction of a second.
+judgments × many judges take a fraction of a second. Where users repeat (a user with several judgments of the
+judge), every resample draws users with replacement and each judgment counts as often as its user was drawn
+(the judgments of one user go right or wrong together), and the ECE interval's standard errors are taken over
+users (BinGaps).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import polars as pl
 
 from prbj.analysis.confidence import CONFIDENCE, P_CHOSEN, SOURCE
 from prbj.analysis.stats import BOOTSTRAP_RESAMPLES
+from prbj.analysis.user_counts import USER_KEY, user_expr, users_repeat
 
 ECE_BINS = 10
 BIN_EDGES = np.linspace(0.0, 1.0, ECE_BINS + 1)
@@ -271,7 +275,9 @@ class BinGaps:
     spread: float
 
     @staticmethod
-    def of(confidence: np.ndarray, correct: np.ndarray) -> BinGaps:
+    def of(confidence: np.ndarray, correct: np.ndarray, users: np.ndarray | None = None) -> BinGaps:
+        """`users`: each judgment's user (0 … K − 1) when users repeat; the standard errors are then taken over
+        users (never below what independent judgments would give)."""
         bins = bin_of(confidence)
         residual = correct - confidence
         counts = np.bincount(bins, minlength=ECE_BINS).astype(np.float64)
@@ -284,12 +290,14 @@ class BinGaps:
         smoothed = (np.bincount(bins, correct, minlength=ECE_BINS) + 1.0) / (counts + 2.0)
         variance = np.maximum(variance, smoothed * (1.0 - smoothed))
         n = max(confidence.size, 1)
-        return BinGaps(
-            counts / n,
-            gap,
-            np.sqrt(variance / filled),
-            float(np.sqrt(np.mean(residual**2) / n)) if confidence.size else 0.0,
-        )
+        error = np.sqrt(variance / filled)
+        spread = float(np.sqrt(np.mean(residual**2) / n)) if confidence.size else 0.0
+        if users is not None and confidence.size:
+            error = np.maximum(error, _bin_errors_over_users(bins, residual - gap[bins], users, filled))
+            # The upper limit's terms σ_b r_i (BinGaps' docstring), with each bin's sign as observed.
+            signed = np.where(gap[bins] < 0, -residual, residual)
+            spread = max(spread, _mean_error_over_users(signed, users))
+        return BinGaps(counts / n, gap, error, spread)
 
     def shift(self) -> np.ndarray:
         """How far each bin's gap moves to the smallest |d_b| the data allow (see the class docstring)."""
@@ -305,6 +313,30 @@ class BinGaps:
         excess = float(np.quantile(shifted - least, 1.0 - tail + GAP_RISK))
         high = ece + NormalDist().inv_cdf(1.0 - tail) * self.spread
         return max(0.0, ece - excess), min(1.0, high)
+
+
+def _over_users(values: np.ndarray, users: np.ndarray) -> float:
+    """Σ_k (Σ_{i of user k} values_i)² · K / (K − 1), K the users with a value: the cluster-robust sum of
+    squares of centred values (0 for one user)."""
+    sums = np.bincount(users, values)
+    present = np.bincount(users) > 0
+    k = int(present.sum())
+    return float(np.sum(sums[present] ** 2) * k / (k - 1)) if k > 1 else 0.0
+
+
+def _mean_error_over_users(values: np.ndarray, users: np.ndarray) -> float:
+    """The standard error over users of the mean of `values`."""
+    return float(np.sqrt(_over_users(values - values.mean(), users)) / values.size)
+
+
+def _bin_errors_over_users(
+    bins: np.ndarray, centred: np.ndarray, users: np.ndarray, filled: np.ndarray
+) -> np.ndarray:
+    """Per bin, the standard error over users of the bin's mean residual (`centred`: residual minus its bin's
+    gap)."""
+    return np.array(
+        [np.sqrt(_over_users(centred[bins == b], users[bins == b])) / filled[b] for b in range(ECE_BINS)]
+    )
 
 
 class Resamples:
@@ -335,6 +367,17 @@ class Resamples:
             np.ascontiguousarray(counts[start : start + _BLOCK].T, dtype=np.float32)
             for start in range(0, self.resamples, _BLOCK)
         ]
+
+    def over_users(self, users: np.ndarray) -> list[np.ndarray]:
+        """Resampled counts per judgment position when users repeat (`users`: each position's user, 0 … K − 1):
+        each resample draws K users with replacement, and a judgment counts as often as its user was drawn."""
+        k = int(users.max()) + 1
+        rng = np.random.default_rng(self.seed)
+        blocks = []
+        for start in range(0, self.resamples, _BLOCK):
+            drawn = rng.multinomial(k, np.full(k, 1.0 / k), size=min(_BLOCK, self.resamples - start))
+            blocks.append(np.ascontiguousarray(drawn.T[users], dtype=np.float32))
+        return blocks
 
     def _draw(self, n: int) -> Iterator[np.ndarray]:
         rng = np.random.default_rng(self.seed)
@@ -412,14 +455,23 @@ def _curve(confidence: np.ndarray, correct: np.ndarray) -> list[CurvePoint]:
 
 
 def resampled_figures(
-    confidence: np.ndarray, correct: np.ndarray, p_chosen: np.ndarray, resamples: Resamples
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    p_chosen: np.ndarray,
+    resamples: Resamples,
+    users: np.ndarray | None = None,
 ) -> tuple[Draws, Draws, BinGaps]:
-    """The figures of the judgments themselves, of every resample, and the bins' gaps (arrays of float64)."""
+    """The figures of the judgments themselves, of every resample, and the bins' gaps (arrays of float64).
+    `users`: each judgment's user (0 … K − 1) when users repeat: then users are resampled."""
     # The figures themselves in double precision; the resamples in single (exact counts, and ample for an
     # interval's percentiles).
     whole = _Prepared.of(confidence, correct, p_chosen, np.float64).figures(np.ones((confidence.size, 1)))
-    gaps = BinGaps.of(confidence, correct)
+    gaps = BinGaps.of(confidence, correct, users)
     shift = gaps.shift()
+    if users is not None:
+        prepared = _Prepared.of(confidence, correct, p_chosen)
+        blocks = resamples.over_users(users[prepared.order])
+        return whole, Draws.joined([prepared.figures(weights, shift) for weights in blocks]), gaps
     alike, sizes = np.unique(np.c_[confidence, correct, p_chosen], axis=0, return_counts=True)
     if alike.shape[0] * GROUPED_SHARE <= confidence.size:
         grouped = _Prepared.of(alike[:, 0], alike[:, 1], alike[:, 2])
@@ -432,16 +484,26 @@ def resampled_figures(
 
 
 def calibrate(
-    confidence: np.ndarray, correct: np.ndarray, p_chosen: np.ndarray, *, resamples: Resamples
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    p_chosen: np.ndarray,
+    *,
+    resamples: Resamples,
+    users: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Every figure for one judge's judgments (arrays of equal length, at least one judgment). `correct` is 1
-    for a right verdict, 0 for a wrong one and 0.5 for one that took no side (a tie or an inconsistent pair)."""
+    for a right verdict, 0 for a wrong one and 0.5 for one that took no side (a tie or an inconsistent pair).
+    `users`: each judgment's user label when users repeat (the intervals then resample users)."""
     confidence = np.asarray(confidence, dtype=np.float64)
     correct = np.asarray(correct, dtype=np.float64)
     p_chosen = np.asarray(p_chosen, dtype=np.float64)
     if not np.isin(correct, (0.0, NO_SIDE, 1.0)).all():
         raise ValueError("correct must be 0, 0.5 (no side taken) or 1")
-    whole, drawn, gaps = resampled_figures(confidence, correct, p_chosen, resamples)
+    labels = None
+    if users is not None:
+        _, labels = np.unique(np.asarray(users), return_inverse=True)
+        labels = labels.astype(np.int64) if labels.size > np.unique(labels).size else None
+    whole, drawn, gaps = resampled_figures(confidence, correct, p_chosen, resamples, labels)
     ece, brier, auroc = float(whole.ece[0]), float(whole.brier[0]), float(whole.auroc[0])
     assert drawn.shifted is not None
     ece_low, ece_high = gaps.interval(ece, drawn.shifted)
@@ -481,6 +543,7 @@ def calibration(frame: pl.DataFrame, *, seed: int) -> list[CalibrationRow]:
     if CONFIDENCE not in frame.columns:
         return []
     resamples = Resamples(seed)
+    repeat = users_repeat(frame)
     rows = []
     for judge, context in frame.select("judge", "context").unique(maintain_order=True).iter_rows():
         mine = frame.filter(pl.col("judge") == judge, pl.col("context") == context, pl.col("status") == "ok")
@@ -493,6 +556,7 @@ def calibration(frame: pl.DataFrame, *, seed: int) -> list[CalibrationRow]:
             rated.select(scored_correct()).to_series().to_numpy(),
             rated[P_CHOSEN].to_numpy(),
             resamples=resamples,
+            users=rated.select(user_expr(rated))[USER_KEY].to_numpy() if repeat else None,
         )
         rows.append(
             CalibrationRow(

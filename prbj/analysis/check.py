@@ -6,8 +6,12 @@ For every judge × context × subset in the baseline (subset `all` included):
   the test cannot tell the drop from noise;
 - failures: FAIL when the share of judgments that failed (parse or API error, budget skip) exceeds the bound.
 For the run as a whole, FAIL when its spend exceeds the cost bound.
-Where users repeat in the run (a per-user benchmark), the paired test is Obuchowski's clustered McNemar over users
-(prbj.analysis.mcnemar.clustered_test): a user's pairs flip together more often than independent pairs would.
+Where users repeat in the run (a per-user benchmark), the paired test is over users
+(prbj.analysis.mcnemar.clustered_test: Obuchowski's clustered McNemar from 50 users, the exact sign-flip test
+under that): a user's pairs flip together more often than independent pairs would. With too few users for any
+outcome to reach alpha (the sign-flip test needs 6 users with a difference at alpha 0.05), the test cannot tell a
+regression from noise, so it does not decide: a drop beyond the tolerance FAILs on the tolerance alone, and the
+reason says so.
 A baseline group missing from the run, or a baseline made on other data, is a data error (exit 2), not a pass.
 """
 
@@ -149,7 +153,14 @@ def check_group(
             f"{label}: accuracy {_pct(base.accuracy)} → {_pct(current.accuracy)} ({delta:+.1f} pts, "
             f"tolerance {settings.tolerance_points:g}); {test.describe()}"
         )
-        if test.p_value < settings.alpha:
+        if not test.can_reject(settings.alpha):
+            status = "fail"
+            reasons.append(
+                f"{change}: too few users to test (on these {test.clusters} users the smallest p-value the "
+                f"test can give is {test.floor:.3g}, not below alpha {settings.alpha:g}), so the drop beyond "
+                "the tolerance fails on the tolerance alone"
+            )
+        elif test.p_value < settings.alpha:
             status = "fail"
             reasons.append(f"{change} < alpha {settings.alpha:g}")
         else:

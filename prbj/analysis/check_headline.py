@@ -6,7 +6,8 @@ The change in the headline between baseline and run is tested with a sign-flip t
 (prbj.analysis.sign_flip): each user's change on the items both runs counted, summed (pairs, judgments) or as the
 change in their own accuracy (users). The gate is the one of accuracy over pairs (prbj.analysis.check): FAIL when
 the headline dropped by more than the tolerance AND the test says so at alpha, WARN when the test cannot tell the
-drop from noise; the failure-rate bound as there.
+drop from noise, FAIL on the tolerance alone when too few users differ for any outcome to reach alpha; the
+failure-rate bound as there.
 """
 
 from __future__ import annotations
@@ -118,7 +119,15 @@ def check_headline_group(
         change = (
             f"{label}: {name} {_pct(before)} → {_pct(after)} ({delta:+.1f} pts, tolerance {tolerance:g}); "
         )
-        if test.p_value < alpha:
+        if not test.can_reject(alpha):
+            # As for accuracy over pairs (prbj.analysis.check): a test that cannot reject does not decide.
+            status = "fail"
+            reasons.append(
+                f"{change}too few users to test (on these {test.users} users the smallest p-value the sign-flip "
+                f"test can give is {test.floor:.3g}, not below alpha {alpha:g}), so the drop beyond the "
+                "tolerance fails on the tolerance alone"
+            )
+        elif test.p_value < alpha:
             status = "fail"
             reasons.append(f"{change}{test.describe()} < alpha {alpha:g}")
         else:

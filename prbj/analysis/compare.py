@@ -16,10 +16,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prbj.analysis.clusters import PairedClusters, design_effect
+from prbj.analysis.clusters import PairedClusters, design_effect, upper_design_effect
 from prbj.analysis.mcnemar import clustered_test, mcnemar
 from prbj.analysis.paired import paired_ci
-from prbj.analysis.power import ALPHA, POWER, min_detectable_difference, pairs_needed_exact
+from prbj.analysis.power import (
+    ALPHA,
+    POWER,
+    min_detectable_difference,
+    pairs_needed_exact,
+    users_needed,
+)
+from prbj.analysis.stats import BOOTSTRAP_RESAMPLES
 from prbj.analysis.user_counts import users_of_pairs, users_repeat
 
 
@@ -46,10 +53,12 @@ class Comparison:
     # and how much their clustering inflates the variance of the difference (pairs needed grow by it).
     users: int | None = None
     design_effect: float | None = None
+    # The upper 80% of the design effect over user resamples: what `prbj power` plans with.
+    design_effect_upper: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
-        for name in ("users", "design_effect"):
+        for name in ("users", "design_effect", "design_effect_upper"):
             if row[name] is None:
                 del row[name]
         return row
@@ -139,7 +148,7 @@ def compare_pair(
     clustered = grouped if grouped is not None and grouped.repeat else None
     # The second is the baseline of the test: `lost` counts pairs only it got right.
     test = (
-        clustered_test(b, a, users)
+        clustered_test(b, a, users, seed=seed)
         if clustered is not None and users is not None
         else mcnemar(second_only, first_only)
     )
@@ -170,6 +179,11 @@ def compare_pair(
         ),
         users=clustered.count if clustered is not None else None,
         design_effect=inflation,
+        design_effect_upper=(
+            upper_design_effect(clustered, seed=seed, resamples=BOOTSTRAP_RESAMPLES)
+            if clustered is not None
+            else None
+        ),
     )
 
 
@@ -207,9 +221,12 @@ def better_than(comparisons: list[Comparison]) -> dict[str, list[str]]:
 def power_rows(
     comparisons: list[Comparison], *, delta: float, alpha: float = ALPHA, power: float = POWER
 ) -> list[dict[str, Any]]:
-    """For `prbj power`: per pair of entries, pairs needed to detect `delta` and the MDE at the current size."""
-    return [
-        {
+    """For `prbj power`: per pair of entries, pairs needed to detect `delta` and the MDE at the current size;
+    where users repeat, the users needed (prbj.analysis.power.users_needed, at the upper 80% of the design
+    effect over user resamples) and the pairs they bring."""
+    rows = []
+    for c in comparisons:
+        row: dict[str, Any] = {
             "first": c.first,
             "second": c.second,
             "n": c.n,
@@ -218,16 +235,39 @@ def power_rows(
             "delta": delta,
             "pairs_needed": _pairs_needed(c, delta, alpha=alpha, power=power),
             "min_detectable_difference": c.min_detectable_difference,
-            **({"users": c.users, "design_effect": c.design_effect} if c.design_effect is not None else {}),
         }
-        for c in comparisons
-    ]
+        if c.users and c.design_effect is not None:
+            per_user = c.n / c.users
+            upper = c.design_effect_upper if c.design_effect_upper is not None else c.design_effect
+            needed = (
+                users_needed(
+                    c.discordance,
+                    delta,
+                    design_effect=upper,
+                    pairs_per_user=per_user,
+                    alpha=alpha,
+                    power=power,
+                )
+                if c.discordance
+                else None
+            )
+            row |= {
+                "users": c.users,
+                "design_effect": c.design_effect,
+                "design_effect_upper": upper,
+                "pairs_per_user": per_user,
+                "users_needed": needed,
+                # The pairs those users bring, at the run's pairs per user.
+                "pairs_needed": None if needed is None else math.ceil(needed * per_user),
+            }
+        rows.append(row)
+    return rows
 
 
 def _pairs_needed(c: Comparison, delta: float, *, alpha: float, power: float) -> int | None:
-    """Pairs needed to detect `delta` at this discordance, times the design effect where users repeat (each
-    new pair bringing as much as the run's pairs do); None when no number of pairs can."""
+    """Pairs needed to detect `delta` at this discordance, were the pairs independent; None when no number of
+    pairs can."""
     if not c.discordance:
         return None
-    value = pairs_needed_exact(c.discordance, delta, alpha=alpha, power=power) * (c.design_effect or 1.0)
+    value = pairs_needed_exact(c.discordance, delta, alpha=alpha, power=power)
     return None if math.isinf(value) else math.ceil(value)

@@ -32,8 +32,8 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from prbj.analysis.clusters import cluster_intervals
-from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
+from prbj.analysis.clusters import accuracy_intervals
+from prbj.analysis.stats import ALL_SUBSETS, CONFIDENCE, GroupStats
 from prbj.analysis.user_counts import USER_KEY, user_expr
 from prbj.data.card_protocol import COUNTINGS, INTERVALS, ORDERS, PRBJ_RULES, UNITS, Counting, ScoringProtocol
 from prbj.data.status import ABSTAINED
@@ -306,13 +306,10 @@ def _authors_bootstrap(values: np.ndarray, method: str, *, seed: int) -> tuple[f
 def _cluster_interval(
     users: pl.DataFrame, rules: ScoringProtocol, *, seed: int
 ) -> tuple[float | None, float | None]:
-    """prbj's cluster bootstrap over users (prbj.analysis.clusters) on each user's points and possible points."""
-    found = cluster_intervals(
-        users["points"].to_numpy(),
-        users["possible"].to_numpy(),
-        seed=seed,
-        resamples=BOOTSTRAP_RESAMPLES,
-        confidence=CONFIDENCE,
+    """prbj's interval over users (prbj.analysis.clusters.accuracy_intervals, which holds with few users) on each
+    user's points and possible points."""
+    found = accuracy_intervals(
+        users["points"].to_numpy(), users["possible"].to_numpy(), confidence=CONFIDENCE
     )
     if found is None:
         return (None, None)

@@ -8,7 +8,9 @@ statistic with Edwards' continuity correction, which is then close to the exact 
 
 When the items come in clusters (the pairs of one user, on a per-user benchmark) and some cluster holds more than
 one, the discordant items are no longer independent coins: `paired_test` and `clustered_test` then use
-Obuchowski's clustered McNemar test (prbj.analysis.clusters), and say so in the result's method.
+Obuchowski's clustered McNemar test (prbj.analysis.clusters) from SMALL_SAMPLE users, and under that many the
+same statistic against its exact randomization distribution (the sign-flip test, prbj.analysis.sign_flip), where
+the chi-square reference almost never rejects; the result's method says which.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import Literal
 import numpy as np
 
 from prbj.analysis.clusters import PairedClusters, clustered_mcnemar
+from prbj.analysis.sign_flip import sign_flip_test
+from prbj.analysis.small_samples import SMALL_SAMPLE
 
 # The usual rule of thumb: below 25 discordant pairs the chi-square approximation is poor.
 EXACT_BELOW = 25
 
-Method = Literal["exact", "chi2", "clustered"]
+Method = Literal["exact", "chi2", "clustered", "sign-flip"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +41,26 @@ class McNemarResult:
     method: Method
     # The clusters (users) the clustered test resampled; None for the test on independent items.
     clusters: int | None = None
+    # The sign-flip test only: the smallest p-value its users could give (at or above α it cannot reject:
+    # too few users to test), and the random sign vectors drawn when the exact distribution was too large.
+    floor: float | None = None
+    draws: int | None = None
 
     @property
     def discordant(self) -> int:
         return self.lost + self.gained
 
+    def can_reject(self, alpha: float) -> bool:
+        """Whether any outcome of these users could reach p < α (False: too few users to test)."""
+        return self.floor is None or self.floor < alpha
+
     def describe(self) -> str:
+        if self.method == "sign-flip":
+            how = "exact" if self.draws is None else f"{self.draws:,} seeded random sign vectors"
+            return (
+                f"sign-flip test over {self.clusters} users ({how}) p={self.p_value:.3g} "
+                f"({self.lost} lost, {self.gained} gained)"
+            )
         if self.method == "clustered":
             return (
                 f"clustered McNemar (Obuchowski, {self.clusters} users) p={self.p_value:.3g} "
@@ -86,10 +104,12 @@ def mcnemar(lost: int, gained: int, *, exact_below: int = EXACT_BELOW) -> McNema
 
 
 def clustered_test(
-    baseline: np.ndarray, current: np.ndarray, clusters: Sequence[str] | np.ndarray
+    baseline: np.ndarray, current: np.ndarray, clusters: Sequence[str] | np.ndarray, *, seed: int = 0
 ) -> McNemarResult:
-    """McNemar on paired 0/1 outcomes whose items belong to `clusters` (aligned labels): Obuchowski's clustered
-    test when some cluster holds two items or more, else the plain test, whose figures are then exact."""
+    """McNemar on paired 0/1 outcomes whose items belong to `clusters` (aligned labels): when some cluster holds
+    two items or more, Obuchowski's clustered test from SMALL_SAMPLE clusters and the exact sign-flip test under
+    that many (`seed` draws its sign vectors only when the exact distribution is too large); else the plain
+    test, whose figures are then exact."""
     before = np.asarray(baseline, dtype=np.float64)
     after = np.asarray(current, dtype=np.float64)
     lost = int(((before == 1) & (after == 0)).sum())
@@ -97,6 +117,9 @@ def clustered_test(
     grouped = PairedClusters.from_pairs(before, after, np.asarray(clusters))
     if not grouped.repeat:
         return mcnemar(lost, gained)
+    if grouped.count < SMALL_SAMPLE:
+        flip = sign_flip_test(grouped.differences, seed=seed)
+        return McNemarResult(lost, gained, flip.p_value, "sign-flip", grouped.count, flip.floor, flip.draws)
     test = clustered_mcnemar(grouped)
     return McNemarResult(lost, gained, test.p_value, "clustered", test.clusters)
 

@@ -1,6 +1,6 @@
-"""Paired right/wrong outcomes of two judgments of the same pairs: the bootstrap interval of their accuracy
-difference, resampling pairs (so both sides of a pair always travel together), or users with all their pairs
-when users repeat (prbj.analysis.clusters)."""
+"""Paired right/wrong outcomes of two judgments of the same pairs: the interval of their accuracy difference,
+from the bootstrap over pairs (so both sides of a pair always travel together), or over users (t over users
+with the jackknife's standard error, prbj.analysis.clusters) when users repeat."""
 
 from __future__ import annotations
 
@@ -42,10 +42,8 @@ def paired_difference_ci(
 def paired_ci(
     first: np.ndarray, second: np.ndarray, *, seed: int, clusters: PairedClusters | None = None
 ) -> tuple[float, float]:
-    """The interval of mean(first) − mean(second): resampling users (with all their pairs) when `clusters`
-    groups the pairs by user and some user has several, else resampling pairs."""
+    """The interval of mean(first) − mean(second): over users (with all their pairs) when `clusters` groups the
+    pairs by user and some user has several, else resampling pairs."""
     if clusters is not None and clusters.repeat:
-        return paired_cluster_interval(
-            clusters, seed=seed, resamples=BOOTSTRAP_RESAMPLES, confidence=CONFIDENCE
-        )
+        return paired_cluster_interval(clusters, confidence=CONFIDENCE)
     return paired_difference_ci(first, second, seed=seed)

@@ -1,4 +1,5 @@
-"""Where a judge fails: accuracy by slice of the pairs, with 95% bootstrap intervals.
+"""Where a judge fails: accuracy by slice of the pairs, with 95% intervals (over users, with all their pairs,
+when users repeat in the run: prbj.analysis.user_counts.user_figures; over pairs otherwise).
 
 Slices (the names `--slice` takes):
 - `profile-posts`: number of posts in the user's profile, in quantile bins;
@@ -19,7 +20,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from prbj.analysis.stats import bootstrap_ci
+from prbj.analysis.stats import CONFIDENCE, accuracy_interval
+from prbj.analysis.user_counts import user_figures, users_repeat
 from prbj.data.schema import Pair
 
 FEATURE_COLUMNS = {
@@ -113,6 +115,7 @@ def _label(low: float, high: float) -> str:
 def slice_accuracy(frame: pl.DataFrame, kinds: Sequence[str], *, seed: int) -> list[SliceRow]:
     """Rows per judge × context × slice × bin, bins in increasing order (subsets by name)."""
     rows: list[SliceRow] = []
+    repeat = users_repeat(frame)
     for kind in kinds:
         values = _values(frame, kind)
         if values is None:
@@ -131,7 +134,7 @@ def slice_accuracy(frame: pl.DataFrame, kinds: Sequence[str], *, seed: int) -> l
                 part = mine.filter(condition)
                 ok = part.filter(pl.col("status") == "ok")
                 outcomes = ok["correct"].cast(pl.Float64).to_numpy()
-                low, high = bootstrap_ci(outcomes, seed=seed) if ok.height else (None, None)
+                low, high = _interval(part, outcomes, seed=seed, repeat=repeat)
                 rows.append(
                     SliceRow(
                         judge=judge,
@@ -146,3 +149,20 @@ def slice_accuracy(frame: pl.DataFrame, kinds: Sequence[str], *, seed: int) -> l
                     )
                 )
     return rows
+
+
+def _interval(
+    part: pl.DataFrame, outcomes: np.ndarray, *, seed: int, repeat: bool
+) -> tuple[float | None, float | None]:
+    """Pair accuracy's interval for one bin: resampling users with all their pairs in the bin when users repeat
+    in the run (a bin's pairs of one user go right or wrong together), else over pairs."""
+    interval = accuracy_interval(outcomes, seed=seed)
+    if not repeat:
+        return interval
+    figures = user_figures(
+        part,
+        accuracy=float(outcomes.mean()) if outcomes.size else None,
+        pair_interval=interval,
+        confidence=CONFIDENCE,
+    )
+    return figures.ci_low, figures.ci_high

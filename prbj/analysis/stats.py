@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from prbj.analysis.small_samples import SMALL_SAMPLE, clopper_pearson
 from prbj.analysis.user_counts import user_figures, users_repeat
 from prbj.data.status import ABSTAINED
 
@@ -33,6 +34,27 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(low), float(high))
+
+
+def accuracy_interval(
+    outcomes: np.ndarray,
+    *,
+    seed: int,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> tuple[float | None, float | None]:
+    """The interval of accuracy over independent 0/1 outcomes (pairs, each its own user): none under 2 (one
+    outcome has no spread to show); the exact Clopper–Pearson interval at 0%, at 100% (where every resample
+    repeats the same figure) and under SMALL_SAMPLE outcomes (where the percentile bootstrap covers too
+    rarely); the percentile bootstrap otherwise."""
+    values = np.asarray(outcomes, dtype=np.float64)
+    n = int(values.size)
+    if n < 2:
+        return (None, None)
+    right = int(values.sum())
+    if n < SMALL_SAMPLE or right in (0, n):
+        return clopper_pearson(float(right), float(n), confidence)
+    return bootstrap_ci(values, seed=seed, resamples=resamples, confidence=confidence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,19 +208,12 @@ def group_stats(
     correct = int(ok["correct"].sum())
     ties = int(ok["tie"].sum())
     status_counts = dict(frame.group_by("status").len().iter_rows())
-    low, high = (
-        bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
-    )
+    low, high = accuracy_interval(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed)
     picked_longer, lc_accuracy = _length_stats(frame)
     figures = None
     if users:
         figures = user_figures(
-            frame,
-            seed=seed,
-            accuracy=_rate(correct, ok.height),
-            pair_interval=(low, high),
-            resamples=BOOTSTRAP_RESAMPLES,
-            confidence=CONFIDENCE,
+            frame, accuracy=_rate(correct, ok.height), pair_interval=(low, high), confidence=CONFIDENCE
         )
         # Pair accuracy's interval resamples users too.
         low, high = figures.ci_low, figures.ci_high

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import polars as pl
 
-from prbj.analysis.clusters import cluster_intervals
+from prbj.analysis.clusters import accuracy_intervals
 from prbj.data.user_columns import GROUP_PREFIX, USER_ID
 
 # The column user_expr names: who each judgment's user is.
@@ -110,24 +110,18 @@ class UserFigures:
 
 
 def user_figures(
-    frame: pl.DataFrame,
-    *,
-    seed: int,
-    accuracy: float | None,
-    pair_interval: Interval,
-    resamples: int,
-    confidence: float,
+    frame: pl.DataFrame, *, accuracy: float | None, pair_interval: Interval, confidence: float
 ) -> UserFigures:
     """User accuracy and both intervals over users for one group of judgments; `accuracy` and `pair_interval`
-    are the group's pair figures, which are also the user figures when each user has one decided judgment."""
+    are the group's pair figures, which are also the user figures when each user has one decided judgment.
+    Under 2 users with a decided judgment there is no interval (prbj.analysis.clusters.accuracy_intervals)."""
     counts = UserCounts.of(frame)
     if counts.one_each:
         low, high = pair_interval
         return UserFigures(counts.users, counts.users_decided, accuracy, low, high, low, high)
-    found = cluster_intervals(
-        counts.correct, counts.decided, seed=seed, resamples=resamples, confidence=confidence
-    )
-    assert found is not None  # a user has two decided judgments or more
+    found = accuracy_intervals(counts.correct, counts.decided, confidence=confidence)
+    if found is None:
+        return UserFigures(counts.users, counts.users_decided, counts.mean_accuracy(), None, None, None, None)
     return UserFigures(
         counts.users,
         counts.users_decided,

@@ -20,18 +20,23 @@ accuracy alike, seeded like every other interval. When no user repeats, every us
 figures are the pair figures: the same numbers, given once, never resampled twice.
 
 Groups: every `group:<key>` column (a user's age band, a pair's tier, …) gives accuracy per value; a
-`user_seen` column gives seen and unseen users apart. These rows are summary.json's `users` section.
+`user_seen` column gives seen and unseen users apart. These rows are summary.json's `users` section. A row of
+fewer than FEW_USERS users with a decided judgment is marked (`few_users`), and every value is tested against
+the rest of the key's users (prbj.analysis.group_contrasts: a permutation test keeping users' pairs together,
+Holm-adjusted across the key's values), so that groups are compared through a test, not by eye.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from prbj.analysis.stats import BOOTSTRAP_RESAMPLES, CONFIDENCE, bootstrap_ci
+from prbj.analysis.group_contrasts import FEW_USERS, Contrast, contrasts
+from prbj.analysis.stats import CONFIDENCE, accuracy_interval
 from prbj.analysis.user_counts import (
     USER_KEY,
     Interval,
@@ -65,6 +70,14 @@ class UserSlice:
     user_accuracy: float | None
     user_ci_low: float | None
     user_ci_high: float | None
+    # Fewer than FEW_USERS users with a decided judgment: a wide interval, a rank that is noise.
+    few_users: bool = False
+    # The value against the rest of the key's users (group_contrasts): which figure, the difference (value
+    # minus rest), its permutation p-value and Holm's across the key's values; None with a single value.
+    vs_rest_figure: str | None = None
+    vs_rest: float | None = None
+    vs_rest_p: float | None = None
+    vs_rest_p_holm: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,18 +89,9 @@ def slice_figures(
     ok = part.filter(pl.col("status") == "ok")
     correct = int(ok["correct"].sum())
     accuracy = correct / ok.height if ok.height else None
-    interval: Interval = (
-        bootstrap_ci(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed) if ok.height else (None, None)
-    )
+    interval: Interval = accuracy_interval(ok["correct"].cast(pl.Float64).to_numpy(), seed=seed)
     figures = (
-        user_figures(
-            part,
-            seed=seed,
-            accuracy=accuracy,
-            pair_interval=interval,
-            resamples=BOOTSTRAP_RESAMPLES,
-            confidence=CONFIDENCE,
-        )
+        user_figures(part, accuracy=accuracy, pair_interval=interval, confidence=CONFIDENCE)
         if repeat
         else _one_pair_each(part, accuracy, interval)
     )
@@ -106,6 +110,7 @@ def slice_figures(
         user_accuracy=figures.user_accuracy,
         user_ci_low=figures.user_ci_low,
         user_ci_high=figures.user_ci_high,
+        few_users=figures.n_users_decided < FEW_USERS,
     )
 
 
@@ -136,19 +141,45 @@ def group_slices(
         mine = judgments.filter(pl.col("judge") == judge, pl.col("context") == context)
         for column in columns:
             name = column.removeprefix(GROUP_PREFIX)
-            for value, condition in _values(mine, column):
-                rows.append(
-                    slice_figures(
-                        mine.filter(condition),
-                        judge=judge,
-                        context=context,
-                        group=name,
-                        value=value,
-                        seed=seed,
-                        repeat=repeat,
-                    )
+            values = _values(mine, column)
+            tests = _against_the_rest(mine, [condition for _, condition in values], seed=seed)
+            for (value, condition), test in zip(values, tests, strict=True):
+                row = slice_figures(
+                    mine.filter(condition),
+                    judge=judge,
+                    context=context,
+                    group=name,
+                    value=value,
+                    seed=seed,
+                    repeat=repeat,
                 )
+                if test is not None:
+                    row = replace(
+                        row,
+                        vs_rest_figure=test.figure,
+                        vs_rest=test.difference,
+                        vs_rest_p=test.p_value,
+                        vs_rest_p_holm=test.p_holm,
+                    )
+                rows.append(row)
     return rows
+
+
+def _against_the_rest(mine: pl.DataFrame, conditions: list[pl.Expr], *, seed: int) -> list[Contrast | None]:
+    """Each value's contrast with the rest, over the decided judgments with a value."""
+    if len(conditions) < 2:
+        return [None] * len(conditions)
+    # Each judgment's value code (conditions of distinct values never overlap).
+    code = pl.coalesce([pl.when(condition).then(pl.lit(i)) for i, condition in enumerate(conditions)])
+    decided = mine.filter(pl.col("status") == "ok").select(
+        code.alias("_value"), pl.col("correct").fill_null(False).cast(pl.Float64), user_expr(mine)
+    )
+    decided = decided.drop_nulls("_value")
+    if decided.height == 0:
+        return [None] * len(conditions)
+    _, users = np.unique(decided[USER_KEY].to_numpy(), return_inverse=True)
+    found = contrasts(decided["_value"].to_numpy(), decided["correct"].to_numpy(), users, seed=seed)
+    return found + [None] * (len(conditions) - len(found))
 
 
 def users_section(judgments: pl.DataFrame, *, seed: int) -> dict[str, Any] | None:

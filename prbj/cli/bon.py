@@ -10,6 +10,7 @@ import click
 
 from prbj.cli.options import (
     batch_options,
+    batch_size_option,
     concurrency_option,
     context_option,
     dataset_options,
@@ -173,6 +174,7 @@ _bon_dataset_option = click.option(
 @_bon_dataset_option
 @seed_option("Seed of the random RM.")
 @protocol_options
+@batch_size_option
 @gateway_options
 @privacy_options
 @batch_options

@@ -11,6 +11,7 @@ from prbj.cli.beyond_options import beyond_options
 from prbj.cli.confidence_options import confidence_options
 from prbj.cli.options import (
     batch_options,
+    batch_size_option,
     benchmark_options,
     concurrency_option,
     context_option,
@@ -57,6 +58,7 @@ JUDGE_SECTIONS = (
         "Scalar reward models (hf:)",
         ["dtype", "device", "trust_remote_code", "max_length", "batch_tokens", "scalar_input"],
     ),
+    ("Your own reward model (py:, docs/plugins.md)", ["batch_size"]),
     ("Beyond accuracy", ["samples", "temperature", "jury", "slices", "compare"]),
     ("How sure is the judge", ["confidence", "selective", "escalate_to", "escalate_below"]),
     (
@@ -88,6 +90,7 @@ JUDGE_EXAMPLES = (
     "prbj judge -p litellm:openai/Qwen/Qwen3-8B --api-base http://127.0.0.1:8000/v1",
     "prbj judge -p hf:/models/Skywork-Reward-V2-Qwen3-0.6B --dtype bf16 --max-length 4096",
     "prbj judge -p hf-local:./SmolLM2-135M-Instruct.Q4_1.gguf --limit 2",
+    "prbj judge -p py:examples/rms/user_head.py:UserHead --dataset examples/rms/tastes.jsonl",
     "prbj judge -p litellm:openai/Qwen/Qwen3-8B --protocol official --official-repo"
     " ../Personalized-RewardBench",
     "prbj judge -p gemini-3-flash --context profile --context swapped-profile --context none",
@@ -110,7 +113,9 @@ JUDGE_EXAMPLES = (
     metavar="NAME",
     help="Judge to evaluate; repeat for several. Offline: random, length, bm25-profile, embed-profile (all four "
     "when none is given). LLM judges: a profile from `prbj providers` (e.g. gemini-3-flash), "
-    "litellm:<model-id>, or hf-local:<path-or-id> (a Hugging Face causal LM run in-process).",
+    "litellm:<model-id>, or hf-local:<path-or-id> (a Hugging Face causal LM run in-process). Scalar RMs: "
+    "hf:<path-or-hub-id>. Your own reward model: py:FILE.py:NAME, py:package.module:NAME, or the name it was "
+    "installed under (docs/plugins.md).",
 )
 @dataset_options(
     dataset="Pairs to judge: 'sample' (the benchmark's bundled sample), a .jsonl/.json/.parquet file, a folder "
@@ -169,6 +174,7 @@ JUDGE_EXAMPLES = (
 @concurrency_option(fanned_out("Pairs judged"))
 @progress_option
 @scalar_options
+@batch_size_option
 @beyond_options
 @confidence_options
 @ray_options

@@ -214,6 +214,16 @@ def judge_template_options(*, system: str, user: str) -> Callable[[F], F]:
     )
 
 
+batch_size_option = click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Items per call of a reward model written in Python (py:FILE.py:NAME, an installed entry point): its "
+    "score() and prefer() see whole batches of this many (docs/plugins.md).",
+)
+
+
 scalar_options = stacked(
     click.option(
         "--dtype",

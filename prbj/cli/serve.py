@@ -8,6 +8,7 @@ import click
 
 from prbj.cli.options import (
     allow_host_option,
+    batch_size_option,
     concurrency_option,
     context_option,
     gateway_options,
@@ -29,7 +30,8 @@ from prbj.web import SERVE_TOKEN_ENV
     "--provider",
     required=True,
     metavar="NAME",
-    help="Judge that scores answers, as in 'prbj judge' (offline: random, length, bm25-profile, embed-profile).",
+    help="Judge that scores answers, as in 'prbj judge' (offline: random, length, bm25-profile, embed-profile; "
+    "your own reward model: py:FILE.py:NAME).",
 )
 @host_option("a --token is required")
 @click.option(
@@ -63,6 +65,7 @@ from prbj.web import SERVE_TOKEN_ENV
 @planner_option
 @repair_option("the score")
 @protocol_options
+@batch_size_option
 @gateway_options
 @friendly_errors
 def serve(**options: Any) -> None:

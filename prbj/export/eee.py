@@ -156,7 +156,11 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
     }
     headline = headline_of(export.run.summary)
     users_resampled = any(r.user_accuracy is not None for r in export.run.results)
-    method = "percentile bootstrap, " + ("users resampled" if users_resampled else "pairs resampled")
+    method = (
+        "Korn-Graubard over users"
+        if users_resampled
+        else "Clopper-Pearson under 50 pairs, else percentile bootstrap over pairs"
+    )
     out: list[dict[str, Any]] = []
     for row in export.run.results:
         if row.judge != model.judge or row.accuracy is None or not math.isfinite(row.accuracy):
@@ -184,7 +188,7 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
                 users["num_samples"] = row.n_users_decided
             user_interval = _interval(
                 row.user_ci_low, row.user_ci_high,
-                "percentile bootstrap, users resampled",
+                "Korn-Graubard over users",
             )  # fmt: skip
             if user_interval:
                 users["confidence_interval"] = user_interval

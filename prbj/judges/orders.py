@@ -40,6 +40,17 @@ def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
     }
 
 
+def draw_positions(pairs: Sequence[Pair], order: OrderMode, protocol: Protocol, seed: int) -> dict[str, str]:
+    """Where each pair's chosen answer is shown (A or B) under `order`, drawn as `protocol` draws it; none under
+    `both`, where every pair is asked in both orders. Every judge that shows two answers at once draws here
+    (PairwiseJudge, and a Python reward model's `prefer`, which asks its orders in one batch)."""
+    if order == BOTH:
+        return {}
+    if protocol == "official":
+        return official_positions(pairs, seed)
+    return assign_positions([p.id for p in pairs], seed)
+
+
 @dataclass(frozen=True)
 class OrderRead:
     """What one shown order ended in: the letter picked ("A" or "B"), or a failure."""
@@ -130,12 +141,7 @@ class PairwiseJudge(Judge):
         return {**super().describe(), "order": self.order, "order_seed": self.order_seed}
 
     def prepare(self, pairs: Sequence[Pair]) -> None:
-        if self.order == BOTH:
-            self.positions: dict[str, str] = {}  # every pair is shown in both orders: nothing to draw
-        elif self.protocol == "official":
-            self.positions = official_positions(pairs, self.order_seed)
-        else:
-            self.positions = assign_positions([p.id for p in pairs], self.order_seed)
+        self.positions: dict[str, str] = draw_positions(pairs, self.order, self.protocol, self.order_seed)
 
     def orders(self, pair: Pair) -> list[str]:
         """Where the chosen answer stands in each order this pair is shown in."""

@@ -2,6 +2,8 @@
 
 - offline baselines by name (`random`, `length`, `bm25-profile`, `embed-profile`);
 - `hf:<path-or-hub-id>`: a scalar reward model run in-process;
+- `py:FILE.py:NAME`, `py:package.module:NAME`, or the name of an installed entry point of the group
+  `prbj.judges`: a reward model written in Python (prbj.judges.python_rm), one judge per `--context`;
 - LLM judges: `hf-local:<path-or-id>`, `litellm:<model-id>` or a provider profile name (`gemini-3-flash`, see
   `prbj providers`), one judge per `--context` setting.
 
@@ -26,6 +28,7 @@ from prbj.judges.generative import (
     check_template_shows_context,
 )
 from prbj.judges.official import PAIRWISE_SYSTEM, PAIRWISE_USER
+from prbj.judges.python_rm import make_python_judges
 from prbj.judges.scalar import HF_PREFIX, make_scalar_judge
 from prbj.judges.setup import JudgeOptions, make_planner, resolve_provider
 from prbj.llm.gateway import Gateway
@@ -37,6 +40,7 @@ from prbj.llm.providers import (
     retired_profile_message,
 )
 from prbj.llm.setup import GatewayOptions
+from prbj.local.rm_loader import PY_PREFIX, entry_point_source, entry_points
 
 # LLM judges see the ranked profile unless told otherwise: the benchmark is about fitting one user, and a
 # judge without any user context cannot know who that is. `--context none` reproduces the official script.
@@ -71,6 +75,12 @@ def _scalar(
         )
         for context in options.contexts or (DEFAULT_SCALAR_CONTEXT,)
     ]
+
+
+def _python(
+    spec: str, options: JudgeOptions, shared: GatewayOptions, gateway: Gateway, planner: Planner | None
+) -> list[Judge]:
+    return list(make_python_judges(spec, options, gateway, planner))
 
 
 def _llm(
@@ -126,7 +136,12 @@ def _llm(
 
 # Exact names first, then prefixes; a name matching neither is looked up among the provider profiles.
 BY_NAME: dict[str, JudgeFactory] = {name: _baseline for name in BASELINES}
-BY_PREFIX: dict[str, JudgeFactory] = {HF_PREFIX: _scalar, LOCAL_PREFIX: _llm, LITELLM_PREFIX: _llm}
+BY_PREFIX: dict[str, JudgeFactory] = {
+    HF_PREFIX: _scalar,
+    LOCAL_PREFIX: _llm,
+    LITELLM_PREFIX: _llm,
+    PY_PREFIX: _python,
+}
 
 
 def factory_for(spec: str, shared: GatewayOptions) -> JudgeFactory:
@@ -146,11 +161,15 @@ def judge_factory(spec: str, providers_dir: Path | None) -> JudgeFactory:
     retired = retired_profile_message(spec, providers_dir)
     if retired is not None:
         raise ConfigError(retired)
-    near = did_you_mean(spec, [*BASELINES, *profile_names(providers_dir)])
+    # A reward model installed with pip registers its name as an entry point.
+    if entry_point_source(spec) is not None:
+        return _python
+    installed = [ep.name for ep in entry_points()]
+    near = did_you_mean(spec, [*BASELINES, *profile_names(providers_dir), *installed])
     raise ConfigError(
         f"--provider {spec!r}: unknown judge;{near} offline judges are {', '.join(BASELINES)}; LLM judges are the "
         f"profiles listed by `prbj providers`, litellm:<model-id> or hf-local:<path-or-id>; scalar RMs are "
-        f"hf:<path-or-hub-id>"
+        f"hf:<path-or-hub-id>; your own reward model is py:FILE.py:NAME (docs/plugins.md)"
     )
 
 

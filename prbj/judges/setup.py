@@ -27,6 +27,7 @@ from prbj.llm.params import Asked, with_params
 from prbj.llm.providers import LITELLM_TRANSPORT, ProviderSpec
 from prbj.llm.setup import GatewayOptions
 from prbj.local import provider as local_provider
+from prbj.local.rm_runtime import DEFAULT_BATCH_SIZE
 from prbj.prompts import Template, from_file
 
 # What a user template must show, by mode, or the judge would never see that input.
@@ -123,6 +124,8 @@ class JudgeOptions:
     temperature: float | None = None
     # --confidence logprobs (prbj judge): the LLM judges ask for verdict-token log-probabilities.
     logprobs: bool = False
+    # --batch-size: items per call of a reward model written in Python (py:, entry points).
+    batch_size: int = DEFAULT_BATCH_SIZE
 
     @property
     def judge_params(self) -> dict[str, Asked]:

@@ -1,4 +1,5 @@
-"""The disk cache every model call goes through (LLM calls, local RM forward passes, planner outputs).
+"""The disk cache every model call goes through (LLM calls, local RM forward passes, the scores of reward models
+written in Python, planner outputs).
 
 Keys are content hashes of everything that determines an answer (resolved model id, api_base, messages,
 generation params, template hash, sample index, ...) and nothing that does not (concurrency, retry settings,
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -26,7 +28,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -97,6 +99,31 @@ def cache_key(kind: str, **parts: Any) -> str:
     return f"{kind}:{hashlib.sha256(blob.encode()).hexdigest()}"
 
 
+def text_key(kind: str, texts: Sequence[str | None]) -> str:
+    """`cache_key` for a key made of texts alone (a local model's inputs), without a JSON encoding: each text
+    length-prefixed, so no two different lists hash alike. A separate namespace from cache_key's."""
+    return text_keys(kind, texts, [()])[0]
+
+
+def text_keys(
+    kind: str, shared: Sequence[str | None], each: Sequence[Sequence[str | None]]
+) -> tuple[str, ...]:
+    """`text_key(kind, [*shared, *texts])` for each `texts` of `each`, the shared texts hashed once (the items of
+    one request: what the model is shown of the user, then each item's own answers)."""
+    base = hashlib.sha256("\x1f".join([str(CACHE_FORMAT), kind, *_framed(shared)]).encode())
+    keys = []
+    for texts in each:
+        digest = base.copy()
+        if texts:
+            digest.update(("\x1f" + "\x1f".join(_framed(texts))).encode())
+        keys.append(kind + ":" + digest.hexdigest())
+    return tuple(keys)
+
+
+def _framed(texts: Sequence[str | None]) -> list[str]:
+    return ["-" if text is None else f"{len(text)}:{text}" for text in texts]
+
+
 @dataclass(frozen=True, slots=True)
 class CacheStats:
     directory: str
@@ -107,6 +134,15 @@ class CacheStats:
 
 class CorruptEntry(Exception):
     """A stored value or key that is not plain JSON data: refused, never decoded."""
+
+
+# One encoder for every value (json.dumps with options would build one per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _encode(value: Any) -> bytes:
+    """How a value is stored: compact UTF-8 JSON."""
+    return _ENCODER.encode(value).encode()
 
 
 class JSONDisk(diskcache.Disk):
@@ -125,8 +161,7 @@ class JSONDisk(diskcache.Disk):
     def store(self, value: Any, read: bool, key: Any = diskcache.core.UNKNOWN) -> Any:
         if read:
             raise TypeError("JSONDisk stores JSON-able values, not files")
-        blob = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-        return super().store(blob, False, key=key)
+        return super().store(_encode(value), False, key=key)
 
     def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
         if read or mode not in (MODE_RAW, MODE_BINARY):
@@ -146,20 +181,22 @@ class _ReadOnlyStore:
 
     def __init__(self, directory: Path) -> None:
         uri = (directory / _DB_FILE).resolve().as_uri() + "?mode=ro&immutable=1"
-        self._db = sqlite3.connect(uri, uri=True)
+        # Shared by the threads that read (ResponseCache.get_many runs on a local model's worker), one at a time.
+        self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._lock = threading.Lock()
         self._disk = JSONDisk(str(directory))
         self._db.execute("SELECT 1 FROM Cache LIMIT 1").fetchall()  # fails now if the index is unreadable
 
     def get(self, key: str) -> Any:
-        row = self._db.execute(
-            "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1", (key,)
-        ).fetchone()
-        return None if row is None else self._disk.fetch(row[0], row[1], row[2], False)
+        rows = self.select("SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1", (key,))
+        return self._disk.fetch(rows[0][0], rows[0][1], rows[0][2], False) if rows else None
+
+    def select(self, query: str, parameters: Sequence[str]) -> list[Any]:
+        with self._lock:
+            return self._db.execute(query, parameters).fetchall()
 
     def __contains__(self, key: str) -> bool:
-        return (
-            self._db.execute("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone() is not None
-        )
+        return bool(self.select("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)))
 
     def __iter__(self) -> Iterator[str]:
         for key, raw in self._db.execute("SELECT key, raw FROM Cache ORDER BY rowid").fetchall():
@@ -284,6 +321,48 @@ class ResponseCache:
     def __contains__(self, key: str) -> bool:
         with self._failures():
             return key in self._store
+
+    # --- many at once: a batch of a local model's results, looked up and stored in a few statements -------
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The values stored under any of `keys` (absent keys are left out), in one query per _MANY keys rather
+        than one per key. Safe from any thread (each has its own connection to the index)."""
+        found: dict[str, dict[str, Any]] = {}
+        with self._failures():
+            store = self._store
+            for start in range(0, len(keys), _MANY):
+                chunk = list(keys[start : start + _MANY])
+                for key, value in _select_values(store, chunk):
+                    found[key] = _entry(value)["value"]
+        return found
+
+    def store_many_soon(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """`store_soon` for many entries: one statement on the worker thread, in the order asked with the other
+        queued work. A key already stored keeps its first value (an answer is never overwritten)."""
+        if entries:
+            self._soon(self._set_many, list(entries))
+
+    def _set_many(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
+        with self._failures():
+            store = self._store
+            if not isinstance(store, diskcache.Cache):
+                return  # read-only: answers are used, not stored
+            now = time.time()
+            # The entry is {"value": …, "stored_at": now}: encoded as the encoder would, the time stamp once.
+            tail = b',"stored_at":' + _encode(now) + b"}"
+            rows = []
+            for key, value in entries:
+                blob = b'{"value":' + _encode(value) + tail
+                if not isinstance(key, str) or len(blob) >= store._disk.min_file_size:
+                    # Too large for the index (diskcache keeps it in a file), or not a text key: its own path.
+                    store.add(key, {"value": value, "stored_at": now})
+                    continue
+                # What diskcache writes for a text key and a short bytes value (JSONDisk.store's blob, inline).
+                rows.append((key, True, now, None, now, 0, None, 0, MODE_RAW, None, sqlite3.Binary(blob)))
+            # diskcache's own table; its triggers keep the count and size it reports. Many rows per statement:
+            # one trip into SQLite (and one release of the GIL) for all of them, not one per row.
+            for start in range(0, len(rows), _ROWS_PER_INSERT):
+                chunk = rows[start : start + _ROWS_PER_INSERT]
+                store._con.execute(_insert_rows(len(chunk)), [field for row in chunk for field in row])
 
     # --- leases: one process buys an answer, the others sharing the folder wait for it ----------------------
     def claim(self, key: str, holder: str, seconds: float) -> bool:
@@ -539,6 +618,43 @@ def _hand_back(results: list[tuple[asyncio.Future[Any], Any, BaseException | Non
 def _settle_all(results: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
     for future, value, error in results:
         settle(future, value, error)
+
+
+# Keys per query of get_many (SQLite allows 32,766 parameters; fewer keep each statement small).
+_MANY = 500
+# Rows per INSERT of store_many_soon (11 parameters each; SQLite allows 32,766 per statement).
+_ROWS_PER_INSERT = 500
+
+
+@functools.cache
+def _insert_rows(count: int) -> str:
+    """One INSERT of `count` rows into diskcache's table, a key already there kept as it is."""
+    row = "(" + ", ".join("?" * 11) + ")"
+    return (
+        "INSERT OR IGNORE INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, "
+        "mode, filename, value) VALUES " + ", ".join([row] * count)
+    )
+
+
+def _select_values(store: diskcache.Cache | _ReadOnlyStore, keys: list[str]) -> Iterator[tuple[str, Any]]:
+    """(key, decoded entry) for each of `keys` stored in the index (string keys only: prbj writes no other)."""
+    marks = ", ".join("?" * len(keys))
+    query = f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
+    if isinstance(store, _ReadOnlyStore):
+        rows = store.select(query, keys)
+        disk: diskcache.Disk = store._disk
+    else:
+        rows = store._sql(query, keys).fetchall()
+        disk = store._disk
+    for key, mode, filename, value in rows:
+        if filename is None and mode in (MODE_RAW, MODE_BINARY) and isinstance(value, bytes):
+            # An inline value: what JSONDisk.fetch decodes, without its layers (a batch reads thousands).
+            try:
+                yield key, json.loads(value)
+            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                raise CorruptEntry(f"a value is not JSON ({err})") from None
+        else:
+            yield key, disk.fetch(mode, filename, value, False)
 
 
 def _entry(entry: Any) -> dict[str, Any]:

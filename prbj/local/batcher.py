@@ -104,9 +104,14 @@ class MicroBatcher(Generic[I, R]):
     as the result fails that item alone (a prompt too long for the model); an exception the function raises
     fails every item of that batch that has not been emitted yet."""
 
-    def __init__(self, batch_fn: BatchFn, worker: WorkerThread) -> None:
+    def __init__(
+        self, batch_fn: BatchFn, worker: WorkerThread, *, inline: Callable[[], bool] | None = None
+    ) -> None:
         self._batch_fn = batch_fn
         self._worker = worker
+        # Asked before each batch: run it right here on the event loop instead (a model so fast that handing the
+        # batch to the worker thread and the results back would cost more than the batch itself).
+        self._inline = inline
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[tuple[I, asyncio.Future[R]]] = []
         self._drainer: asyncio.Task[None] | None = None
@@ -144,11 +149,29 @@ class MicroBatcher(Generic[I, R]):
         loop = asyncio.get_running_loop()
         futures = [future for _, future in batch]
         stop = threading.Event()
+        if self._inline is not None and self._inline():
+            self._run_here(batch, futures, stop)
+            return
+        # Results emitted since the event loop last took them: handed over in one wake-up of the loop, not one
+        # each (a fast model emits thousands a second; each wake-up is a write to the loop's self-pipe).
+        ready: list[tuple[int, Any]] = []
+        lock = threading.Lock()
+
+        def hand_over() -> None:
+            with lock:
+                taken = ready[:]
+                ready.clear()
+            for index, result in taken:
+                error = result if isinstance(result, BaseException) else None
+                settle(futures[index], None if error else result, error)
 
         def emit(index: int, result: R | BaseException) -> None:
-            error = result if isinstance(result, BaseException) else None
+            with lock:
+                ready.append((index, result))
+                if len(ready) > 1:
+                    return  # a hand-over is already scheduled and will take this one too
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, futures[index], None if error else result, error)
+                loop.call_soon_threadsafe(hand_over)
 
         self.batches_run += 1
         try:
@@ -162,5 +185,30 @@ class MicroBatcher(Generic[I, R]):
             return
         # Emits are queued on the loop before the batch's own completion, so they have all landed by now;
         # an item the batch function forgot must not leave its caller waiting forever.
-        for future in futures:
-            settle(future, None, RuntimeError("batch finished without a result for this item"))
+        hand_over()
+        _forgotten(futures)
+
+    def _run_here(
+        self,
+        batch: list[tuple[I, asyncio.Future[R]]],
+        futures: list[asyncio.Future[R]],
+        stop: threading.Event,
+    ) -> None:
+        def emit(index: int, result: R | BaseException) -> None:
+            error = result if isinstance(result, BaseException) else None
+            settle(futures[index], None if error else result, error)
+
+        self.batches_run += 1
+        try:
+            self._batch_fn([item for item, _ in batch], emit, stop)
+        except Exception as error:
+            for future in futures:
+                settle(future, None, error)
+            return
+        _forgotten(futures)
+
+
+def _forgotten(futures: list[asyncio.Future[Any]]) -> None:
+    """An item the batch function forgot must not leave its caller waiting forever."""
+    for future in futures:
+        settle(future, None, RuntimeError("batch finished without a result for this item"))

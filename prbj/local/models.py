@@ -1,4 +1,5 @@
-"""The in-process models of one run, owned by its gateway: causal-LM generators and scalar reward models.
+"""The in-process models of one run, owned by its gateway: causal-LM generators, scalar reward models, and where
+the reward models written in Python run (prbj.local.rm_runtime).
 
 `local_models(gateway)` registers one `LocalModels` on the gateway as its `local` transport, so that hf-local
 chat requests go through the gateway's one call path (cache, accounting, statuses) and every judge of the run
@@ -23,6 +24,9 @@ from prbj.llm.transport import ChatCall, Completion
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
 from prbj.local.generator import MODEL_PREFIX, LoadError, LocalGenerator, max_new_tokens
 from prbj.local.model_files import ModelSource, locate
+from prbj.local.rm_host import RMHost
+from prbj.local.rm_loader import LoadedRM, RMSource, load
+from prbj.local.rm_runtime import LocalRunner, Runner
 
 if TYPE_CHECKING:
     from prbj.local.scalar_model import Messages, ScalarModel
@@ -121,8 +125,16 @@ class LocalModels:
             found = self._scorers[key] = self._new_scorer(folder, ref, options)
         return found
 
-    # Where the models run: here, in-process. prbj.local.ray_executor overrides these two to run them in
-    # Ray actors instead, behind the same interfaces.
+    def open_python_rm(self, source: RMSource) -> LoadedRM:
+        """A reward model written in Python, instantiated here (one instance per call: per judge)."""
+        return load(source)
+
+    def python_rm_runner(self, loaded: LoadedRM, batch_size: int) -> Runner:
+        """Where its calls run: here, on the runtime's worker thread."""
+        return LocalRunner(RMHost(loaded.instance, loaded.label), batch_size)
+
+    # Where the models run: here, in-process. prbj.local.ray_executor overrides these (and the two above) to run
+    # them in Ray actors instead, behind the same interfaces.
     def _new_generator(self, source: ModelSource) -> LocalGenerator:
         return LocalGenerator(source)
 

@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +35,9 @@ from prbj.local.batcher import Emit
 from prbj.local.generator import Generation, LocalGenerator, _Job
 from prbj.local.model_files import ModelSource
 from prbj.local.models import LOCAL_TRANSPORT, ItemScore, LocalModelError, LocalModels, ScalarOptions, Scorer
+from prbj.local.rm_host import Item, Method, Outcome, RMFailure, RMHost
+from prbj.local.rm_loader import LoadedRM, RMSource, load
+from prbj.local.rm_runtime import Deliver, LocalRunner, Runner
 
 ENV_ADDRESS = "PRBJ_RAY_ADDRESS"
 INSTALL_HINT = "--ray needs Ray: pip install 'prbj[ray]'"
@@ -139,6 +143,19 @@ class ModelActor:
         self._model.score_conversations(conversations, keep)
         return [found[i] for i in range(len(conversations))]
 
+    def python_rm(self, work: list[tuple[Method, Item]]) -> list[Outcome]:
+        """A reward model written in Python: opened here from its source (it must be the driver's: same file
+        hash and version), then every user fitted on first sight and the work scored in batches."""
+        if self._model is None:
+            self._model = _python_rm_host(self.options)
+        outcomes: list[Outcome] = [RMFailure("api_error", "lost", "no outcome")] * len(work)
+
+        def keep(index: int, outcome: Outcome) -> None:
+            outcomes[index] = outcome
+
+        LocalRunner(self._model, self.options["batch_size"]).run(work, keep, threading.Event())
+        return outcomes
+
     def generate(self, requests: list[tuple[list[dict[str, str]], int]]) -> list[Generation | str]:
         if self._model is None:
             self._model = LocalGenerator(ModelSource(self.location, self.gguf_file))
@@ -147,6 +164,23 @@ class ModelActor:
             r if isinstance(r, Generation) else f"{type(r).__name__}: {r}"
             for r in self._model.run_batch(requests)
         ]
+
+
+def _python_rm_host(options: dict[str, Any]) -> RMHost:
+    source = RMSource(*options["source"])
+    loaded = load(source)
+    if loaded.identity() != options["identity"]:
+        raise ConfigError(
+            f"{source.label} on this node is not the driver's (file hash or version differ): install the same code "
+            "on every node"
+        )
+    return RMHost(loaded.instance, loaded.label)
+
+
+def user_route(work: tuple[Method, Item]) -> int:
+    """The actor (modulo their number) a Python reward model's item goes to: always the same for one user, so
+    that each user is fitted once, by the actor that scores them."""
+    return zlib.crc32(work[1].user_id.encode())
 
 
 # --- on the driver ----------------------------------------------------------------------------------------
@@ -165,12 +199,15 @@ class ActorPool:
     """The actors of one model and the dispatch of chunks to them; runs on the model's worker thread."""
 
     label: str
-    kind: str  # "score" or "generate"
+    kind: str  # the actor method: "score", "generate" or "python_rm"
     source: ModelSource
     options: dict[str, Any]
     ray_options: RayOptions
     gpus: float  # per actor; 0: a CPU actor with --cpus-per-model
     say: Callable[[str], None]
+    chunk_items: int = CHUNK_ITEMS
+    # Which actor an item must go to (modulo the actors' number); None: chunks dealt round-robin.
+    route: Callable[[Any], int] | None = None
     actors: list[Any] = field(default_factory=list)
     items_sent: int = 0
     resends: int = 0
@@ -188,10 +225,7 @@ class ActorPool:
             for index in range(len(items)):
                 emit(index, LocalModelError(self.broken))
             return
-        chunks = [
-            _Chunk(list(range(start, min(start + CHUNK_ITEMS, len(items)))), [], actor=n % len(self.actors))
-            for n, start in enumerate(range(0, len(items), CHUNK_ITEMS))
-        ]
+        chunks = self._chunks(items)
         for chunk in chunks:
             chunk.items = [items[i] for i in chunk.indices]
         waiting: dict[Any, _Chunk] = {}
@@ -227,6 +261,22 @@ class ActorPool:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)
 
+    def _chunks(self, items: Sequence[Any]) -> list[_Chunk]:
+        size, actors = self.chunk_items, len(self.actors)
+        if self.route is None:
+            return [
+                _Chunk(list(range(start, min(start + size, len(items)))), [], actor=n % actors)
+                for n, start in enumerate(range(0, len(items), size))
+            ]
+        by_actor: dict[int, list[int]] = {}
+        for index, item in enumerate(items):
+            by_actor.setdefault(self.route(item) % actors, []).append(index)
+        return [
+            _Chunk(indices[start : start + size], [], actor=actor)
+            for actor, indices in sorted(by_actor.items())
+            for start in range(0, len(indices), size)
+        ]
+
     def _send(self, chunk: _Chunk) -> Any:
         chunk.sends += 1
         self.items_sent += len(chunk.items)
@@ -239,6 +289,8 @@ class ActorPool:
             self.say(f"ray: {self.broken}")
 
     def _decode(self, result: Any) -> Any:
+        if self.kind == "python_rm":
+            return result
         if self.kind == "score":
             score, truncated, tokens = result
             return ItemScore(float(score), bool(truncated), int(tokens))
@@ -302,6 +354,22 @@ class RayGenerator(LocalGenerator):
         self.pool.run([(job.messages, job.max_new_tokens) for job in jobs], emit, stop)
 
 
+class RayRunner:
+    """A Python reward model's calls in its Ray actors: each user's items always to the same actor."""
+
+    def __init__(self, pool: ActorPool) -> None:
+        self.pool = pool
+
+    def run(self, work: Sequence[tuple[Method, Item]], deliver: Deliver, stop: threading.Event) -> None:
+        def emit(index: int, result: Any) -> None:
+            if isinstance(result, BaseException):
+                deliver(index, RMFailure("api_error", "cannot run on Ray", str(result)))
+            else:
+                deliver(index, result)
+
+        self.pool.run(work, emit, stop)
+
+
 class RayModels(LocalModels):
     """The gateway's `local` transport when the run has `--ray`: every model it opens runs in Ray actors."""
 
@@ -361,6 +429,22 @@ class RayModels(LocalModels):
         view.device = device
         pool = self._pool(f"hf:{ref}", "score", ModelSource(str(folder)), actor_options, gpus)
         return RayScorer(view, pool)
+
+    def open_python_rm(self, source: RMSource) -> LoadedRM:
+        # A class is not instantiated on the driver (its actors do that); a factory is called to read its version.
+        return load(source, instantiate=False)
+
+    def python_rm_runner(self, loaded: LoadedRM, batch_size: int) -> Runner:
+        source = loaded.source
+        options = {
+            "source": (source.spec, source.kind, source.target, source.attribute),
+            "identity": loaded.identity(),
+            "batch_size": batch_size,
+        }
+        pool = self._pool(loaded.label, "python_rm", ModelSource(source.target), options, self._gpus("auto"))
+        pool.chunk_items = batch_size
+        pool.route = user_route
+        return RayRunner(pool)
 
     def _gpus(self, device: str) -> float:
         """GPUs per reward-model actor: --gpus-per-model, else one when the cluster has any; none for --device

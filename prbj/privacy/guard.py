@@ -140,6 +140,17 @@ class Guard:
         hidden = frame.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in present if c != "error")
         return public_errors(hidden), [{**record, "aspects": []} for record in planner]
 
+    def keep_private_personas(self, run_id: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What the run directory may hold of the synthesized personas (one record per user): a persona is
+        written from the user's own choices, so it is kept where the profile is. Under any policy but `any` the
+        personas go to the private store and the run directory keeps each user's status, without the text."""
+        if not self.routing.guards or not records:
+            return records
+        import polars as pl
+
+        self.options.store.save_texts(run_id, "personas", pl.DataFrame(records).select("user_id", "persona"))
+        return [{**record, "persona": None} for record in records]
+
 
 def public_error(status: str, cause: str | None, *, where: str = PRIVATE_MESSAGE) -> str:
     """What went wrong with a judgment, for a guarded run's files: its status in words and the provider's
@@ -165,17 +176,6 @@ def public_errors(frame: pl.DataFrame) -> pl.DataFrame:
         )
     ]
     return frame.with_columns(pl.Series("error", said, dtype=pl.String))
-
-    def keep_private_personas(self, run_id: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """What the run directory may hold of the synthesized personas (one record per user): a persona is
-        written from the user's own choices, so it is kept where the profile is. Under any policy but `any` the
-        personas go to the private store and the run directory keeps each user's status, without the text."""
-        if not self.routing.guards or not records:
-            return records
-        import polars as pl
-
-        self.options.store.save_texts(run_id, "personas", pl.DataFrame(records).select("user_id", "persona"))
-        return [{**record, "persona": None} for record in records]
 
 
 def note_line(line: str) -> None:

@@ -183,9 +183,10 @@ def comparison_table(rows: Sequence[Comparison]) -> TextTable:
         "difference: accuracy of first − second. MDE: minimum detectable difference at α = 0.05, 80% power, "
         "from the observed discordance (— when no difference is detectable with this many pairs)."
         + (
-            " Users have several pairs here: the interval resamples users with all their pairs, the test is "
-            "Obuchowski's clustered McNemar, and the MDE counts pairs at their effective number (pairs ÷ the "
-            "design effect of the clustering)."
+            " Users have several pairs here: the interval is over users (resampling them with all their pairs;"
+            " under 50 users, t over users, approximate), the test is over users (the exact sign-flip test under"
+            " 50 users, Obuchowski's clustered McNemar from 50) and decides significance, and the MDE counts "
+            "pairs at their effective number (pairs ÷ the design effect of the clustering)."
             if clustered
             else ""
         ),

@@ -212,12 +212,13 @@ class ReportContent:
     @property
     def interval_note(self) -> str:
         """How the report's intervals were drawn, for its footer."""
+        over_pairs = "Clopper–Pearson under 50 pairs and at 0% or 100%, else the percentile bootstrap"
         if self.per_user:
             return (
-                "Accuracy intervals are 95% percentile bootstrap intervals, over users (each user's pairs "
-                "resampled together) where users have several pairs, else over pairs"
+                "Accuracy intervals are 95% intervals, over users where users have several pairs (Korn–Graubard "
+                f"over users, none under 2 users), else over pairs ({over_pairs})"
             )
-        return "Accuracy intervals are 95% percentile bootstrap intervals over pairs"
+        return f"Accuracy intervals are 95% intervals over pairs ({over_pairs})"
 
 
 def _mean(series: pl.Series) -> float | None:

@@ -48,9 +48,9 @@ def privacy_sections(runs: Sequence[RunData]) -> list[Section]:
         "answered, with its 95% bootstrap interval; lost / gained: pairs right with clear text and wrong under "
         "the policy, and the reverse; p: McNemar's test on them (exact below 25 discordant pairs)."
         + (
-            " Users have several pairs here: the interval resamples users with all their pairs and p is "
-            "Obuchowski's clustered McNemar test over users (— in the users column: each user has one pair, "
-            "and pairs are users)."
+            " Users have several pairs here: the interval and p are over users (p: the exact sign-flip test "
+            "under 50 users, Obuchowski's clustered McNemar from 50; — in the users column: each user has one "
+            "pair, and pairs are users)."
             if clustered
             else " Each user has one pair here, so pairs are users."
         ),

@@ -27,7 +27,7 @@ class TextTable:
 # Said once under the leaderboard: what user accuracy is, or that it is pair accuracy here.
 USER_NOTE = (
     "Users: each user's accuracy over their decided pairs, averaged over users (a user with no decided pair is "
-    "left out); where users have several pairs, both intervals resample users with all their pairs."
+    "left out); where users have several pairs, both intervals are over users (none under 2 users)."
 )
 ONE_PAIR_NOTE = "One pair per user here: user accuracy equals pair accuracy."
 

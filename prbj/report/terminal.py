@@ -21,8 +21,7 @@ from prbj.report import fmt
 
 # Said once under the leaderboard: whether user figures are columns of it, or the same as the pair figures.
 USER_CAPTION = (
-    "users = each user's accuracy averaged over users; "
-    "where users have several pairs, intervals resample users"
+    "users = each user's accuracy averaged over users; intervals over users where users have several pairs"
 )
 ONE_PAIR_CAPTION = "one pair per user, so user accuracy = pair accuracy"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from prbj.analysis.group_contrasts import FEW_USERS
 from prbj.analysis.run_data import RunData
 from prbj.analysis.user_counts import group_columns, users_repeat
 from prbj.analysis.users import UserSlice, group_slices
@@ -15,17 +16,23 @@ from prbj.report import fmt
 from prbj.report.layout import Section
 from prbj.report.tables import TextTable
 
+# Marks a group row of fewer than FEW_USERS users.
+FEW_MARK = "†"
+
 _INTRO = (
     "Pairs: accuracy over the decided pairs of the group. Users: each user's accuracy over their decided pairs "
-    "in the group, averaged over its users. Intervals are 95% bootstrap intervals, over users where users have "
-    "several pairs."
+    "in the group, averaged over its users. 95% intervals over users where users have several pairs (none under "
+    "2 users; from effective sizes under 50). vs rest: the value against the rest of the key's users, in user "
+    "accuracy for a property of the user and pair accuracy for a property of the pair, with a permutation "
+    "test that keeps each user's pairs together, Holm-adjusted across the key's values: compare groups "
+    "through it, not by eye."
 )
 
 
 def slice_table(name: str, title: str, rows: Sequence[tuple[str, UserSlice]], *, several: bool) -> TextTable:
     """(run label, row) pairs as a table; the run column only when the report has several runs."""
     headers = ["judge", "context", *(["run"] if several else []), "group", "value", "users", "pairs"]
-    headers += ["pairs % (95% CI)", "users % (95% CI)"]
+    headers += ["pairs % (95% CI)", "users % (95% CI)", "vs rest (pp, Holm p)"]
     return TextTable(
         name,
         title,
@@ -37,16 +44,24 @@ def slice_table(name: str, title: str, rows: Sequence[tuple[str, UserSlice]], *,
                 *([run] if several else []),
                 r.group,
                 r.value,
-                str(r.n_users_decided),
+                f"{r.n_users_decided}{FEW_MARK if r.few_users else ''}",
                 str(r.n_ok),
                 fmt.with_span(r.accuracy, r.ci_low, r.ci_high),
                 fmt.with_span(r.user_accuracy, r.user_ci_low, r.user_ci_high),
+                _versus(r),
             ]
             for run, r in rows
         ],
-        [False, False, *([False] if several else []), False, False, True, True, True, True],
-        "users and pairs: those with at least one decided judgment in the group.",
+        [False, False, *([False] if several else []), False, False, True, True, True, True, True],
+        f"users and pairs: those with at least one decided judgment in the group; {FEW_MARK} fewer than "
+        f"{FEW_USERS} users: too few to rank by eye.",
     )
+
+
+def _versus(row: UserSlice) -> str:
+    if row.vs_rest is None or row.vs_rest_p_holm is None:
+        return fmt.DASH
+    return f"{fmt.points(row.vs_rest)} (p={row.vs_rest_p_holm:.2g})"
 
 
 def user_sections(runs: Sequence[RunData], labels: Sequence[str]) -> list[Section]:

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from prbj.analysis.confidence import CONFIDENCE, with_confidence
 from prbj.analysis.selective import apply_threshold, learn_then_test
+from prbj.analysis.user_counts import USER_KEY, user_expr, users_repeat
 from prbj.display.fit import FittingTable
 from prbj.display.width import output_console
 from prbj.errors import DataError
@@ -25,17 +26,26 @@ from prbj.runs.selective_file import selective_document, write_selective
 PROCEDURE = (
     "Learn-then-Test, fixed-sequence testing from the highest confidence down, starting at the kept count "
     "picked from the confidences alone, exact binomial p-value P(Binomial(kept, target_error) <= errors) <= "
-    "delta; bound: one-sided (1 - delta) Clopper-Pearson upper limit of the kept error. Assumes calibration "
-    "and later pairs are exchangeable."
+    "delta; bound: one-sided (1 - delta) Clopper-Pearson upper limit of the kept error. Where users repeat, "
+    "kept and errors are divided by the design effect 1 + (m - 1) rho (rho: the errors' correlation within "
+    "users) and the pairs split by user. Assumes calibration and later pairs are exchangeable."
 )
 
 
-def calibration_pairs(pair_ids: Sequence[str], share: float, seed: int) -> set[str]:
+def calibration_pairs(
+    pair_ids: Sequence[str], share: float, seed: int, users: Sequence[str] | None = None
+) -> set[str]:
     """The pairs that calibrate (the rest are held out): each pair's own seeded draw, so a pair stays on its
-    side whatever else the run holds."""
+    side whatever else the run holds; with `users` (each pair's user, when users repeat) each user's draw, so
+    that the held-out pairs are of other users than those that calibrated."""
     if share >= 1.0:
         return set(pair_ids)
-    return {p for p in pair_ids if random.Random(f"calibrate:{seed}:{p}").random() < share}
+    keys = users if users is not None else pair_ids
+    return {
+        p
+        for p, key in zip(pair_ids, keys, strict=True)
+        if random.Random(f"calibrate:{seed}:{key}").random() < share
+    }
 
 
 def run_calibrate_command(
@@ -70,9 +80,13 @@ def run_calibrate_command(
         headers += ["held-out pairs", "held-out error % (95% CI)", "consistent with target"]
     for header in headers:
         table.add_column(header, justify="left" if header in ("judge", "context") else "right")
+    repeat = users_repeat(rated)
+    if repeat:
+        rated = rated.with_columns(user_expr(rated))
     for judge, context in rated.select("judge", "context").unique(maintain_order=True).iter_rows():
         mine = rated.filter(pl.col("judge") == judge, pl.col("context") == context)
-        chosen = calibration_pairs(mine["pair_id"].to_list(), split, seed)
+        users = mine[USER_KEY].to_list() if repeat else None
+        chosen = calibration_pairs(mine["pair_id"].to_list(), split, seed, users)
         calibrating = mine.filter(pl.col("pair_id").is_in(sorted(chosen)))
         held_out = mine.filter(~pl.col("pair_id").is_in(sorted(chosen)))
         found = learn_then_test(
@@ -80,6 +94,7 @@ def run_calibrate_command(
             calibrating["correct"].to_numpy(),
             target_error=target_error,
             delta=delta,
+            users=calibrating[USER_KEY].to_numpy() if repeat else None,
         )
         row = [judge, context, str(found.n)]
         if found.threshold is None:
@@ -95,10 +110,23 @@ def run_calibrate_command(
                 {"judge": judge, "context": context, **found.as_dict(), "calibration_pairs": sorted(chosen)}
             )
         if split < 1.0:
-            row += _held_out_cells(held_out, found.threshold, target_error)
+            row += _held_out_cells(held_out, found.threshold, target_error, repeat=repeat)
         table.add_row(*row)
     console = output_console()
     console.print(FittingTable(table, key_columns=2))
+    if repeat:
+        console.print(
+            "users have several pairs here: each threshold was tested on its effective size (kept verdicts and "
+            "errors divided by the design effect 1 + (m - 1) rho, rho the correlation of errors within users), "
+            + ("the pairs split by user, " if split < 1.0 else "")
+            + "and the bound is at that size"
+            + "".join(
+                f"; {t['judge']} · {t['context']}: design effect {t['design_effect']:.2f} (rho "
+                f"{t['correlation']:.2f})"
+                for t in picked
+            ),
+            highlight=False,
+        )
     if not picked:
         console.print(
             f"[bold red]no threshold[/bold red] keeps the error at or below {fmt.percent(target_error)}% with "
@@ -129,7 +157,9 @@ def run_calibrate_command(
     return 0
 
 
-def _held_out_cells(held_out: pl.DataFrame, threshold: float | None, target_error: float) -> list[str]:
+def _held_out_cells(
+    held_out: pl.DataFrame, threshold: float | None, target_error: float, *, repeat: bool
+) -> list[str]:
     if threshold is None or held_out.height == 0:
         return [str(held_out.height), fmt.DASH, fmt.DASH]
     check = apply_threshold(
@@ -137,5 +167,6 @@ def _held_out_cells(held_out: pl.DataFrame, threshold: float | None, target_erro
         held_out["correct"].to_numpy(),
         threshold=threshold,
         target_error=target_error,
+        users=held_out[USER_KEY].to_numpy() if repeat else None,
     )
     return [str(check.n), held_out_error(check.as_dict()), consistent_cell(check.as_dict())]

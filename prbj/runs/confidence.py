@@ -83,14 +83,17 @@ def withhold(
     """Verdicts below each judge's threshold become `abstained` (never a verdict); the figures of each
     threshold, measured on the held-out pairs (those not used to calibrate it)."""
     from prbj.analysis.selective import apply_threshold
+    from prbj.analysis.user_counts import USER_KEY, user_expr, users_repeat
 
     figures: list[dict[str, Any]] = []
     notes: list[str] = []
+    repeat = users_repeat(frame)
     for entry in thresholds.entries:
         mine = (pl.col("judge") == entry.judge) & (pl.col("context") == entry.context)
         rows = frame.filter(mine, pl.col("status") == "ok", pl.col(CONFIDENCE).is_not_null())
         if rows.height == 0:
             continue
+        rows = rows.with_columns(user_expr(rows))
         held_out = rows.filter(~pl.col("pair_id").is_in(sorted(entry.calibration_pairs)))
         applied = apply_threshold(
             rows[CONFIDENCE].to_numpy(),
@@ -104,6 +107,8 @@ def withhold(
                 held_out["correct"].to_numpy(),
                 threshold=entry.threshold,
                 target_error=thresholds.target_error,
+                # A user's held-out verdicts go right or wrong together: the check at their effective size.
+                users=held_out[USER_KEY].to_numpy() if repeat else None,
             )
             if held_out.height
             else None

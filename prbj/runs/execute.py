@@ -167,9 +167,11 @@ async def judge_dataset(
     # Started pair by pair, each pair's judges side by side, so that every judge's provider has work from the
     # start (judge by judge, a second provider would wait for the first's last pairs); returned judge by judge.
     jobs = [_job(pair, judge, swapped, personas) for pair in pairs for judge in judges]
+    # A judge that scores in batches (a Python reward model) needs that many pairs at once to fill them.
+    wanted = max((getattr(judge, "pairs_in_flight", 0) for judge in judges), default=0)
     done = await run_jobs(
         jobs,
-        concurrency=concurrency,
+        concurrency=max(concurrency, wanted),
         show_progress=show_progress,
         meter=judging_meter(gateway),
         admitted=gateway.in_flight_allowed if gateway is not None else None,

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from prbj.analysis.compare import Comparison, compare_runs
 from prbj.analysis.mcnemar import McNemarResult
+from prbj.analysis.power import ALPHA
 from prbj.analysis.privacy_cost import policy_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.user_counts import UserCounts, users_repeat
@@ -328,8 +329,10 @@ def change_line(c: Comparison) -> str:
     users); clustered McNemar (Obuchowski, 40 users) p=0.21 (5 lost, 11 gained)`."""
     unit = f"over {c.users} users" if c.users is not None else "over pairs"
     test = McNemarResult(c.second_only, c.first_only, c.p_value, c.method, c.users)  # type: ignore[arg-type]  # compare_pair wrote a Method
+    # The test decides: with few users the interval is approximate (bench/small_users.py), the test exact.
+    verdict = "significant" if c.p_value < ALPHA else "not significant"
     return (
         f"{c.first}: {fmt.percent_sign(c.accuracy_second)} → {fmt.percent_sign(c.accuracy_first)} on {c.n} pairs "
         f"answered in both: {fmt.points(c.difference)} pts (95% CI {fmt.points(c.ci_low)} to "
-        f"{fmt.points(c.ci_high)}, {unit}); {test.describe()}"
+        f"{fmt.points(c.ci_high)}, {unit}); {test.describe()}: {verdict} at α = {ALPHA:g}"
     )
