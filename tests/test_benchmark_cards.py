@@ -35,7 +35,10 @@ def server() -> Iterator[ProviderServer]:
 
 
 def test_the_shipped_cards() -> None:
-    assert shipped_cards() == ["persona-feedback", "personal-reward-bench", "prb", "prism"]
+    assert shipped_cards() == [
+        "pal-tldr", "persona", "persona-feedback", "personal-llm", "personal-reward-bench", "personamem", "prb",
+        "prism",
+    ]  # fmt: skip
     prism = resolve_card("prism")
     assert (prism.loader, prism.version, prism.profile) == ("prism", "2", ("history", "persona", "facts"))
     # The PRISM authors count two ratings 5 points apart or closer as a tie; no other shipped card has ties.
@@ -43,7 +46,7 @@ def test_the_shipped_cards() -> None:
     assert resolve_card("personal-reward-bench").profile_k == 15
 
 
-@pytest.mark.parametrize("name", ["prb", "personal-reward-bench", "prism", "persona-feedback"])
+@pytest.mark.parametrize("name", shipped_cards())
 def test_a_dry_run_plans_every_shipped_cards_sample(
     name: str, server: ProviderServer, openai_profiles: Path, tmp_path: Path
 ) -> None:
@@ -72,14 +75,20 @@ def test_a_dry_run_plans_every_shipped_cards_sample(
     result = CliRunner(env={"COLUMNS": "300"}).invoke(main, [*args, *shared, *out])
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if line.split()[:1] == ["judge"])
-    # One pairwise call per pair, context and answer order the card's [protocol] asks for, nothing sent.
+    # One pairwise call per pair, context and answer order the card's [protocol] asks for (a best-of-k item: one
+    # per two of its candidates), nothing sent.
     protocol = resolve_card(name).protocol
     orders = 2 if protocol is not None and protocol.order == "both" else 1
-    assert int(row.split()[1]) == 2 * len(data.pairs) * orders and server.count() == 0
+    calls = sum(p.k * (p.k - 1) // 2 for p in data.pairs)
+    assert int(row.split()[1]) == 2 * calls * orders and server.count() == 0
     if name != "prb":
         version = resolve_card(name).version
+        sizes = sorted({p.k for p in data.pairs})
+        items = "pairs" if sizes == [2] else f"items (best of {'/'.join(map(str, sizes))})"
         assert (
-            f"benchmark {name} (version {version}): {len(data.pairs)} pairs of {data.users} users to judge"
+            f"benchmark {name} (version {version}): {len(data.pairs)} {items}"
+            + (" (one per user)" if data.users == len(data.pairs) else f" of {data.users} users")
+            + " to judge"
             in result.output
         )
     assert not (tmp_path / "out").exists()
@@ -112,15 +121,24 @@ def test_prism_ratings_become_pairs_the_higher_score_chosen_and_ties_dropped() -
     assert later.turns[0] == ("user", "Does raising the minimum wage cost jobs?")
     assert later.turns[1][0] == "assistant" and later.turns[1][1].startswith("The evidence is mixed")
     assert later.turns[-1] == ("user", "What about very large increases?")
-    # The last conversation is judged, earlier ones are history; a user with one conversation is not seen.
+    # The last conversation is judged, earlier ones are history; a user with one conversation has none. PRISM says
+    # nothing of which users trained a model: no user is seen or unseen.
     single = [p for p in data.pairs if p.user_id == "user9008"]
-    assert single and all(p.seen is False and not p.history for p in single)
-    assert all(p.seen is True and p.history for p in data.pairs if p.user_id != "user9008")
+    assert single and all(dict(p.groups)["has_history"] == "no" and not p.history for p in single)
+    assert all(
+        dict(p.groups)["has_history"] == "yes" and p.history for p in data.pairs if p.user_id != "user9008"
+    )
+    assert all(p.seen is None for p in data.pairs)
     # The survey gives the persona, the facts and the groups the card names.
     first = by_id["c9102-0-1"]
     assert first.persona.startswith("I value honesty")
     assert ("importance: factual and informative (0-100)", "98") in first.facts
-    assert dict(first.groups) == {"age": "25-34 years old", "gender": "Female", "region": "Northern Europe"}
+    assert dict(first.groups) == {
+        "age": "25-34 years old",
+        "gender": "Female",
+        "region": "Northern Europe",
+        "has_history": "yes",
+    }
 
 
 def _prism_folder(folder: Path, *, started: dict[str, str] | None) -> None:
@@ -195,11 +213,13 @@ def test_persona_feedback_joins_each_persona_by_line_with_tracks_and_tiers() -> 
 
 def test_persona_feedback_row_without_a_persona_names_its_column(tmp_path: Path) -> None:
     (tmp_path / "persona").mkdir()
-    (tmp_path / "persona" / "all.jsonl").write_text('{"Name": "Only one"}\n')
+    (tmp_path / "persona" / "all_personas.jsonl").write_text('{"Name": "Only one"}\n')
     (tmp_path / "data" / "general").mkdir(parents=True)
     row = {"user_id": 2, "question": "q?", "chosen": "a", "reject": "b"}
     (tmp_path / "data" / "general" / "easy.jsonl").write_text(json.dumps(row) + "\n")
-    with pytest.raises(DataError, match=r"easy.jsonl:1: field 'user_id': no persona on line 2"):
+    with pytest.raises(
+        DataError, match=r"easy.jsonl:1: field 'user_id': no persona for user 2 in persona/all_"
+    ):
         load_dataset(str(tmp_path), "persona-feedback")
 
 
@@ -260,8 +280,8 @@ prompt = "message"
         ),
         (("[data]", "[dataset]"), ":5: field 'dataset': unknown field"),
         (
-            ('loader = "per-user"', 'loader = "per-user"\ntie_margin = 5'),
-            ":7: field 'data.tie_margin': only the prism",
+            ('loader = "per-user"', 'loader = "persona-feedback"\ntie_margin = 5'),
+            ":7: field 'data.tie_margin': only the per-user, prism, personal-llm loaders",
         ),
         (
             ('loader = "per-user"', 'loader = "prism"\ntie_margin = -1'),
@@ -288,7 +308,10 @@ def test_an_unknown_benchmark_is_refused_with_the_shipped_names() -> None:
     result = CliRunner().invoke(main, ["judge", "--benchmark", "prizm", "--no-progress"])
     assert result.exit_code == 2
     assert "unknown benchmark; did you mean 'prism'?" in result.output
-    assert "persona-feedback, personal-reward-bench, prb, prism" in result.output
+    assert (
+        "pal-tldr, persona, persona-feedback, personal-llm, personal-reward-bench, personamem, prb, prism"
+        in result.output
+    )
 
 
 def test_the_run_names_its_benchmark_and_its_pairs_read_back_the_same_way(tmp_path: Path) -> None:

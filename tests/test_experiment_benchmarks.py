@@ -125,16 +125,27 @@ def test_the_shipped_benchmarks_study_runs_and_reports_every_benchmark(tmp_path:
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text())
     done = {name for name, record in manifest["stages"].items() if record["state"] == "done"}
-    for benchmark in ("prb", "personal-reward-bench", "prism", "persona-feedback"):
+    shipped = (
+        "prb", "personal-reward-bench", "prism", "persona-feedback", "persona", "personamem", "personal-llm",
+        "pal-tldr",
+    )  # fmt: skip
+    for benchmark in shipped:
         assert f"judge:length@{benchmark}" in done
         (run_dir,) = (out / "judges" / f"length_{benchmark}").iterdir()
         recorded = json.loads((run_dir / "run.json").read_text())["config"]["benchmark"]
         assert recorded["name"] == benchmark
     summary = json.loads((out / "summary.json").read_text())
-    assert [b["name"] for b in summary["experiment"]["benchmarks"]] == [
-        "prb", "personal-reward-bench", "prism", "persona-feedback",
-    ]  # fmt: skip
+    assert [b["name"] for b in summary["experiment"]["benchmarks"]] == list(shipped)
     # The report names each run's benchmark.
     report = (out / "report.md").read_text()
-    for benchmark in ("personal-reward-bench", "prism", "persona-feedback"):
+    for benchmark in shipped[1:]:
         assert report.count(f"| sample ({benchmark}) |") == 3
+    # The table across benchmarks holds every one, with the chance level of each (best of 4 and of 8 beside
+    # the pairs' 50%).
+    table = next(line for line in report.splitlines() if line.startswith("| — | chance (random pick) |"))
+    cells = [cell.strip() for cell in table.split("|")]
+    assert cells.count("50.0") == 6 and cells.count("25.0") == 1 and cells.count("12.5") == 1
+    assert (
+        "Chance level (a judge picking at random; pairs 50%): personamem 25.0% (best of 4); personal-llm"
+        in report
+    )

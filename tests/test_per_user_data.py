@@ -110,7 +110,7 @@ def test_a_per_user_parquet_file_reads_like_its_jsonl(tmp_path: Path) -> None:
 
 BAD_ROWS = [
     ({"prompt": None, "context": None}, "field 'prompt': missing"),
-    ({"split": "holdout"}, "field 'split': expected train, val or test, got 'holdout'"),
+    ({"split": "holdout"}, "field 'split': unknown value 'holdout'; values found that are not train, val or test"),
     ({"chosen": {"role": "user", "content": "x"}}, "field 'chosen.role': an answer is the assistant's turn"),
     ({"rejected": 7}, "field 'rejected': expected a string, got int"),
     ({"user_id": ""}, "field 'user_id': is empty"),

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from prbj.analysis.chance import chance_of
 from prbj.analysis.headline import headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.selection import dataset_key
@@ -37,6 +38,8 @@ class BenchmarkColumn:
     version: str | None
     fingerprint: str
     label: str
+    # What a judge picking at random reaches on its items (1/k each; None: every item is a pair, 50%).
+    chance: float | None = None
 
 
 @dataclass(frozen=True)
@@ -118,15 +121,22 @@ def columns_of(runs: Sequence[RunData]) -> list[BenchmarkColumn]:
     version a run records (a run that records none joins the column of its data), with the fingerprint where
     two columns would otherwise share a label."""
     versions: dict[tuple[str, str], str | None] = {}
+    chances: dict[tuple[str, str], float] = {}
     for run in runs:
         key = _column_key(run)
         if versions.get(key) is None:
             versions[key] = benchmark_name(run)[1]
+        if key not in chances and (chance := chance_of(run.judgments)) is not None:
+            chances[key] = chance.level
     labels = [_label(name, version) for (name, _), version in versions.items()]
     columns = []
     for ((name, fingerprint), version), label in zip(versions.items(), labels, strict=True):
         shown = f"{label} ({fingerprint[:8]})" if labels.count(label) > 1 else label
-        columns.append(BenchmarkColumn(f"{name}@{fingerprint}", name, version, fingerprint, shown))
+        columns.append(
+            BenchmarkColumn(
+                f"{name}@{fingerprint}", name, version, fingerprint, shown, chances.get((name, fingerprint))
+            )
+        )
     return columns
 
 

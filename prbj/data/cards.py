@@ -1,10 +1,14 @@
 """Benchmark cards: what a benchmark is, in one TOML file (docs/benchmarks.md has the full reference).
 
     [benchmark]  name, version, title, paper, source (where the full data lives), license, notes
-    [data]       loader (prb | per-user | prism | persona-feedback), sample (a folder of sample files),
-                 tie_margin (prism: two ratings this many points apart or closer are a tie and make no pair)
-    [columns]    the per-user layout's fields read from other columns: field = "column" (a dotted path reads
-                 inside nested objects: "meta.uid")
+    [data]       loader (prb | per-user | prism | persona-feedback | persona | personamem | personal-llm |
+                 pal-tldr),
+                 sample (a file or folder of sample files beside the card), tie_margin (two scores this many
+                 points apart or closer are a tie: no pair, no clear best), split_map (split values of the
+                 source → train | val | test | drop), items (k-way | pairs: how a record of several answers is
+                 judged; prbj.data.user_items)
+    [columns]    the per-user layout's fields read from other columns: field = "column" (a column path: a dotted
+                 path reads inside nested objects, "meta.uid"; an index inside lists, "responses[2].text")
     [groups]     group name = "column": the user's groups for per-group statistics
     [facts]      fact name = "column": stated preferences and demographics a judge is shown
     [profile]    kinds (posts, history, persona, facts: what the profile holds), k (how many posts or
@@ -12,7 +16,7 @@
     [protocol]   how the benchmark's authors score: order, unit, failures, ties, interval, source, notes
                  (prbj.data.card_protocol)
 
-`--benchmark NAME` names a card shipped with prbj (prb, personal-reward-bench, prism, persona-feedback);
+`--benchmark NAME` names a card shipped with prbj (`prbj.data.cards.shipped_cards`: prb, prism, persona-feedback, ...);
 `--benchmark FILE.toml` reads a user's own card, validated like any input from elsewhere: an unknown key or a value
 of the wrong type is one line naming the file, the line and the field.
 """
@@ -29,16 +33,47 @@ from pathlib import Path
 from typing import Any
 
 from prbj.data.card_protocol import ScoringProtocol, parse_protocol
+from prbj.data.card_sample import user_sample
+from prbj.data.column_paths import PathError, parse_path
 from prbj.data.names import did_you_mean
+from prbj.data.per_user import SPLIT_TARGETS
 from prbj.data.toml_lines import TomlFields, key_lines, read_toml
+from prbj.data.user_items import ITEM_KINDS, ItemKind
 from prbj.errors import ConfigError
 
 PRB = "prb"
-LOADERS = ("prb", "per-user", "prism", "persona-feedback")
+LOADERS = (
+    "prb",
+    "per-user",
+    "prism",
+    "persona-feedback",
+    "persona",
+    "personamem",
+    "personal-llm",
+    "pal-tldr",
+)
+# Loaders that read a score per answer, and so may set a tie margin.
+SCORED_LOADERS = ("per-user", "prism", "personal-llm")
 PROFILE_KINDS = ("posts", "history", "persona", "facts")
 PROFILE_ORDERS = ("similar", "newest")
 # The per-user layout's fields a card may read from other columns (prbj.data.per_user).
-MAPPABLE = ("user_id", "id", "prompt", "context", "chosen", "rejected", "split", "subset", "persona", "seen")
+MAPPABLE = (
+    "user_id",
+    "id",
+    "prompt",
+    "context",
+    "chosen",
+    "rejected",
+    "responses",
+    "preferred",
+    "ranking",
+    "scores",
+    "split",
+    "subset",
+    "persona",
+    "posts",
+    "seen",
+)
 SECTIONS = ("benchmark", "data", "columns", "groups", "facts", "profile", "protocol")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _SHIPPED = "benchmarks"
@@ -60,8 +95,12 @@ class Card:
     profile: tuple[str, ...] = ()
     profile_k: int | None = None
     profile_order: str | None = None
-    # PRISM: ratings within this many points of each other are a tie (no pair); 0 = only equal scores.
+    # Scores within this many points of each other are a tie (no pair, no clear best); 0 = only equal scores.
     tie_margin: float = 0.0
+    # Split values of the source → train, val, test or drop (prbj.data.per_user).
+    split_map: Mapping[str, str] = field(default_factory=dict)
+    # How a record of several answers is judged: one best-of-k item, or pairs (prbj.data.user_items).
+    items: ItemKind = "k-way"
     # The user's card file; None for a card shipped with prbj.
     path: Path | None = None
     # The sample's folder: shipped with prbj, or beside a user's card.
@@ -135,7 +174,7 @@ def parse_card(
     for key in ("title", "paper", "source", "license", "notes"):
         fields.string(about, key, "benchmark")
     data = fields.table(doc, "data", "data")
-    fields.keys(data, "data", ("loader", "sample", "tie_margin"))
+    fields.keys(data, "data", ("loader", "sample", "tie_margin", "split_map", "items"))
     loader = str(fields.string(data, "loader", "data", required=True))
     if loader not in LOADERS:
         raise fields.error(
@@ -143,12 +182,17 @@ def parse_card(
             f"unknown loader {loader!r};{did_you_mean(loader, LOADERS)} expected one of {', '.join(LOADERS)}",
         )
     tie_margin = fields.number(data, "tie_margin", "data")
-    if tie_margin is not None and loader != "prism":
+    if tie_margin is not None and loader not in SCORED_LOADERS:
         raise fields.error(
-            "data.tie_margin", f"only the prism loader rates answers; the {loader} loader has no ties"
+            "data.tie_margin",
+            f"only the {', '.join(SCORED_LOADERS)} loaders read scores; the {loader} loader has no ties",
         )
+    items = fields.string(data, "items", "data") or "k-way"
+    if items not in ITEM_KINDS:
+        raise fields.error("data.items", f"expected one of {', '.join(ITEM_KINDS)}, got {items!r}")
+    split_map = _split_map(fields, data)
     if user_file:
-        sample = _user_sample(fields, data, path)
+        sample = user_sample(fields, data, path)
     columns = _mapping(fields, doc, "columns")
     fields.keys(columns, "columns", MAPPABLE)
     profile = fields.table(doc, "profile", "profile")
@@ -182,6 +226,8 @@ def parse_card(
         profile_k=fields.integer(profile, "k", "profile", minimum=1),
         profile_order=order,
         tie_margin=tie_margin or 0.0,
+        split_map=split_map,
+        items=items,  # type: ignore[arg-type]  # checked against ITEM_KINDS above
         path=path if user_file else None,
         sample=sample,
         digest=hashlib.sha256(text.encode()).hexdigest(),
@@ -199,19 +245,24 @@ def _loads(path: Path, text: str) -> dict[str, Any]:
 
 
 def _mapping(fields: TomlFields, doc: Mapping[str, Any], section: str) -> dict[str, str]:
-    """A table of name = "column" strings."""
+    """A table of name = "column" strings, each a column path (prbj.data.column_paths)."""
     table = fields.table(doc, section, section)
     for key, value in table.items():
         if not isinstance(value, str) or not value.strip():
             raise fields.error(f"{section}.{key}", f"expected a column name (a string), got {value!r}")
+        try:
+            parse_path(value.strip())
+        except PathError as err:
+            raise fields.error(f"{section}.{key}", str(err)) from None
     return {key: value.strip() for key, value in table.items()}
 
 
-def _user_sample(fields: TomlFields, data: Mapping[str, Any], path: Path) -> Traversable | None:
-    value = fields.string(data, "sample", "data")
-    if value is None:
-        return None
-    folder = (path.parent / value).resolve()
-    if not folder.exists():
-        raise fields.error("data.sample", f"{value}: no such file or folder (relative to the card)")
-    return folder
+def _split_map(fields: TomlFields, data: Mapping[str, Any]) -> dict[str, str]:
+    """[data] split_map: the source's split values, each to train, val, test or drop."""
+    table = fields.table(data, "split_map", "data.split_map")
+    for key, value in table.items():
+        if value not in SPLIT_TARGETS:
+            raise fields.error(
+                f"data.split_map.{key}", f"expected one of {', '.join(SPLIT_TARGETS)}, got {value!r}"
+            )
+    return dict(table)

@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from prbj.data.files import json_problem
+from prbj.data.json_limits import deep_field, loads
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
 from prbj.data.validate import Location
 from prbj.errors import DataError
 
+_TOO_DEEP = "nested too deeply (objects and lists inside one another, hundreds of levels down)"
 DATA_SUFFIXES = frozenset({".jsonl", ".json", ".parquet"})
+# A card's loader may read CSV files too (PersonaMem publishes its questions so); a dataset read without a card
+# never takes them.
+CARD_SUFFIXES = DATA_SUFFIXES | {".csv"}
 
 
 @dataclass(frozen=True)
@@ -106,9 +111,10 @@ def _fields_hash(pairs: Sequence[Pair]) -> str:
             or pair.groups
             or pair.seen is not None
             or not pair.user_profile.only_posts
+            or pair.others
         ):
             # Users beyond Personalized RewardBench's one pair each (whose fingerprints stay what they were).
-            parts += [pair.user_id, repr(pair.groups), repr(pair.seen), repr(pair.turns)]
+            parts += [pair.user_id, repr(pair.groups), repr(pair.seen), repr(pair.turns), *pair.others]
             parts += pair.user_profile.texts()
         parts.append(str(len(pair.profile)))
         for post in pair.profile:
@@ -133,9 +139,11 @@ def match_subset(name: str, available: Sequence[str], *, within: str = "this dat
     raise DataError(f"--subset {name!r}: not in {within};{near} available: {', '.join(available)}")
 
 
-def folder_files(folder: Path) -> list[Path]:
-    """Every data file of a folder (.jsonl, .json, .parquet), in name order, at any depth."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES)
+def folder_files(folder: Path, *, with_csv: bool = False) -> list[Path]:
+    """Every data file of a folder (.jsonl, .json, .parquet; and .csv for a card's loader), in name order, at any
+    depth."""
+    suffixes = CARD_SUFFIXES if with_csv else DATA_SUFFIXES
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in suffixes)
     if not files:
         raise DataError(f"--dataset {folder}: no .jsonl, .json or .parquet files in this folder")
     return files
@@ -164,7 +172,7 @@ class Blob:
 def file_blobs(files: Sequence[Path]) -> list[Blob]:
     blobs = []
     for path in files:
-        if path.suffix not in DATA_SUFFIXES:
+        if path.suffix not in CARD_SUFFIXES:
             raise DataError(f"{path}: unsupported file type {path.suffix!r} (use .jsonl, .json or .parquet)")
         try:
             blobs.append(Blob(str(path), path.read_bytes()))
@@ -195,6 +203,8 @@ def blob_records(blob: Blob) -> Iterator[tuple[Location, Any]]:
         return _parquet_records(Path(blob.name), blob.data)
     if blob.suffix == ".json":
         return _json_records(Path(blob.name), blob.data)
+    if blob.suffix == ".csv":
+        return _csv_records(Path(blob.name), blob.data)
     return jsonl_records(blob.name, blob.data)
 
 
@@ -210,7 +220,12 @@ def records_from_files(files: Sequence[Path], digest: Any = None) -> Iterator[tu
 
 
 def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    return lines_records(source, enumerate(data.split(b"\n"), start=1))
+
+
+def lines_records(source: str, lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[Location, Any]]:
+    """The records of a JSONL file's (line number, bytes) lines; a line that is not one names its place."""
+    for number, raw in lines:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as err:
@@ -220,9 +235,11 @@ def jsonl_records(source: str, data: bytes) -> Iterator[tuple[Location, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line)
         except json.JSONDecodeError as err:
             raise DataError(f"{source}:{number}: bad JSON: {json_problem(err, with_line=False)}") from None
+        except RecursionError:
+            raise DataError(f"{source}:{number}: field '{deep_field(line)}': {_TOO_DEEP}") from None
         yield Location(source, number), record
 
 
@@ -233,13 +250,30 @@ def _json_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
         line = data[: err.start].count(b"\n") + 1
         raise DataError(f"{path}:{line}: not valid UTF-8") from None
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as err:
         raise DataError(f"{path}:{err.lineno}: bad JSON: {json_problem(err, with_line=False)}") from None
+    except RecursionError:
+        raise DataError(f"{path}: {_TOO_DEEP}") from None
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a JSON array of records, got {type(data).__name__}")
     for index, record in enumerate(data, start=1):
         yield Location(str(path), index, "record"), record
+
+
+def _csv_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:
+    """A CSV file's rows, every cell a string (its header names the columns); row n is line n + 1 of the file
+    when no cell spans lines."""
+    import io
+
+    import polars as pl
+
+    try:
+        frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
+    except Exception as err:  # polars raises several types for unreadable files
+        raise DataError(f"{path}: not a readable CSV file ({type(err).__name__}: {err})") from None
+    for index, record in enumerate(frame.iter_rows(named=True), start=1):
+        yield Location(str(path), index, "row"), record
 
 
 def _parquet_records(path: Path, data: bytes) -> Iterator[tuple[Location, Any]]:

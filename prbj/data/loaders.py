@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from prbj.data.benchmark_loaders import read_with_card, sample_blobs
+from prbj.data.benchmark_loaders import card_file_blobs, read_with_card, sample_blobs
 from prbj.data.cards import PRB, Card, resolve_card, shipped_cards
 from prbj.data.dataset import (
     Blob,
@@ -31,7 +31,8 @@ from prbj.data.dataset import (
     match_subset,
     records_from_files,
 )
-from prbj.data.per_user import is_per_user, validate_user_records
+from prbj.data.per_user import validate_user_records
+from prbj.data.streaming import names_its_users, streamed_records
 from prbj.data.typed_records import typed_pairs
 from prbj.data.validate import Location, validate_records
 from prbj.errors import DataError
@@ -96,7 +97,7 @@ def load_dataset(spec: str | None = None, benchmark: str | Card | None = None) -
             raise DataError(
                 f"--benchmark {card.name}: its card names no sample; give the data with --dataset"
             )
-        return read_with_card(card, SAMPLE, sample_blobs(card.sample, f"{card.name}/sample"))
+        return read_with_card(card, SAMPLE, *sample_blobs(card))
     if spec.startswith(HF_PREFIX):
         return _load_hf(spec[len(HF_PREFIX) :], card)
     path = Path(spec)
@@ -109,14 +110,18 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
     """A file or folder: by the card's loader (every file), else by the layout its first record has (the
     per-user layout reads every split of a hub folder, since train and val rows are the users' histories)."""
     if path.is_dir():
-        files = [f for f in folder_files(path) if f.name not in exclude]
-        if card is None and not _first_is_per_user(files):
+        files = [f for f in folder_files(path, with_csv=card is not None) if f.name not in exclude]
+        per_user = card is None and names_its_users(files[0])
+        if card is None and not per_user:
             files = [f for f in dataset_files(path) if f.name not in exclude]
     else:
         files = [path]
-    blobs = file_blobs(files)
+        per_user = card is None and names_its_users(path)
     if card is not None:
-        return read_with_card(card, source, blobs)
+        return read_with_card(card, source, *card_file_blobs(card, files))
+    if per_user:
+        return _read_per_user(source, files)
+    blobs = file_blobs(files)
     # The files' digest is computed on another thread while their records are parsed: sha256 lets go of the
     # GIL, and on a full-size dataset it takes as long as a fifth of the parsing.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -124,24 +129,28 @@ def _read(source: str, path: Path, card: Card | None, exclude: Sequence[str] = (
 
 
 def _parsed(source: str, blobs: Sequence[Blob], digest: Future[str]) -> Dataset:
-    """Files read without a card: a clean benchmark file in one typed pass, else record by record (the per-user
-    layout when the first record names a user). `digest`: the files' hash, under way."""
+    """Personalized RewardBench's files, read without a card: a clean benchmark file in one typed pass, else record
+    by record. `digest`: the files' hash, under way."""
     typed = typed_pairs(blobs)
     if typed is not None:
         return Dataset(source, tuple(typed), digest.result())
-    records = [item for blob in blobs for item in blob_records(blob)]
-    if records and is_per_user(records[0][1]):
-        data = validate_user_records(records)
-        return Dataset(
-            source, tuple(data.pairs), digest.result(), benchmark="per-user", history_rows=data.history_rows
-        )
+    records = (item for blob in blobs for item in blob_records(blob))
     return Dataset(source, tuple(validate_records(records)), digest.result())
 
 
-def _first_is_per_user(files: Sequence[Path]) -> bool:
-    for location_record in blob_records(file_blobs(files[:1])[0]):
-        return is_per_user(location_record[1])
-    return False
+def _read_per_user(source: str, files: Sequence[Path]) -> Dataset:
+    """Files of the per-user layout, read as a stream (prbj.data.streaming): no file's bytes nor its records are
+    held whole."""
+    digest = hashlib.sha256()
+    data = validate_user_records(streamed_records(files, digest))
+    return Dataset(
+        source,
+        tuple(data.pairs),
+        digest.hexdigest(),
+        benchmark="per-user",
+        history_rows=data.history_rows,
+        notes=data.notes,
+    )
 
 
 def _load_sample() -> Dataset:
@@ -162,9 +171,9 @@ def _load_hf(repo_id: str, card: Card | None = None) -> Dataset:
     try:
         from huggingface_hub import snapshot_download
 
-        folder = snapshot_download(
-            repo_id=repo_id, repo_type="dataset", allow_patterns=["*.parquet", "*.jsonl", "*.json"]
-        )
+        # A card's loader may read CSV files too (PersonaMem's questions).
+        patterns = ["*.parquet", "*.jsonl", "*.json", *(["*.csv"] if card is not None else [])]
+        folder = snapshot_download(repo_id=repo_id, repo_type="dataset", allow_patterns=patterns)
     except Exception as err:  # network, auth and missing-repo errors all end the same way for the user
         cause = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise DataError(

@@ -147,6 +147,18 @@ class Pair:
     history: tuple[Preference, ...] = ()
     persona: str = ""
     facts: tuple[tuple[str, str], ...] = ()
+    # A best-of-k item (k ≥ 3): the candidates besides `chosen` (the preferred one) and `rejected`; () for a pair.
+    others: tuple[str, ...] = ()
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """Every answer of the item, the preferred one first: (chosen, rejected) for a pair."""
+        return (self.chosen, self.rejected, *self.others)
+
+    @property
+    def k(self) -> int:
+        """How many answers the item holds: 2 for a pair."""
+        return 2 + len(self.others)
 
     @property
     def user_profile(self) -> UserProfile:

@@ -5,6 +5,7 @@
     group:<key>    String, one per group key of the dataset (`groups` of the per-user layout), null where a
                    user has no value for that key
     user_seen      Boolean, only where the benchmark says whether a user appears in its training data
+    candidates     Int64, the item's number of answers (2 for a pair), only where some item is best-of-k
 
 A run written before users were recorded has no `user_id`: `with_user_ids` gives each pair its own user, which is
 what such a run's benchmark (one pair per user) means.
@@ -21,6 +22,7 @@ from prbj.data.schema import Pair
 USER_ID = "user_id"
 GROUP_PREFIX = "group:"
 USER_SEEN = "user_seen"
+CANDIDATES = "candidates"
 
 
 def group_column(key: str) -> str:
@@ -29,7 +31,7 @@ def group_column(key: str) -> str:
 
 def is_user_column(name: str) -> bool:
     """A column that says who a pair's user is (copied as is onto rows derived from that pair's judgments)."""
-    return name in (USER_ID, USER_SEEN) or name.startswith(GROUP_PREFIX)
+    return name in (USER_ID, USER_SEEN, CANDIDATES) or name.startswith(GROUP_PREFIX)
 
 
 def user_columns(pairs: Sequence[Pair]) -> pl.DataFrame:
@@ -44,6 +46,9 @@ def user_columns(pairs: Sequence[Pair]) -> pl.DataFrame:
     if any(p.seen is not None for p in pairs):
         columns[USER_SEEN] = [p.seen for p in pairs]
         schema[USER_SEEN] = pl.Boolean
+    if any(p.others for p in pairs):
+        columns[CANDIDATES] = [p.k for p in pairs]
+        schema[CANDIDATES] = pl.Int64
     return pl.DataFrame(columns, schema=schema)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from prbj.data.json_limits import LongNumber
 from prbj.data.schema import Pair, ProfilePost, RubricAspect
 from prbj.errors import DataError
 
@@ -47,7 +48,9 @@ class RecordErrors(RecordError):
 
 
 def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    if value is None:
+        return "null"
+    return repr(value) if isinstance(value, LongNumber) else type(value).__name__
 
 
 def _string(record: Mapping[str, Any], field: str, *, required: bool = True, nonempty: bool = False) -> str:

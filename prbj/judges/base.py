@@ -126,11 +126,22 @@ def verdict_from_scores(chosen: float, rejected: float) -> Verdict:
     return "tie"
 
 
+def best_of(scores: Sequence[float]) -> tuple[Verdict, float, float]:
+    """A best-of-k item decided by one score per candidate, the preferred one first (a pair is k = 2): right
+    when the preferred candidate scores highest (the argmax), a tie when it shares the top score. Returns the
+    verdict, the preferred candidate's score and the best score among the others."""
+    chosen, best_other = scores[0], max(scores[1:])
+    return verdict_from_scores(chosen, best_other), chosen, best_other
+
+
 class Judge(ABC):
     """Anything that can decide, for one pair, which answer fits the user better."""
 
     name: str
     context: Context = "none"
+    # Judges with no model and no call (the offline baselines): a dry run has nothing to plan for them, and does
+    # not run them.
+    offline: bool = False
 
     def describe(self) -> dict[str, Any]:
         """Configuration recorded in run.json."""
@@ -158,9 +169,16 @@ class Judge(ABC):
             **fields,
         )
 
+    def _scored(self, task: PairTask, scores: Sequence[float], **fields: Any) -> Judgment:
+        """The judgment of an item whose candidates (the preferred one first) got these scores: a pair, or a
+        best-of-k item decided by the argmax (`score_rejected` is then the best of the others)."""
+        verdict, chosen, best_other = best_of([float(s) for s in scores])
+        return self._judgment(task, verdict=verdict, score_chosen=chosen, score_rejected=best_other, **fields)
+
 
 class PointwiseJudge(Judge):
-    """A judge that gives each answer a score on its own; the pair is then decided by the scores."""
+    """A judge that gives each answer a score on its own; the pair (or the best-of-k item: every candidate
+    scored, the argmax picked) is then decided by the scores. A judge that only scores plugs in here."""
 
     @abstractmethod
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
@@ -168,12 +186,7 @@ class PointwiseJudge(Judge):
 
     async def judge(self, task: PairTask) -> Judgment:
         try:
-            chosen, rejected = await self.score(task.view, [task.pair.chosen, task.pair.rejected])
+            scores = await self.score(task.view, task.pair.candidates)
         except ScoreFailure as failure:
             return self._judgment(task, status=failure.status, error=failure.message, cause=failure.cause)
-        return self._judgment(
-            task,
-            verdict=verdict_from_scores(chosen, rejected),
-            score_chosen=float(chosen),
-            score_rejected=float(rejected),
-        )
+        return self._scored(task, scores)

@@ -31,6 +31,7 @@ from prbj.judges.base import PointwiseJudge, word_count
 class RandomJudge(PointwiseJudge):
     name = "random"
     context = "none"
+    offline = True
 
     def __init__(self, seed: int = 42) -> None:
         self.seed = seed
@@ -51,6 +52,7 @@ class RandomJudge(PointwiseJudge):
 class LengthJudge(PointwiseJudge):
     name = "length"
     context = "none"
+    offline = True
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
         return [float(word_count(answer)) for answer in answers]
@@ -62,6 +64,7 @@ class BM25ProfileJudge(PointwiseJudge):
 
     name = "bm25-profile"
     context = "profile"
+    offline = True
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
         documents, signs = affinity_documents(view.user_profile)
@@ -95,6 +98,7 @@ class EmbedProfileJudge(PointwiseJudge):
 
     name = "embed-profile"
     context = "profile"
+    offline = True
     model_name = "wordllama-l2-supercat-256"
 
     def describe(self) -> dict[str, Any]:

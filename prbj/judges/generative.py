@@ -29,7 +29,6 @@ from prbj.judges.base import (
     PairTask,
     PointwiseJudge,
     ScoreFailure,
-    verdict_from_scores,
 )
 from prbj.judges.confidence import probability_of_a
 from prbj.judges.official import Protocol, parse_official_verdict
@@ -41,6 +40,7 @@ from prbj.judges.orders import (
     combine_reads,
     shown,
 )
+from prbj.judges.tournament import judge_tournament
 from prbj.judges.verdict import PARSER_VERSION, REPLY_SEPARATOR, parse_score, parse_verdict
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.logprobs import asked
@@ -368,6 +368,16 @@ class PairwiseLLMJudge(LLMJudgeBase, PairwiseJudge):
                 error=f"planner: {block.failure.error}",
                 cause=block.failure.cause,
             )
+        if pair.others:
+            return await judge_tournament(
+                task,
+                ask=partial(self._verdict, view, block),
+                both_orders=self.order == "both",
+                seed=self.order_seed,
+                judgment=self._judgment,
+                usage=usage,
+                new_usage=Usage,
+            )
         positions = self.orders(pair)
         # Each order counts its own calls, added in order: replies and prompt hashes stay A's, then B's.
         counted = [Usage() for _ in positions]
@@ -481,20 +491,13 @@ class PointwiseLLMJudge(LLMJudgeBase, PointwiseJudge):
 
     async def judge(self, task: PairTask) -> Judgment:
         usage = Usage()
-        pair = task.pair
         try:
-            chosen, rejected = await self._score_all(task.view, [pair.chosen, pair.rejected], usage)
+            scores = await self._score_all(task.view, task.pair.candidates, usage)
         except ScoreFailure as failure:
             return self._judgment(
                 task, status=failure.status, error=failure.message, cause=failure.cause, **usage.fields()
             )
-        return self._judgment(
-            task,
-            verdict=verdict_from_scores(chosen, rejected),
-            score_chosen=chosen,
-            score_rejected=rejected,
-            **usage.fields(),
-        )
+        return self._scored(task, scores, **usage.fields())
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
         return await self._score_all(view, answers, Usage())

@@ -20,6 +20,7 @@ from prbj.data.schema import Pair
 from prbj.data.status import Status, most_severe
 from prbj.judges.base import Judge, Judgment, PairTask, Verdict
 from prbj.judges.official import Protocol, official_positions
+from prbj.judges.tournament import judge_tournament
 
 OrderMode = Literal["random", "both"]
 # The A/B assignment is drawn with p = 0.5 from this seed (the official scripts' seed too); how it is drawn
@@ -153,6 +154,15 @@ class PairwiseJudge(Judge):
         raise NotImplementedError(f"{type(self).__name__} reads no order of its own")
 
     async def judge(self, task: PairTask) -> Judgment:
+        if task.pair.others:
+            # A best-of-k item: a round-robin of the judge's A/B reads (prbj.judges.tournament).
+            return await judge_tournament(
+                task,
+                ask=lambda first, second, _: self.read_order(task, first, second),
+                both_orders=self.order == BOTH,
+                seed=self.order_seed,
+                judgment=self._judgment,
+            )
         positions = self.orders(task.pair)
         reads = [await self.read_order(task, *shown(task.pair, p)) for p in positions]
         combined = combine_reads(positions, reads)

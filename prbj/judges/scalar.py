@@ -26,7 +26,7 @@ from prbj.context.synthesizer import shown_persona
 from prbj.data.schema import Context, JudgeView
 from prbj.errors import ConfigError
 from prbj.extras import LOCAL
-from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, verdict_from_scores
+from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure
 from prbj.judges.official import official_posts, official_user_turn
 from prbj.llm.cache import cache_key
 from prbj.llm.gateway import Gateway
@@ -202,15 +202,11 @@ class ScalarJudge(PointwiseJudge):
 
     async def judge(self, task: PairTask) -> Judgment:
         try:
-            chosen, rejected = await self.score_items(task.view, [task.pair.chosen, task.pair.rejected])
+            items = await self.score_items(task.view, task.pair.candidates)
         except ScoreFailure as failure:
             return self._judgment(task, status=failure.status, error=failure.message)
-        return self._judgment(
-            task,
-            verdict=verdict_from_scores(chosen.score, rejected.score),
-            score_chosen=chosen.score,
-            score_rejected=rejected.score,
-            truncated=chosen.truncated or rejected.truncated,
+        return self._scored(
+            task, [item.score for item in items], truncated=any(item.truncated for item in items)
         )
 
 

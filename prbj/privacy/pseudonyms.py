@@ -204,6 +204,10 @@ def rewrite(record: R, transform: Callable[[str], str], *, answers: bool) -> R:
         turns = getattr(record, "turns", ())
         if turns:
             changes["turns"] = tuple((role, transform(content)) for role, content in turns)
+        # A best-of-k item's other candidates are answers too (prbj.data.schema.Pair.others).
+        others = getattr(record, "others", ())
+        if others:
+            changes["others"] = tuple(transform(text) for text in others)
     # Both kinds of record are frozen dataclasses.
     rewritten: R = replace(changed, **changes)  # type: ignore[type-var]
     return rewritten

@@ -16,6 +16,8 @@ from prbj.report.markdown import markdown_table
 from prbj.report.tables import UPPER_BOUND_MARK, TextTable
 
 TITLE = "Judges across benchmarks"
+# The last row where some benchmark's items hold more than two answers: each column's chance level.
+CHANCE_ROW = "chance (random pick)"
 NOTE = (
     "Each cell: the benchmark's headline % with its 95% interval, the figure its own leaderboard ranks by (its "
     "card's [protocol] unit; under the header when it is not user accuracy); without a card protocol, user "
@@ -61,6 +63,10 @@ def across_text_table(table: AcrossTable) -> TextTable:
                 f"{row.ranked_on}/{len(table.columns)}",
             ]
         )
+    if any(column.chance is not None for column in table.columns):
+        # Best-of-k columns are read against what a judge picking at random reaches (pairs: 50%).
+        chance = [fmt.percent(0.5 if c.chance is None else c.chance) for c in table.columns]
+        rows.append([fmt.DASH, CHANCE_ROW, fmt.DASH, *chance, fmt.DASH, fmt.DASH])
     numeric = [True, False, False, *[True] * len(table.columns), True, True]
     return TextTable("benchmarks", TITLE, headers, rows, numeric, NOTE)
 

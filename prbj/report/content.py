@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from prbj.analysis.across import benchmark_name
+from prbj.analysis.chance import Chance, chance_of
 from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
@@ -157,6 +158,8 @@ class RunInfo:
     version: str | None
     # The benchmark the data was read as (run.json's config.benchmark); prb for runs that do not say.
     benchmark: str = "prb"
+    # What a judge picking at random reaches, where some item holds more than two answers (prbj.analysis.chance).
+    chance: Chance | None = None
 
     @property
     def is_demo_sample(self) -> bool:
@@ -195,6 +198,17 @@ class ReportContent:
     def per_user(self) -> bool:
         """Whether some run's users have several pairs, so that user figures differ from pair figures."""
         return any(row.overall.user_accuracy is not None for row in self.leaderboard)
+
+    @property
+    def chance_note(self) -> str:
+        """The chance level of runs with best-of-k items, said under the leaderboard; '' when all are pairs."""
+        levels = {(run.benchmark, run.chance.label): None for run in self.runs if run.chance is not None}
+        if not levels:
+            return ""
+        if len(levels) == 1 and all(run.chance is not None for run in self.runs):
+            return f"Chance level (a judge picking at random): {next(iter(levels))[1]}."
+        listed = "; ".join(f"{benchmark} {label}" for benchmark, label in levels)
+        return f"Chance level (a judge picking at random; pairs 50%): {listed}."
 
     @property
     def interval_note(self) -> str:
@@ -500,4 +514,5 @@ def _run_info(run: RunData, label: str) -> RunInfo:
         finished=run.run.get("finished"),
         version=run.summary.get("prbj_version"),
         benchmark=benchmark_name(run)[0],
+        chance=chance_of(run.judgments),
     )

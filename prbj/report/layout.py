@@ -47,6 +47,7 @@ def report_sections(content: ReportContent, *, terse: bool = False) -> list[Sect
         Section(
             "leaderboard",
             "Leaderboard",
+            intro=content.chance_note,
             tables=[tables.leaderboard_table(content, terse=terse)],
             figures=_present(plots.accuracy_figure(content)),
         ),

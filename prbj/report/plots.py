@@ -30,14 +30,19 @@ class Figure:
         return self.canvas.render(standalone=standalone)
 
 
-def _percent_axis(canvas: Canvas, x0: float, width: float, top: float, bottom: float, *, step: float) -> None:
-    """Vertical grid on a 0–100% scale, the 50% chance line dashed, tick labels below; the end labels sit
-    inside the scale, so that the next panel's "0" never runs into this one's "100"."""
+def _percent_axis(
+    canvas: Canvas, x0: float, width: float, top: float, bottom: float, *, step: float, chance: float = 0.5
+) -> None:
+    """Vertical grid on a 0–100% scale, the chance line dashed (50% for pairs), tick labels below; the end labels
+    sit inside the scale, so that the next panel's "0" never runs into this one's "100"."""
     ticks = round(1.0 / step)
+    if all(abs(i * step - chance) > 1e-9 for i in range(ticks + 1)):
+        # A chance level between ticks (best of 3: 33%) gets a dashed line of its own.
+        canvas.line(x0 + chance * width, top, x0 + chance * width, bottom, stroke="#9a9a9a", dash="4 3")
     for i in range(ticks + 1):
         value = i * step
         x = x0 + value * width
-        is_chance = abs(value - 0.5) < 1e-9
+        is_chance = abs(value - chance) < 1e-9
         canvas.line(
             x,
             top,
@@ -62,6 +67,7 @@ def accuracy_figure(content: ReportContent) -> Figure | None:
     panel_w = max((WIDTH - label_w - 16 - gap * (len(panels) - 1)) / len(panels), 120.0)
     width = label_w + len(panels) * panel_w + gap * (len(panels) - 1) + 16
     canvas = Canvas(width, 0, title="Accuracy per judge, context and subset, with 95% CI")
+    chance, chance_text = _chance_line(content)
     legend_h = legend(canvas, [(f"context: {c}", paint[c]) for c in contexts], label_w, 14, width - 8)
     heading = 14 + legend_h + 8
     names = [fmt.short_subset(subset) for subset in panels]
@@ -75,17 +81,27 @@ def accuracy_figure(content: ReportContent) -> Figure | None:
         x0 = label_w + p * (panel_w + gap)
         draw_lines(canvas, x0 + panel_w / 2, heading + 7.5 * len(headings[p]), headings[p], anchor="middle",
                    bold=True)  # fmt: skip
-        _percent_axis(canvas, x0, panel_w, top, bottom, step=0.25)
+        _percent_axis(canvas, x0, panel_w, top, bottom, step=0.25, chance=chance)
         for i, row in enumerate(rows):
             stats = row.overall if subset == ALL_SUBSETS else row.by_subset.get(subset)
             _accuracy_mark(canvas, stats, row.entry.label, x0, panel_w, layout.middle(i), paint)
     return Figure(
         "accuracy",
         "Accuracy per judge × subset × context",
-        "Dot: accuracy; bar: 95% bootstrap interval; dashed line: 50% (chance). Ties and failures never "
-        "count as correct.",
+        f"Dot: accuracy; bar: 95% bootstrap interval; dashed line: {chance_text} (chance). Ties and failures "
+        "never count as correct.",
         canvas,
     )
+
+
+def _chance_line(content: ReportContent) -> tuple[float, str]:
+    """Where the chance line goes: the runs' one chance level when every run holds best-of-k items of one level,
+    else 50% (pairs; runs of several levels say theirs under the leaderboard)."""
+    levels = {run.chance.level for run in content.runs if run.chance is not None}
+    if len(levels) == 1 and all(run.chance is not None for run in content.runs):
+        chance = next(run.chance for run in content.runs if run.chance is not None)
+        return chance.level, chance.label
+    return 0.5, "50%"
 
 
 def _accuracy_mark(

@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from prbj.analysis.chance import chance_of
 from prbj.analysis.headline import Headline, run_headline
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K
@@ -26,7 +27,6 @@ from prbj.judges.base import Judge
 from prbj.judges.generative import LLMJudgeBase
 from prbj.judges.registry import build_judges, resolve_judges
 from prbj.judges.sampling import SampledJudge
-from prbj.judges.scalar import HF_PREFIX
 from prbj.judges.setup import JudgeOptions, make_synthesizer
 from prbj.llm.gateway import Gateway
 from prbj.llm.providers import missing_keys
@@ -84,6 +84,13 @@ def run_judge_command(
         _check_oracle(judges, data)
         _check_synthesized(judges, data, source_label(dataset, card))
         data, guard = guard_dataset(data, shared.routed, privacy, note=note_line)
+        # A dry run plans the calls judges would send: offline judges send none and are not run.
+        offline = [judge.name for judge in judges if judge.offline] if dry_run else []
+        judges = [judge for judge in judges if not (dry_run and judge.offline)]
+        if not judges:
+            _print_benchmark(data, console, dry_run=True)
+            _print_plan([], offline, [], data, console)
+            return 0
         config = RunConfig(
             dataset=dataset,
             subsets=subsets,
@@ -112,10 +119,12 @@ def run_judge_command(
     usage = result.extra.get("usage", [])
     _print_benchmark(data, console, dry_run=dry_run)
     if dry_run:
-        _print_plan(usage, judges, data, console)
+        _print_plan(usage, offline, [j for j in judges if not _calls_models(j)], data, console)
         print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
     print_leaderboard(result.summary, console, title=_title(card, data), headline=headline)
+    if (chance := chance_of(result.judgments)) is not None:
+        console.print(f"chance level (a judge picking at random): {chance.label}", highlight=False)
     for note in result.extra.get("selective_notes", []):
         console.print(f"selective: {note}", highlight=False)
     print_failure_causes(result.judgments.select("status", "cause", "error").iter_rows(), console)
@@ -283,26 +292,30 @@ def _print_benchmark(data: Dataset, console: Console, *, dry_run: bool = False) 
 
 def _pairs_of_users(data: Dataset) -> str:
     pairs, users = len(data.pairs), data.users
+    sizes = sorted({pair.k for pair in data.pairs})
+    items = "pairs" if sizes == [2] else f"items (best of {'/'.join(str(k) for k in sizes)})"
     if users == pairs:
-        return f"{pairs:,} pairs (one per user)"
-    return f"{pairs:,} pairs of {users:,} users"
+        return f"{pairs:,} {items} (one per user)"
+    return f"{pairs:,} {items} of {users:,} users"
 
 
 def _print_plan(
-    usage: Sequence[dict[str, Any]], judges: Sequence[Judge], data: Dataset, console: Console
+    usage: Sequence[dict[str, Any]],
+    offline: Sequence[str],
+    in_process: Sequence[Judge],
+    data: Dataset,
+    console: Console,
 ) -> None:
     """--dry-run: the calls the model judges would make (the plan table), and what the judges that make none
-    (offline baselines, reward models run in-process) would do for free."""
+    would do for free: offline baselines (not run by a dry run) and reward models run in-process."""
     if usage:
         console.print(usage_table(usage, dry_run=True))
-    free = list(dict.fromkeys(judge.name for judge in judges if not _calls_models(judge)))
-    if free:
-        local = [name.startswith(HF_PREFIX) for name in free]
-        kinds = [
-            kind for kind, on in (("offline judges", not all(local)), ("models run here", any(local))) if on
-        ]
+    local = list(dict.fromkeys(judge.name for judge in in_process))
+    kinds = [kind for kind, names in (("offline judges", offline), ("models run here", local)) if names]
+    if kinds:
         console.print(
-            f"{' and '.join(kinds)}: 0 calls, $0 ({escape(', '.join(free))}): would judge {_pairs_of_users(data)}",
+            f"{' and '.join(kinds)}: 0 calls, $0 ({escape(', '.join([*offline, *local]))}): "
+            f"would judge {_pairs_of_users(data)}",
             highlight=False,
         )
 
