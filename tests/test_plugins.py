@@ -601,3 +601,37 @@ def test_the_planner_context_shows_the_planners_aspects_as_the_persona(
     assert code == 1, output
     assert run_dir is not None
     assert set(frame(run_dir)["status"]) == {"planner_error"}
+
+
+# --- best-of-k items ----------------------------------------------------------------------------------------
+
+
+def test_a_best_of_k_item_is_decided_by_the_argmax_of_every_candidates_score(tmp_path: Path) -> None:
+    """Every candidate is scored, not only the preferred one and the first other: the preferred answer is longer
+    than the first other but shorter than the third, so the length model is wrong on that item, as the built-in
+    `length` judge is; the item the preferred answer is longest in is right. Even with `prefer` (two answers at
+    a time) the item is decided by `score`."""
+    item = {"user_id": "u1", "prompt": "q", "split": "test"}
+    rows = [
+        {**item, "id": "u1-1", "responses": ["a b c", "a b", "a", "a b c d e"], "preferred": 0},
+        {**item, "id": "u1-2", "responses": ["a b c d e f", "a b", "a", "a b c d e"], "preferred": 0},
+        {"user_id": "u1", "id": "u1-0", "prompt": "p", "split": "train", "chosen": "x", "rejected": "y"},
+    ]
+    dataset = write_jsonl(tmp_path / "k.jsonl", rows)
+    rm = tmp_path / "longest.py"
+    rm.write_text(
+        "class Longest:\n"
+        "    def score(self, items):\n"
+        "        return [float(len(i.response.split())) for i in items]\n"
+        "    def prefer(self, items):\n"
+        "        raise AssertionError('prefer asked about a best-of-k item')\n"
+    )
+    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Longest", "-p", "length")
+    assert code == 0, output
+    assert run_dir is not None
+    rows_by_judge = frame(run_dir)
+    mine = rows_by_judge.filter(pl.col("judge") == f"py:{rm}:Longest")
+    assert dict(zip(mine["pair_id"], mine["verdict"], strict=True)) == {"u1-1": "rejected", "u1-2": "chosen"}
+    assert mine["score_rejected"].to_list() == [5.0, 5.0]  # the best of the others, not the first other
+    builtin = rows_by_judge.filter(pl.col("judge") == "length")
+    assert builtin["verdict"].to_list() == mine["verdict"].to_list()

@@ -34,7 +34,7 @@ from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, about_use
 from prbj.data.schema import CONTEXTS, Context, JudgeView, Pair, Preference, UserProfile
 from prbj.data.status import Status, most_severe
 from prbj.errors import ConfigError
-from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, Verdict, verdict_from_scores
+from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, Verdict
 from prbj.judges.generative import ContextBuilder
 from prbj.judges.official import Protocol
 from prbj.judges.orders import OrderMode, draw_positions
@@ -218,19 +218,14 @@ class PythonRMJudge(PointwiseJudge):
                 shown = await self._shown_built(task.view, pair.user_id, groups)
             except ScoreFailure as failure:
                 return self._judgment(task, status=failure.status, error=failure.message, cause=failure.cause)
-        if self.use_prefer:
+        # A best-of-k item is decided by the argmax of `score` (prefer compares two answers only).
+        if self.use_prefer and pair.k == 2:
             return await self._judge_pairwise(task, shown)
-        result = await self.runtime.submit(self._score_request(shown, (pair.chosen, pair.rejected)))
-        chosen, rejected = result.outcomes
-        if isinstance(chosen, RMFailure) or isinstance(rejected, RMFailure):
+        result = await self.runtime.submit(self._score_request(shown, pair.candidates))
+        if any(isinstance(outcome, RMFailure) for outcome in result.outcomes):
             return self._judgment(task, **_failure(result.outcomes), cached=False)
-        return self._judgment(
-            task,
-            verdict=verdict_from_scores(chosen, rejected),
-            score_chosen=chosen,
-            score_rejected=rejected,
-            cached=result.cached,
-        )
+        scores = [outcome for outcome in result.outcomes if not isinstance(outcome, RMFailure)]
+        return self._scored(task, scores, cached=result.cached)
 
     async def _judge_pairwise(self, task: PairTask, shown: Shown) -> Judgment:
         pair = task.pair
