@@ -27,6 +27,7 @@ from typing import Any
 
 from prbj import __version__
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
+from prbj.data.files import safe_name
 from prbj.export.models import JudgeModel
 from prbj.export.table import ExportRun
 
@@ -256,7 +257,9 @@ def eee_files(
     out = []
     for judge, model in export.judges.items():
         evaluation_id = f"{export.benchmark.slug}/{model.model_id.replace('/', '_')}/{export.run.run_id}"
-        folder = f"data/{export.benchmark.slug}/{model.developer}/{model.model_name.replace('/', '_')}"
+        folder = (
+            f"data/{export.benchmark.slug}/{model.developer}/{safe_name(model.model_name.replace('/', '_'))}"
+        )
         name = file_uuid(export.run.run_id, judge)
         lines = [_instance(export, model, evaluation_id, row) for row in export.rows if row["judge"] == judge]
         text = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)

@@ -17,8 +17,9 @@ from typing import Any
 
 from prbj import __version__
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE
+from prbj.data.files import safe_name
 from prbj.errors import ConfigError
-from prbj.export.models import JudgeModel, path_part
+from prbj.export.models import JudgeModel
 from prbj.export.table import ExportRun
 
 SCORER = "prbj_verdict"
@@ -307,5 +308,5 @@ def inspect_logs(export: ExportRun) -> list[InspectLog]:
                 stats=EvalStats(started_at=started, completed_at=finished, model_usage={name: total}),
                 samples=samples,
             )
-            logs.append(InspectLog(f"{run.run_id}_{path_part(judge)}_{context}.eval", log))
+            logs.append(InspectLog(f"{safe_name(f'{run.run_id}_{judge}_{context}')}.eval", log))
     return logs
