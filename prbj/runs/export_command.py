@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -77,16 +78,17 @@ def export_runs(
                 written.append(write_text(samples, files.samples_text))
                 written.append(write_json(aggregate, files.aggregate))
         return written
-    from inspect_ai.log import write_eval_log
-
     from prbj.export.inspect_log import inspect_logs  # imports inspect-ai: only this format pays for it
 
     for export in exports:
         for made in inspect_logs(export):
             # Written beside its place and renamed over it, as every prbj file is: a link there is replaced.
-            path = write_atomic(
-                inside(out, made.file_name),
-                lambda tmp, log=made.log: write_eval_log(log, str(tmp), format="eval"),
-            )
-            written.append(path)
+            written.append(write_atomic(inside(out, made.file_name), _eval_log_writer(made.log)))
     return written
+
+
+def _eval_log_writer(log: Any) -> Callable[[Path], object]:
+    """Writes an Inspect log to the path it is given, through inspect-ai's own API."""
+    from inspect_ai.log import write_eval_log
+
+    return lambda path: write_eval_log(log, str(path), format="eval")
