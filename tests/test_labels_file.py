@@ -81,7 +81,9 @@ def sample(tmp_path: Path) -> Path:
     return sample_run(tmp_path / "reports")
 
 
-async def test_the_viewer_answers_a_planted_link_with_a_page_not_a_write(sample: Path, tmp_path: Path) -> None:
+async def test_the_viewer_answers_a_planted_link_with_a_page_not_a_write(
+    sample: Path, tmp_path: Path
+) -> None:
     run = sample
     victim = _victim(tmp_path)
     (run / rundir.LABELS_FILE).symlink_to(victim)

@@ -86,17 +86,48 @@ def test_a_closed_port_ends_in_seconds_with_the_cause(tmp_path) -> None:
     assert "ConnectionRefusedError" in result.output
 
 
-def test_every_call_a_server_error_exits_1_with_the_cause(server, tmp_path, monkeypatch) -> None:
-    # 500s are retried until the call's retry time runs out (scaled down to 1 s here), never a breaker's business.
+def test_a_server_erroring_from_the_start_is_stopped_by_the_breaker(server, tmp_path, monkeypatch) -> None:
+    """A provider that answers 500 to everything and never once answered in this run is a dead endpoint: the
+    breaker opens after its run of 5xx (saying so in one line), so the run ends without each call spending its
+    retry time. Its requests go one at a time once it looks suspect: exactly the breaker's count reach it."""
+    from prbj.llm.breaker import DEAD_SERVER_ERRORS
+
+    monkeypatch.setattr(
+        gateway_module, "DEFAULT_RETRY", RetryPolicy(max_total_seconds=60.0, initial_wait=0.01, max_wait=0.05)
+    )
+    server.faults_by = lambda request, asked_before: Fault("500", retry_after=0)
+    result, _ = judge(tmp_path, server.url)
+    assert result.exit_code == 1, result.output
+    assert server.count() == DEAD_SERVER_ERRORS
+    opened = [line for line in result.output.splitlines() if line.startswith("gpt-5.1: the circuit breaker")]
+    assert len(opened) == 1 and "has not answered in this run" in opened[0] and "HTTP 500" in opened[0]
+    assert f"500 Internal Server Error ×{PAIRS}" in result.output
+
+
+def test_a_live_server_s_500s_are_retried_until_the_retry_time_runs_out(
+    server, tmp_path, monkeypatch
+) -> None:
+    # A provider that answered in this run is alive: its 500s are retried for the call's whole retry time (scaled
+    # down to 1 s here), never a breaker's business.
     monkeypatch.setattr(
         gateway_module, "DEFAULT_RETRY", RetryPolicy(max_total_seconds=1.0, initial_wait=0.01, max_wait=0.05)
     )
-    server.faults_by = lambda request, asked_before: Fault("500", retry_after=0)
-    result, _ = judge(tmp_path, server.url, "--limit", "1")
+    answered: list[str] = []
+
+    def after_one_answer(request, asked_before):
+        if not answered:
+            answered.append(request.prompt)
+            return None
+        return None if request.prompt == answered[0] else Fault("500", retry_after=0)
+
+    server.faults_by = after_one_answer
+    monkeypatch.setenv("COLUMNS", "400")  # the cause on one line
+    result, _ = judge(tmp_path, server.url, "--limit", "1", "--fail-on-error", "0.5")  # 3 pairs
     assert result.exit_code == 1, result.output
-    assert "500 Internal Server Error ×3: " in result.output
+    assert "500 Internal Server Error ×2: " in result.output
     assert "its retry time (1s) ran out" in result.output
-    assert server.count() > 3  # retried
+    assert "circuit breaker" not in result.output
+    assert server.count() > 2 * 3  # retried
 
 
 def test_every_reply_unreadable_exits_1_with_the_cause(server, tmp_path) -> None:

@@ -307,7 +307,7 @@ class Gateway:
                 spec=provider,
                 stats=ProviderStats(provider.name, provider.model, pacing=pacing),
                 pacing=pacing,
-                breaker=CircuitBreaker(provider.name),
+                breaker=CircuitBreaker(provider.name, on_open=self.notify),
             )
             if not states_limits(provider.family):
                 state.warmed.set()
