@@ -4,6 +4,7 @@ provider early (circuit breaker). Real HTTP against the loopback provider; the C
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import socket
 import time
@@ -56,10 +57,9 @@ def closed_port() -> int:
 
 def test_a_bad_key_stops_the_provider_after_a_handful_and_exits_1(server, tmp_path) -> None:
     server.inject(*["401"] * 100)
-    result, elapsed = judge(tmp_path, server.url)
+    result, _ = judge(tmp_path, server.url)
     assert result.exit_code == 1, result.output
-    assert elapsed < 10
-    assert server.count() <= 5
+    assert server.count() <= 5  # a handful of requests, not one per pair: the run ends in seconds
     assert f"401 Unauthorized ×{PAIRS} (" in result.output
     assert "circuit breaker" in result.output
     assert "had no successful judgment" in result.output
@@ -79,9 +79,11 @@ def test_the_error_that_fails_a_run_is_one_whole_line_at_any_width(server, tmp_p
 
 
 def test_a_closed_port_ends_in_seconds_with_the_cause(tmp_path) -> None:
-    result, elapsed = judge(tmp_path, f"http://127.0.0.1:{closed_port()}")
+    result, _ = judge(tmp_path, f"http://127.0.0.1:{closed_port()}")
     assert result.exit_code == 1, result.output
-    assert elapsed < 10
+    # Five refused connections open the breaker (one at a time once suspect): the run ends in seconds.
+    (run_dir,) = (tmp_path / "out").iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["usage"][0]["requests_sent"] <= 5
     assert f"connection failed ×{PAIRS} (" in result.output
     assert "ConnectionRefusedError" in result.output
 
@@ -155,11 +157,9 @@ def test_a_request_the_client_refuses_to_send_is_not_retried(monkeypatch) -> Non
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     spec = ProviderSpec(name="p", model="openai/p", api_key_env=None, paid=False)
     with Gateway(retry=RetryPolicy(initial_wait=5.0)) as gateway:
-        started = time.monotonic()
         result = asyncio.run(gateway.call(spec, LLMRequest.chat(None, "hello")))
     assert result.status == "api_error"
-    assert result.attempts == 1
-    assert time.monotonic() - started < 5
+    assert result.attempts == 1 and gateway.stats()[0].as_dict()["waits_s"]["retries"] == 0
     assert "not sent by the client" in (result.error or "")
 
 

@@ -62,9 +62,19 @@ class _JumpingSelector(selectors.DefaultSelector):
         return []
 
 
+_running: list[VirtualClock] = []
+
+
+def hold_the_loop(seconds: float) -> None:
+    """What a busy process does to an event loop: `seconds` pass while it runs nothing else (a blocking call,
+    another process holding the CPU). The virtual twin of `time.sleep` inside a coroutine."""
+    _running[-1].now += seconds
+
+
 def run_virtually(main: Coroutine[Any, Any, T]) -> T:
     """`main`'s result, run on virtual time (the module docstring)."""
     clock = VirtualClock()
+    _running.append(clock)
     real = time.monotonic
     time.monotonic = clock.monotonic
     loop = asyncio.SelectorEventLoop(_JumpingSelector(clock))
@@ -73,6 +83,7 @@ def run_virtually(main: Coroutine[Any, Any, T]) -> T:
     finally:
         loop.close()
         time.monotonic = real
+        _running.pop()
 
 
 class ProviderStatusError(Exception):
