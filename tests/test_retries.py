@@ -132,31 +132,32 @@ def test_a_judge_run_through_a_bad_minute_ends_with_nothing_failed(
 
 
 async def test_faults_that_outlast_the_retry_time_fail_the_call_naming_the_cause(server, tmp_path) -> None:
+    """Over the wire: the call is retried until its retry time runs out, not for six attempts, and says so. When
+    it ends, exactly (at the deadline, or before it by less than the provider's delay): test_virtual_timing, on
+    a clock the machine's load cannot stretch. Here the retry time is long enough that a loaded machine's slower
+    round trips still leave room for more than six attempts."""
     server.faults_by = lambda request, asked_before: Fault("429", retry_after=DELAY)
-    policy = RetryPolicy(max_total_seconds=1.0, initial_wait=0.01, max_wait=0.05)
+    policy = RetryPolicy(max_total_seconds=3.0, initial_wait=0.01, max_wait=0.05)
     spec = unlimited("gpt-5.1", server)
     with Gateway(ResponseCache(tmp_path / "cache"), retry=policy) as gateway:
         await _warm(gateway, spec, server)
         result = await gateway.call(spec, ask("never answered"))
     assert result.status == "api_error" and result.cause == "429 Too Many Requests"
-    assert "its retry time (1s) ran out" in (result.error or "")
-    # Retried for the whole retry time: the waits prbj chose add up to it, less the last delay it could not
-    # fit (where the call ends in time: test_virtual_timing, on a clock the machine's load cannot stretch).
-    assert gateway.stats()[0].as_dict()["waits_s"]["retries"] >= 1.0 - 2 * DELAY - 0.02 * result.attempts
-    assert result.attempts == server.count() - 1 > OLD_ATTEMPTS  # about 1 s / 50 ms of them
+    assert "its retry time (3s) ran out" in (result.error or "")
+    assert result.attempts == server.count() - 1 > OLD_ATTEMPTS
 
 
 async def test_time_queued_behind_prbjs_own_pacing_is_not_retry_time(server, tmp_path) -> None:
-    """At 120 requests a minute each retry waits ~0.5 s for its slot, longer than the whole retry time (0.3 s):
+    """At 60 requests a minute each retry waits ~1 s for its slot, longer than the whole retry time (0.9 s):
     only the call's own time counts, so it still gets its third attempt, and its answer."""
-    policy = RetryPolicy(max_total_seconds=0.3, initial_wait=0.01, max_wait=0.02)
-    spec = replace(unlimited("gpt-5.1", server), rpm=120)
+    policy = RetryPolicy(max_total_seconds=0.9, initial_wait=0.01, max_wait=0.02)
+    spec = replace(unlimited("gpt-5.1", server), rpm=60)
     with Gateway(ResponseCache(tmp_path / "cache"), retry=policy) as gateway:
         await _warm(gateway, spec, server)
         server.inject(Fault("429", retry_after=0.01), Fault("500"))
         result = await gateway.call(spec, ask("paced"))
-    # Its three attempts took three slots of the rate, 0.5 s apart (exactly: test_virtual_timing), more than the
-    # whole retry time: only the call's own time counted.
+    # Its three attempts took three slots of the rate, 1 s apart (the spacing, exactly: test_virtual_timing),
+    # more than the whole retry time: only the call's own time counted.
     assert result.ok and result.attempts == 3 and server.count() == 4
 
 
