@@ -4,7 +4,8 @@ Markdown.
     python bench/fault_table.py [--limit 10] [--only retries] [--retry-scale 1]
 
 Rows (each compared with an undisturbed run of the same command):
-- SIGKILL ×5 then resume: results identical; extra paid calls against the calls that can be in flight.
+- SIGKILL ×5 then resume: results identical; extra paid calls against what was on the wire at each kill
+  (requests sent whose answers never reached the cache), and no stored answer bought again.
 - 30% 429 + 10% 5xx + 2% timeouts: results identical, no judgment lost.
 - provider down (closed port): seconds to the end, exit code, the cause printed.
 - two processes, one cache: requests sent ÷ one run's calls.
@@ -40,6 +41,7 @@ from aiohttp import web  # noqa: E402
 from loopback import BadMinute, ChatRequest, Fault, ProviderServer, _answer  # noqa: E402
 
 from prbj.data import load_dataset  # noqa: E402
+from prbj.llm.cache import ResponseCache  # noqa: E402
 from prbj.llm.gateway import Gateway, LLMRequest  # noqa: E402
 from prbj.llm.providers import resolve_provider  # noqa: E402
 from prbj.llm.retry import RetryPolicy  # noqa: E402
@@ -71,7 +73,26 @@ NO_FAULT = "none"
 
 class MixedFaultServer(ProviderServer):
     """The loopback provider, where a queued Fault(NO_FAULT) means: answer this request normally. So one
-    seeded queue can mix faults and answers in the proportions a row asks for."""
+    seeded queue can mix faults and answers in the proportions a row asks for. It also counts the answers it
+    wrote out to a client still connected (`answered`), so that a kill can be set against its moment."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.answered = 0
+
+    def reset(self) -> None:
+        super().reset()
+        self.answered = 0
+
+    async def _handle(self, request: web.Request, family: str) -> web.StreamResponse:
+        response = await super()._handle(request, family)
+        if request.transport is None or request.transport.is_closing():
+            return response  # its client is gone (killed): nobody received this answer
+        await response.prepare(request)
+        await response.write_eof()
+        with self._lock:
+            self.answered += 1
+        return response
 
     async def _fault(self, fault: Fault, request: ChatRequest) -> web.StreamResponse:
         if fault.kind == NO_FAULT:
@@ -157,30 +178,56 @@ def yes(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
 
+def stored_answers(cache: Path) -> int:
+    """Answers in a cache folder (its llm entries), read after the process writing it died."""
+    if not cache.exists():
+        return 0
+    with ResponseCache(cache) as store:
+        keys = store.keys()
+        return sum(1 for key in keys if key.startswith("llm:"))
+
+
 def sigkill_row(bench: Bench, reference: Run, calls: int) -> list[str]:
+    """Five kills, each at a seeded moment, then a run to the end. What a kill costs is what was on the wire at
+    its moment: requests sent whose answers never reached prbj's cache (not yet answered, or answered and still
+    in the socket or the client when the process died). `--concurrency` does not bound that: it counts pairs
+    fanned out on top of what the provider admits in flight (16 at the start of a run whose rate is unknown).
+    The resumed run must pay for nothing else: every stored answer is served from the cache."""
+    server = bench.server
+    assert isinstance(server, MixedFaultServer)
+    cache = bench.work / "killed" / "cache"
     bench.fresh(latency=0.2)
     rng = random.Random(12)
-    sent = 0
+    on_the_wire = unanswered = 0
+    stored = 0
     for _ in range(KILLS):
-        before = bench.server.count()
+        before, answered = server.count(), server.answered
         proc = bench.start("killed", "--concurrency", str(IN_FLIGHT))
         target = before + rng.randint(2, max(3, calls // (KILLS + 1)))
         deadline = time.monotonic() + 60
-        while bench.server.count() < target and proc.poll() is None and time.monotonic() < deadline:
+        while server.count() < target and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)
+        with server._lock:
+            unanswered += (len(server.requests) - before) - (server.answered - answered)
         proc.communicate(timeout=30)
-    sent = bench.server.count()
-    bench.server.latency = 0.0
+        now_stored = stored_answers(cache)
+        on_the_wire += (server.count() - before) - (now_stored - stored)
+        stored = now_stored
+    sent = server.count()
+    server.latency = 0.0
     final = bench.run("killed", "--concurrency", str(IN_FLIGHT))
-    total = bench.server.count()
+    total = server.count()
     extra = total - calls
+    resumed = total - sent
     same = final.code == 0 and results(final) == results(reference)
     return [
         f"SIGKILL ×{KILLS}, then resume",
-        f"{sent} requests before the last run, {total} in all for {calls} calls",
-        f"results identical: {yes(same)}; extra paid calls {extra} (≤ {KILLS} × {IN_FLIGHT} in flight: "
-        f"{yes(extra <= KILLS * IN_FLIGHT)})",
+        f"{sent} requests before the last run, {total} in all for {calls} calls; on the wire at the kills "
+        f"{on_the_wire} (of them {unanswered} not yet answered by the provider); the resumed run sent {resumed} "
+        f"for the {calls - stored} answers not stored",
+        f"results identical: {yes(same)}; extra paid calls {extra} (≤ {on_the_wire} on the wire at the kills: "
+        f"{yes(extra <= on_the_wire)}); no stored answer bought again: {yes(resumed == calls - stored)}",
     ]
 
 
@@ -296,7 +343,9 @@ def main() -> None:
     parser.add_argument(
         "--limit", type=int, default=10, help="pairs per subset (three subsets in the sample)"
     )
-    parser.add_argument("--only", choices=["retries"], help="only the row of issue 30's bad minute")
+    parser.add_argument(
+        "--only", choices=["retries", "sigkill"], help="only the row of issue 30's bad minute, or the kills'"
+    )
     parser.add_argument(
         "--retry-scale", type=float, default=1.0, help="times of the bad-minute row × this (0.05: quick)"
     )
@@ -312,6 +361,10 @@ def main() -> None:
         reference = bench.run("reference")
         calls = server.count()
         assert reference.code == 0, reference.stdout
+        if args.only == "sigkill":
+            print("| fault | what happened | wanted |\n|---|---|---|")
+            print("| " + " | ".join(sigkill_row(bench, reference, calls)) + " |")
+            return
         rows = [
             sigkill_row(bench, reference, calls),
             flaky_row(bench, reference, calls),

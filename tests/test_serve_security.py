@@ -117,22 +117,22 @@ async def test_a_token_guards_every_endpoint_but_health(
 ) -> None:
     from prbj.serve import client as reward_client
 
-    url = await start(token="s3cret-token")
+    url = await start(token="s3cret-token-of-sixteen")
     port = _port(url)
     base = {"Host": f"localhost:{port}", "Content-Type": "application/json"}
     for headers, path in (
         (base, "/score"),
         ({**base, "Authorization": "Bearer wrong"}, "/score"),
-        ({**base, "Authorization": "Basic s3cret-token"}, "/score"),
+        ({**base, "Authorization": "Basic s3cret-token-of-sixteen"}, "/score"),
         (base, "/score?token=wrong"),
     ):
         status, answer = await asyncio.to_thread(_send, "127.0.0.1", port, "POST", path, headers, BODY)
         assert status == 401 and "Authorization" in answer["error"], (headers, path)
-    ok = {**base, "Authorization": "Bearer s3cret-token"}
+    ok = {**base, "Authorization": "Bearer s3cret-token-of-sixteen"}
     assert (await asyncio.to_thread(_send, "127.0.0.1", port, "POST", "/score", ok, BODY))[0] == 200
     # OpenRLHF posts to a URL and sends no header of ours: the token may ride in the query.
     status, answer = await asyncio.to_thread(
-        _send, "127.0.0.1", port, "POST", "/score?scale=0.1&token=s3cret-token", base, BODY
+        _send, "127.0.0.1", port, "POST", "/score?scale=0.1&token=s3cret-token-of-sixteen", base, BODY
     )
     assert status == 200 and answer["score"] > 0
     status, answer = await asyncio.to_thread(
@@ -144,9 +144,9 @@ async def test_a_token_guards_every_endpoint_but_health(
     bare = reward_client.RewardClient(url, retries=0)
     with pytest.raises(reward_client.RewardServerError, match="401"):
         await asyncio.to_thread(bare.score, "an answer", "q")
-    given = reward_client.RewardClient(url, token="s3cret-token", retries=0)
+    given = reward_client.RewardClient(url, token="s3cret-token-of-sixteen", retries=0)
     assert await asyncio.to_thread(given.score, "an answer", "q") > 0
-    monkeypatch.setenv(reward_client.TOKEN_ENV, "s3cret-token")
+    monkeypatch.setenv(reward_client.TOKEN_ENV, "s3cret-token-of-sixteen")
     monkeypatch.setenv(reward_client.URL_ENV, url)
     monkeypatch.setenv(reward_client.DIVISOR_ENV, "1")
     assert await asyncio.to_thread(reward_client.compute_score, "src", "an answer", None, {"query": "q"}) > 0
@@ -158,12 +158,12 @@ async def test_beyond_loopback_a_token_is_required(start: Callable[..., Any]) ->
     for host in ("0.0.0.0", "::", "192.0.2.1"):
         with pytest.raises(ConfigError, match="PRBJ_SERVE_TOKEN"):
             await start(host=host)
-    url = await start(host="0.0.0.0", token="t0k")
+    url = await start(host="0.0.0.0", token="t0k-long-enough-token")
     port = _port(url)
     headers = {
         "Host": f"evil.example:{port}",
         "Content-Type": "application/json",
-        "Authorization": "Bearer t0k",
+        "Authorization": "Bearer t0k-long-enough-token",
     }
     assert (await asyncio.to_thread(_send, "127.0.0.1", port, "POST", "/score", headers, BODY))[0] == 421
     for name in (f"127.0.0.1:{port}", f"{socket.gethostname()}:{port}", f"0.0.0.0:{port}"):
@@ -171,7 +171,7 @@ async def test_beyond_loopback_a_token_is_required(start: Callable[..., Any]) ->
             _send, "127.0.0.1", port, "POST", "/score", {**headers, "Host": name}, BODY
         )
         assert status == 200, name
-    named = await start(host="0.0.0.0", token="t0k", allow_hosts=["rm.cluster.local"])
+    named = await start(host="0.0.0.0", token="t0k-long-enough-token", allow_hosts=["rm.cluster.local"])
     headers["Host"] = f"rm.cluster.local:{_port(named)}"
     assert (await asyncio.to_thread(_send, "127.0.0.1", _port(named), "POST", "/score", headers, BODY))[
         0
@@ -205,7 +205,7 @@ def test_the_cli_refuses_a_public_bind_without_a_token_and_warns_with_one(tmp_pa
     assert refused.returncode == 2 and "error:" in refused.stderr and "PRBJ_SERVE_TOKEN" in refused.stderr
     help_text = CliRunner().invoke(main, ["serve", "--help"]).output
     assert "--host 0.0.0.0" in help_text and '--token "$PRBJ_SERVE_TOKEN"' in help_text
-    env |= {"PRBJ_SERVE_TOKEN": "from-the-env"}
+    env |= {"PRBJ_SERVE_TOKEN": "from-the-environment"}
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -222,7 +222,7 @@ def test_the_cli_refuses_a_public_bind_without_a_token_and_warns_with_one(tmp_pa
         port = int(line[0].split("listening on ")[1].split()[0].rsplit(":", 1)[1])
         headers = {"Host": f"localhost:{port}", "Content-Type": "application/json"}
         assert _send("127.0.0.1", port, "POST", "/score", headers, BODY)[0] == 401
-        headers["Authorization"] = "Bearer from-the-env"
+        headers["Authorization"] = "Bearer from-the-environment"
         assert _send("127.0.0.1", port, "POST", "/score", headers, BODY)[0] == 200
     finally:
         process.terminate()

@@ -173,10 +173,14 @@ async def test_beyond_loopback_the_printed_url_carries_the_token_then_a_cookie(t
             _get, "127.0.0.1", port, "/", f"viewer.example:{port}", f"Cookie: {cookie}\r\n"
         )
         assert other.status == 421
-    async with _served([run], "127.0.0.2", allow_hosts=["viewer.example"]) as (port, _, _):
-        allowed = await asyncio.to_thread(_get, "127.0.0.2", port, "/", f"viewer.example:{port}")
+    # A name allowed is whatever reaches it (a reverse proxy): on loopback too, reading needs the token.
+    async with _served([run], "127.0.0.2", allow_hosts=["viewer.example"]) as (port, url, _):
+        without = await asyncio.to_thread(_get, "127.0.0.2", port, "/", f"viewer.example:{port}")
+        assert without.status == 403
+        token = f"X-Prbj-Token: {_token(url)}\r\n"
+        allowed = await asyncio.to_thread(_get, "127.0.0.2", port, "/", f"viewer.example:{port}", token)
         assert allowed.status == 200
-        assert (await asyncio.to_thread(_get, "127.0.0.2", port, "/", f"{EVIL}:{port}")).status == 421
+        assert (await asyncio.to_thread(_get, "127.0.0.2", port, "/", f"{EVIL}:{port}", token)).status == 421
 
 
 async def _client(paths: list[Path], reviewer: str = "alice") -> TestClient:

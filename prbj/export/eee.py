@@ -28,6 +28,7 @@ from typing import Any
 from prbj import __version__
 from prbj.analysis.headline import AUTHORS_RESAMPLES, Headline, headline_of
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
+from prbj.data.files import safe_name
 from prbj.export.models import JudgeModel
 from prbj.export.table import ExportRun
 
@@ -316,9 +317,10 @@ def eee_files(
     out = []
     for judge, model in export.judges.items():
         evaluation_id = f"{export.benchmark.slug}/{model.model_id.replace('/', '_')}/{export.run.run_id}"
-        # Filed as Every Eval Ever files a record: under its id's prefix, then the rest of the id.
+        # Filed as Every Eval Ever files a record: under its id's prefix, then the rest of the id (each a safe name:
+        # the id comes from the run's files).
         developer_folder, model_folder = model.model_id.split("/", 1)
-        folder = f"data/{export.benchmark.slug}/{developer_folder}/{model_folder.replace('/', '_')}"
+        folder = f"data/{export.benchmark.slug}/{safe_name(developer_folder)}/{safe_name(model_folder.replace('/', '_'))}"
         name = file_uuid(export.run.run_id, judge)
         lines = [_instance(export, model, evaluation_id, row) for row in export.rows if row["judge"] == judge]
         text = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)

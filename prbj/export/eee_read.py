@@ -19,6 +19,7 @@ import polars as pl
 
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.data.files import refuse_lone_surrogates
 from prbj.data.schema import Pair
 from prbj.errors import DataError
 
@@ -179,11 +180,13 @@ def _judgments(path: Path, judge: str, lines: list[dict[str, Any]], subsets: set
 
 def read_eee_run(path: Path) -> RunData:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        document = json.loads(text)
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: cannot read: {err}") from None
     except json.JSONDecodeError as err:
         raise DataError(f"{path}: invalid JSON: {err.msg} at line {err.lineno}") from None
+    refuse_lone_surrogates(path, text, document)
     document = _object(path, document, "(file)")
     _text(path, document.get("schema_version"), "schema_version")
     evaluation_id = _text(path, document.get("evaluation_id"), "evaluation_id")

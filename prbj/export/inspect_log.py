@@ -18,7 +18,8 @@ from typing import Any
 from prbj import __version__
 from prbj.analysis.headline import Headline, headline_of
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
-from prbj.export.models import IN_PROCESS, OFFLINE, ROUTE_DEVELOPERS, UNKNOWN, JudgeModel, path_part
+from prbj.data.files import safe_name
+from prbj.export.models import IN_PROCESS, OFFLINE, ROUTE_DEVELOPERS, UNKNOWN, JudgeModel
 from prbj.export.table import ExportRun
 from prbj.extras import INSPECT
 
@@ -336,5 +337,5 @@ def inspect_logs(export: ExportRun) -> list[InspectLog]:
                 stats=EvalStats(started_at=started, completed_at=finished, model_usage={name: total}),
                 samples=samples,
             )
-            logs.append(InspectLog(f"{run.run_id}_{path_part(judge)}_{context}.eval", log))
+            logs.append(InspectLog(f"{safe_name(f'{run.run_id}_{judge}_{context}')}.eval", log))
     return logs

@@ -3,16 +3,15 @@ where it ran, and the generation settings the run asked for. Read from run.json 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prbj.analysis.run_data import RunData
+from prbj.data.files import safe_name
 
 # Provider families whose models are only reachable through their makers' APIs.
 _CLOSED_FAMILIES = ("gemini", "vertex_ai", "anthropic", "openai/gpt", "openai/o", "azure")
-_UNSAFE = re.compile(r'[<>:"/\\|?*\x00-\x1f\s]+')
 # What a judge entry records that is configuration (exports carry it); api_base is left out: it may name a
 # machine of the reader's network.
 _NOT_EXPORTED = frozenset({"api_base"})
@@ -65,8 +64,8 @@ class JudgeModel:
 
 def path_part(text: str) -> str:
     """One folder-safe part of a model id: EEE files records under data/<benchmark>/<developer>/<model>/."""
-    cleaned = _UNSAFE.sub("-", text).strip(". ")
-    return cleaned if cleaned and cleaned.lower() not in ("data", "unknown") else f"x-{cleaned or 'model'}"
+    cleaned = safe_name(text)
+    return f"x-{cleaned}" if cleaned.lower() in ("data", "unknown") else cleaned
 
 
 def _path_parts(text: str) -> list[str]:

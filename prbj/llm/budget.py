@@ -30,6 +30,9 @@ class Budget:
     max_cost: float | None = None
     spent: float = 0.0
     reserved: float = 0.0
+    # Whether any call has had its worst case reserved (and so may have been sent): until then a cap too small
+    # for one call stops the run (prbj.llm.admission.refuse_cap_below_one_call) instead of skipping every call.
+    reserved_once: bool = field(default=False, init=False)
     _queue: asyncio.Lock | None = field(default=None, init=False, repr=False)
     _changed: asyncio.Event | None = field(default=None, init=False, repr=False)
 
@@ -45,6 +48,7 @@ class Budget:
         call is not sent) only when it cannot fit beside what is already spent."""
         if self.max_cost is None:
             self.reserved += worst_case
+            self.reserved_once = True
             return True
         if self._queue is None:
             self._queue, self._changed = asyncio.Lock(), asyncio.Event()
@@ -56,6 +60,7 @@ class Budget:
                     return False
                 if self.spent + self.reserved + worst_case <= self.max_cost + _EPSILON:
                     self.reserved += worst_case
+                    self.reserved_once = True
                     return True
                 # Room may appear when a pending call settles below its worst case or gives its share back.
                 self._changed.clear()

@@ -23,9 +23,10 @@ def reply_end(response: Any, raw: RawBody | None = None) -> ReplyEnd:
 def native_end(native: str | None, reasoning: int = 0) -> ReplyEnd:
     """The end of a reply read from the provider's own body (a batch result line): its finish reason mapped onto
     OpenAI's words exactly as LiteLLM maps a live reply's."""
-    from litellm.litellm_core_utils.core_helpers import map_finish_reason
+    from prbj.llm.litellm_setup import litellm_part
 
-    return ended(map_finish_reason(native) if native else STOP, native, reasoning)
+    helpers = litellm_part("litellm.litellm_core_utils.core_helpers")
+    return ended(helpers.map_finish_reason(native) if native else STOP, native, reasoning)
 
 
 def gemini_end(response: dict[str, Any], reasoning: int = 0) -> ReplyEnd:

@@ -9,6 +9,7 @@ expected shape is ignored and looked up again.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -29,8 +30,12 @@ _TOKEN_COUNTS_KEPT = 4096
 
 @cache
 def litellm() -> Any:
-    # The price map must come from the installed package: fetching it at import time reaches for the network.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    """LiteLLM, imported and configured once. Every import of LiteLLM in prbj goes through here (or through
+    `litellm_part`, which comes here first): importing any of its modules runs its package's start-up, which,
+    without LITELLM_LOCAL_MODEL_COST_MAP=True, fetches the price map from GitHub (an outbound call under every
+    --personal-data policy, seconds of stall offline, and prices that change under a run). The price map is the
+    installed package's, whatever the environment says: prices are pinned with the LiteLLM version."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     import litellm as module
 
     module.suppress_debug_info = True
@@ -40,6 +45,14 @@ def litellm() -> Any:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
         logging.getLogger(name).setLevel(logging.ERROR)
     return module
+
+
+def litellm_part(name: str) -> Any:
+    """A module of LiteLLM (`litellm.utils`, ...), imported after `litellm()` has set it up."""
+    if name.split(".", 1)[0] != "litellm":
+        raise ValueError(f"not a LiteLLM module: {name}")
+    litellm()
+    return importlib.import_module(name)
 
 
 def model_map_file() -> Path:
@@ -52,10 +65,8 @@ def model_map_file() -> Path:
 
 @cache
 def _map_version() -> str | None:
-    """The key remembered facts are valid under: the installed LiteLLM version with its local price map.
-    None when the map may come from the network (LITELLM_LOCAL_MODEL_COST_MAP off): then nothing is kept."""
-    if os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "True").strip().lower() != "true":
-        return None
+    """The key remembered facts are valid under: the installed LiteLLM version, whose bundled price map prbj
+    always reads (litellm()). None when LiteLLM is not installed: then nothing is kept."""
     # Here, not at the top: importlib.metadata costs ~10 ms at start-up, for a lookup few commands make.
     from importlib import metadata
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from prbj.llm.litellm_setup import litellm, remembered_wire
+from prbj.llm.litellm_setup import litellm, litellm_part, remembered_wire
 
 # The key under which a mapping that LiteLLM refused is remembered (its message is the value).
 MAPPING_ERROR = "error"
@@ -42,9 +42,7 @@ def allowed_through(model: str, params: Mapping[str, Any]) -> dict[str, Any]:
 def mapped_params(model: str, params: Mapping[str, Any], family: str | None = None) -> dict[str, Any]:
     """`params` as LiteLLM sends them for `model` (with drop_params, as the transport sends them); raises what
     LiteLLM raises for parameters it cannot send at all."""
-    from litellm.utils import get_optional_params
-
-    mapped = get_optional_params(
+    mapped = litellm_part("litellm.utils").get_optional_params(
         model=bare_model(model),
         custom_llm_provider=family or family_of(model),
         drop_params=True,

@@ -7,11 +7,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from prbj.data.csv_cells import write_frame
-from prbj.data.files import write_json, write_parquet, write_text
+from prbj.data.files import inside, write_atomic, write_json, write_parquet, write_text
 from prbj.errors import ConfigError, DataError
 from prbj.export.eee import eee_files
 from prbj.export.table import ExportRun
@@ -121,24 +122,32 @@ def export_runs(
         return [write_frame(target, table) if fmt == "csv" else write_parquet(target, table)]
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    # Every name below is made by prbj.data.files.safe_name from what the run says (run id, judge, context,
+    # model); `inside` still checks each path against --out, so a link planted there cannot lead a write out.
     if fmt == "eee":
         retrieved = str(int(time.time()))
         for export in exports:
             for files in eee_files(
                 export, retrieved=retrieved, organization=organization, relationship=relationship
             ):
-                folder = (out / files.aggregate_path).parent
-                folder.mkdir(parents=True, exist_ok=True)
-                written.append(write_text(out / files.samples_path, files.samples_text))
-                written.append(write_json(out / files.aggregate_path, files.aggregate))
+                aggregate = inside(out, *files.aggregate_path.split("/"))
+                samples = inside(out, *files.samples_path.split("/"))
+                aggregate.parent.mkdir(parents=True, exist_ok=True)
+                inside(out, *files.aggregate_path.split("/"))  # a link made meanwhile leads nowhere either
+                written.append(write_text(samples, files.samples_text))
+                written.append(write_json(aggregate, files.aggregate))
         return written
-    from inspect_ai.log import write_eval_log
-
     from prbj.export.inspect_log import inspect_logs  # imports inspect-ai: only this format pays for it
 
     for export in exports:
         for made in inspect_logs(export):
-            path = out / made.file_name
-            write_eval_log(made.log, str(path), format="eval")
-            written.append(path)
+            # Written beside its place and renamed over it, as every prbj file is: a link there is replaced.
+            written.append(write_atomic(inside(out, made.file_name), _eval_log_writer(made.log)))
     return written
+
+
+def _eval_log_writer(log: Any) -> Callable[[Path], object]:
+    """Writes an Inspect log to the path it is given, through inspect-ai's own API."""
+    from inspect_ai.log import write_eval_log
+
+    return lambda path: write_eval_log(log, str(path), format="eval")

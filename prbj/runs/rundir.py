@@ -18,10 +18,12 @@ takes what it knows and only insists on what a report cannot do without.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import platform
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -392,22 +394,49 @@ def read_labels(run_dir: Path) -> list[Label]:
     naming the file and line."""
     path = Path(run_dir) / LABELS_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = _open_labels(path, os.O_RDONLY)
     except FileNotFoundError:
         return []
+    try:
+        with os.fdopen(fd, "rb") as file:
+            text = file.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: cannot read: {err}") from None
     return parse_label_lines(str(path), text)
+
+
+def _open_labels(path: Path, flags: int) -> int:
+    """A descriptor on the run's own labels file: a regular file of one name. A symbolic link is not followed
+    (O_NOFOLLOW: a run from elsewhere could point it at any file its reader may write, which the torn-line cut
+    would truncate), and a FIFO, device, folder or a file with other names (a hard link) is refused: one line
+    (DataError) naming the file. FileNotFoundError when there is none (and `flags` do not create it)."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.EISDIR):
+            kind = "a symbolic link" if err.errno == errno.ELOOP else "a folder"
+            raise DataError(f"{path}: {kind}, not the run's own labels file; refused") from None
+        raise DataError(f"{path}: cannot open: {err.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        kind = "has other names (a hard link)" if stat.S_ISREG(info.st_mode) else "not a regular file"
+        raise DataError(f"{path}: {kind}, not the run's own labels file; refused")
+    # Back to blocking reads and writes: O_NONBLOCK only kept the open itself from waiting on a FIFO.
+    os.set_blocking(fd, True)
+    return fd
 
 
 def append_label(run_dir: Path, label: Label) -> Path:
     """Add one label as one line, the only write prbj makes to a finished run. The line goes out in a single
     O_APPEND write under an exclusive lock, so two writers never interleave; a line an earlier writer left
     unfinished (it died mid-write; readers never counted it) is cut off first. A label the reader would refuse
-    is a DataError, and nothing is written."""
+    is a DataError, and nothing is written; so is a labels file that is not the run's own regular file."""
     path = Path(run_dir) / LABELS_FILE
     data = checked(label, f"{path}: the label to write").line().encode("utf-8")
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_labels(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         size = os.fstat(fd).st_size

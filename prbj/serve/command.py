@@ -32,7 +32,9 @@ def run_serve_command(
     """The body of `prbj serve`, until Ctrl-C or SIGTERM stops the server. The remaining keyword arguments
     are the judge options (JudgeOptions; --mode is pointwise, the only mode a reward server can use) and the
     shared model options (GatewayOptions)."""
-    server.check_bind(host, token)  # before a judge is built: a refused start costs nothing
+    token = server.check_bind(
+        host, token, allow_hosts
+    )  # before a judge is built: a refused start costs nothing
     shared = GatewayOptions.pop_from(options)
     if shared.dry_run:
         raise DataError(
@@ -44,10 +46,11 @@ def run_serve_command(
         served = server.served_context(judge)
 
         def ready(url: str) -> None:
-            if not is_loopback(host):
+            if not is_loopback(host) or allow_hosts:
+                also = f" and as {', '.join(allow_hosts)}" if allow_hosts else ""
                 print(
-                    f"prbj serve: warning: serving on {host} (port {url.rsplit(':', 1)[-1]}): any machine that "
-                    "can reach it and holds the token can score with this judge and spend its budget",
+                    f"prbj serve: warning: serving on {host}{also} (port {url.rsplit(':', 1)[-1]}): any machine "
+                    "that can reach it and holds the token can score with this judge and spend its budget",
                     file=sys.stderr,
                     flush=True,
                 )

@@ -51,14 +51,21 @@ from prbj.errors import ConfigError
 from prbj.judges.base import Judge, PointwiseJudge
 from prbj.judges.generative import SCORE_SCALE, PointwiseLLMJudge
 from prbj.judges.official import Protocol, to_served_scale
-from prbj.web import SERVE_TOKEN_ENV
-from prbj.web.access import HostPolicy, bearer, is_loopback, same_token
+from prbj.web import IDLE_TIMEOUT, READ_TIMEOUT, SERVE_TOKEN_ENV
+from prbj.web.access import (
+    HostPolicy,
+    bearer,
+    checked_allowed_hosts,
+    checked_token,
+    is_loopback,
+    same_token,
+)
 
 MAX_BODY_BYTES = 64 * 2**20
-# A connection with no request in progress is closed after this long, and a request body must arrive within
-# READ_TIMEOUT: a slow or stalled client must not pin a connection (or a handler) forever.
-IDLE_TIMEOUT = 60.0
-READ_TIMEOUT = 60.0
+# Answers one request may ask for (items of a batch, samples of an OpenRLHF call): larger batches are refused
+# with 413 before anything is scored, so one request cannot hold the server's memory (200,000 items held
+# ~480 MB) or its judge for everyone else. Trainers send a rollout batch per request: thousands, not more.
+MAX_BATCH_ITEMS = 16_384
 DEFAULT_SUBSET = "served"
 JSON_TYPE = "application/json"
 # No answer may hold NaN or Infinity: JSON has neither, and a trainer's parser would choke or take them.
@@ -68,7 +75,18 @@ _OFFICIAL_POST = re.compile(r"^Post \d+ \(Category: (?P<category>[^\n]*?)\):\n",
 
 
 class RequestError(ValueError):
-    """A request the server cannot score: answered with 400 and this message."""
+    """A request the server cannot score: answered with `status` (400 unless said) and this message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _at_most(count: int, field: str, limit: int) -> None:
+    if count > limit:
+        raise RequestError(
+            f"field '{field}': {count:,} items; at most {limit:,} per request (send the rest in another)", 413
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +210,10 @@ class RewardService:
         protocol: Protocol = "prbj",
         access: HostPolicy | None = None,
         token: str | None = None,
+        max_batch: int = MAX_BATCH_ITEMS,
     ) -> None:
         self.context = served_context(judge)
+        self.max_batch = max_batch
         self.access = access or HostPolicy.for_bind("127.0.0.1")
         self.token = token or None
         # The official generative server answers on [0, 1]; prbj's LLM judges score 1-10 (served as is by default).
@@ -294,15 +314,17 @@ class RewardService:
             return _error(400, f"body: invalid JSON: {json_problem(err)}")
         except RecursionError:
             return _error(400, "body: JSON nested too deeply")
+        except ValueError as err:  # Python's cap on the digits of an integer (4,300), as json.loads meets it
+            return _error(400, f"body: a number JSON holds cannot be read: {str(err).split(';', 1)[0]}")
         try:
             if shape == "openrlhf":
-                requests = _openrlhf_requests(body, self.context)
+                requests = _openrlhf_requests(body, self.context, self.max_batch)
             elif batch:
-                requests = _batch_requests(body, self.context)
+                requests = _batch_requests(body, self.context, self.max_batch)
             else:
                 requests = [parse_request(body, self.context)]
         except RequestError as err:
-            return _error(400, str(err))
+            return _error(err.status, str(err))
         try:
             raw_scores = await self.score(requests)
         except Exception as err:  # a judge failure must reach the trainer as an error, never as a score
@@ -331,7 +353,7 @@ def _scale(value: str | None) -> float:
     return scale
 
 
-def _openrlhf_requests(body: Any, context: Context) -> list[ScoreRequest]:
+def _openrlhf_requests(body: Any, context: Context, max_items: int = MAX_BATCH_ITEMS) -> list[ScoreRequest]:
     """OpenRLHF sends the prompt+response texts, the prompts, and one label per sample; the response is what
     follows the prompt, and the label carries the question and profile the prompt was built from."""
     if not isinstance(body, dict):
@@ -349,6 +371,7 @@ def _openrlhf_requests(body: Any, context: Context) -> list[ScoreRequest]:
         fields[field] = value
     if not len(fields["query"]) == len(fields["prompts"]) == len(fields["labels"]):
         raise RequestError("fields 'query', 'prompts' and 'labels' differ in length")
+    _at_most(len(fields["query"]), "query", max_items)
     requests = []
     for index, (full, prompt, label) in enumerate(
         zip(fields["query"], fields["prompts"], fields["labels"], strict=True)
@@ -361,7 +384,7 @@ def _openrlhf_requests(body: Any, context: Context) -> list[ScoreRequest]:
         if isinstance(label, str):
             try:
                 label = json.loads(label)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, nested too deeply, or an integer of 5,000 digits
                 raise RequestError(f"field 'labels[{index}]': expected JSON with query and profile") from None
         if not isinstance(label, dict):
             raise RequestError(f"field 'labels[{index}]': expected an object with query and profile")
@@ -370,10 +393,11 @@ def _openrlhf_requests(body: Any, context: Context) -> list[ScoreRequest]:
     return requests
 
 
-def _batch_requests(body: Any, context: Context) -> list[ScoreRequest]:
+def _batch_requests(body: Any, context: Context, max_items: int = MAX_BATCH_ITEMS) -> list[ScoreRequest]:
     items = body.get("items") if isinstance(body, dict) else None
     if not isinstance(items, list):
         raise RequestError("field 'items': expected a list of {response_text, query, profile} objects")
+    _at_most(len(items), "items", max_items)
     return [parse_request(item, context, f"items[{index}].") for index, item in enumerate(items)]
 
 
@@ -398,18 +422,20 @@ async def serve(
     protocol: Protocol = "prbj",
     token: str | None = None,
     allow_hosts: Sequence[str] = (),
+    max_batch: int = MAX_BATCH_ITEMS,
 ) -> None:
     """Serve until `stop` is set (or SIGINT/SIGTERM arrives); `on_ready` gets the base URL once bound, with the
     real port when `port` is 0. Idle connections close after `idle_timeout`; a body slower than `read_timeout`
-    gets 408. Beyond loopback a `token` is required (ConfigError without one)."""
-    check_bind(host, token)
+    gets 408. Beyond loopback, or with a name allowed, a `token` is required (ConfigError without one)."""
+    token = check_bind(host, token, allow_hosts)
     service = RewardService(
         judge,
         concurrency=concurrency,
         read_timeout=read_timeout,
         protocol=protocol,
-        access=HostPolicy.for_bind(host, allow_hosts),
+        access=HostPolicy.for_bind(host, checked_allowed_hosts(allow_hosts)),
         token=token,
+        max_batch=max_batch,
     )
     runner = web.AppRunner(
         service.app(), access_log=None, handle_signals=False, keepalive_timeout=idle_timeout
@@ -440,13 +466,23 @@ async def serve(
         await runner.cleanup()
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """A server other machines can reach spends the judge's budget for whoever calls it: not without a token."""
-    if not is_loopback(host) and not token:
+def check_bind(host: str, token: str | None, allow_hosts: Sequence[str] = ()) -> str | None:
+    """The token to require (stripped; refused when short), checked against the bind: a server other machines
+    can reach spends the judge's budget for whoever calls it, so beyond loopback it needs one; so does a name
+    given with --allow-host (the name of a reverse proxy or an alias: whoever reaches that reaches the server)."""
+    token = checked_token(token, f"--token ({SERVE_TOKEN_ENV})")
+    allowed = checked_allowed_hosts(allow_hosts)
+    if token is None and not is_loopback(host):
         raise ConfigError(
-            f"--host {host} serves other machines: give a token with --token or {SERVE_TOKEN_ENV} "
+            f"--host {host!r} serves other machines: give a token with --token or {SERVE_TOKEN_ENV} "
             "(trainers send it as 'Authorization: Bearer TOKEN'; docs/serving.md)"
         )
+    if token is None and allowed:
+        raise ConfigError(
+            f"--allow-host {allowed[0]}: whoever reaches that name reaches the server; give a token with --token "
+            f"or {SERVE_TOKEN_ENV} (docs/serving.md)"
+        )
+    return token
 
 
 def _url_host(host: str) -> str:

@@ -21,7 +21,8 @@ from prbj.runs.rundir import find_run_dirs
 from prbj.view.bundle import write_bundle
 from prbj.view.catalog import Catalog, is_build
 from prbj.view.server import Viewer, make_app
-from prbj.web.access import HostPolicy, is_loopback, is_wildcard
+from prbj.web import IDLE_TIMEOUT
+from prbj.web.access import HostPolicy, checked_allowed_hosts, is_loopback, is_wildcard
 
 DEFAULT_FOLDER = Path("reports")
 
@@ -69,10 +70,14 @@ async def serve(
     console: Console,
     allow_hosts: Sequence[str] = (),
     on_ready: Callable[[str], None] | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> None:
-    """Serve until cancelled (Ctrl-C). Requests must name this machine (HostPolicy); beyond loopback every page
-    needs the token, which the printed URL carries."""
-    runner = web.AppRunner(make_app(viewer), access_log=None)
+    """Serve until cancelled (Ctrl-C). Requests must name this machine (HostPolicy); beyond loopback, or with a
+    name allowed (--allow-host: a reverse proxy's, whoever reaches it reaches the viewer), every page needs the
+    token, which the printed URL carries. A connection idle, or whose request has not arrived, for `idle_timeout`
+    is closed."""
+    allowed = checked_allowed_hosts(allow_hosts)
+    runner = web.AppRunner(make_app(viewer), access_log=None, keepalive_timeout=idle_timeout)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
@@ -81,12 +86,14 @@ async def serve(
         await runner.cleanup()
         raise ConfigError(f"cannot listen on {host}:{port}: {err.strerror}") from None
     bound = runner.addresses[0][1]
-    viewer.access = HostPolicy.for_bind(host, allow_hosts)
-    viewer.token_to_read = not is_loopback(host)
+    viewer.access = HostPolicy.for_bind(host, allowed)
+    viewer.token_to_read = not is_loopback(host) or bool(allowed)
     url = f"http://{_url_host(host)}:{bound}/"
     if viewer.token_to_read:
         url += f"?token={viewer.token}"
         where = "every address of this machine" if is_wildcard(host) else host
+        if allowed and is_loopback(host):
+            where = f"{host} and whatever reaches it as {', '.join(allowed)}"
         console.print(
             f"[yellow]warning: serving on {where} (port {bound}): whoever can reach it and holds the token in "
             "the address below can read every run under the folders given (questions, answers, profiles, the "
@@ -125,6 +132,12 @@ def run_view_command(
         raise ConfigError(
             "--reveal shows personal text in clear: only to this machine (--host 127.0.0.1), never in a --bundle"
         )
+    if reveal and allow_hosts:
+        raise ConfigError(
+            "--reveal shows personal text in clear, only to this machine: not with --allow-host (whoever reaches "
+            "that name reaches the viewer)"
+        )
+    checked_allowed_hosts(allow_hosts)  # one line before any run is opened
     # Checked as the label reader checks it, before anything is served: a name it refuses could label nothing.
     name = check_reviewer(reviewer if reviewer is not None else default_reviewer(), "--reviewer")
     # A bundle is made to be shared: it carries no text of a guarded run (prbj.privacy.guard.shown_pairs).

@@ -31,6 +31,7 @@ from prbj.view.catalog import BuildEntry, Catalog, LoadedRun
 from prbj.view.links import LiveLinks
 from prbj.view.query import Query
 from prbj.view.render import PAGE_CSP, compile_templates, render, static_file
+from prbj.web import READ_TIMEOUT
 from prbj.web.access import HostPolicy, bearer, same_token
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -49,6 +50,8 @@ class Viewer:
     access: HostPolicy = field(default_factory=lambda: HostPolicy.for_bind("127.0.0.1"))
     # On a bind beyond loopback reading needs the token too, not only writing.
     token_to_read: bool = False
+    # A request body (a label, a sheet's ratings) must arrive within this long (408 otherwise).
+    read_timeout: float = READ_TIMEOUT
     _reports: dict[tuple[str, ...], overview.ReportView] = field(default_factory=dict)
     _report_lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -157,7 +160,13 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
             refused.headers.setdefault("Content-Security-Policy", _CSP)
             return refused
     if request.method not in ("GET", "HEAD"):
-        form = await request.post()
+        try:
+            async with asyncio.timeout(viewer.read_timeout):
+                form = await request.post()  # kept by aiohttp: the handler's post() reads no more
+        except TimeoutError:
+            return viewer.problem(
+                "Not saved", f"the form did not arrive within {viewer.read_timeout:g}s", status=408
+            )
         sent = str(form.get("token") or request.headers.get("X-Prbj-Token") or "")
         if not same_token(sent, viewer.token):
             return viewer.problem(

@@ -8,12 +8,20 @@ address; a bind beyond loopback adds a token on top (the name check cannot tell 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from urllib.parse import urlsplit
 
+from prbj.errors import ConfigError
+
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+# A token shorter than this is guessable by whoever can send requests (or, "  ", is none at all).
+MIN_TOKEN_CHARS = 16
+# A DNS name (labels of letters, digits, `-` and `_`, as cluster service names have), optionally fully qualified.
+_LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?")
 
 
 def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -127,6 +135,43 @@ class HostPolicy:
         if parts.scheme not in ("http", "https") or not netloc:
             return False
         return self.allows(netloc, local_address)
+
+
+def checked_token(token: str | None, option: str = "--token") -> str | None:
+    """The token a server was given, stripped (a token read from a file or a variable often ends in a newline);
+    None when none was. One shorter than MIN_TOKEN_CHARS (spaces only, a word) is refused."""
+    if token is None:
+        return None
+    token = token.strip()
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"{option}: {len(token)} characters; a token needs at least {MIN_TOKEN_CHARS} "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(32))' makes one)"
+        )
+    return token
+
+
+def checked_allowed_hosts(values: Iterable[str]) -> tuple[str, ...]:
+    """The names given with --allow-host, each a host name or an address: one without a port (every port is
+    accepted) and without a wildcard (each name is given), else a ConfigError saying so."""
+    checked = []
+    for value in values:
+        name = value.strip()
+        bare = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+        if _address(bare) is not None:
+            checked.append(bare)
+            continue
+        if "*" in name:
+            problem = "a wildcard; name each host (a name allowed is a site that may reach the server)"
+        elif ":" in name:
+            problem = "a name with a port; give the name alone (any port is accepted)"
+        elif not _HOST_NAME.fullmatch(name.lower()):
+            problem = "not a host name or an address"
+        else:
+            checked.append(name)
+            continue
+        raise ConfigError(f"--allow-host {value!r}: {problem}")
+    return tuple(checked)
 
 
 def same_token(sent: str | None, token: str) -> bool:

@@ -147,10 +147,11 @@ class GeminiBatchClient:
 
 
 def _body(line: BatchLine) -> dict[str, Any]:
-    from litellm.llms.vertex_ai.gemini.transformation import _transform_request_body
+    from prbj.llm.litellm_setup import litellm_part
 
+    transformation = litellm_part("litellm.llms.vertex_ai.gemini.transformation")
     return dict(
-        _transform_request_body(
+        transformation._transform_request_body(
             messages=cast(Any, [dict(m) for m in line.call.messages]),
             model=bare_model(line.call.provider.model),
             optional_params=provider_params(line.call, "gemini"),
