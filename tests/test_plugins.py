@@ -437,45 +437,53 @@ def test_the_types_are_exported_from_prbj_without_making_it_heavy() -> None:
     assert done.stdout.split() == ["True", "None", "{}", "[]", "Preference"]
 
 
-def test_bulk_cache_writes_read_back_like_single_ones(tmp_path: Path) -> None:
+def test_only_the_items_the_cache_lacks_reach_the_model_whatever_they_come_with(
+    tmp_path: Path, dataset: Path
+) -> None:
+    """Each item is its own entry: answers scored before, in another request, in this process (not yet committed)
+    or an earlier one, are not scored again; a batch mixes requests answered whole from the cache with one that
+    needs the model for one item."""
     import asyncio
 
+    from prbj.data.loaders import load_dataset
+    from prbj.judges.python_rm import make_python_judges
+    from prbj.judges.setup import JudgeOptions
     from prbj.llm.cache import ResponseCache
+    from prbj.llm.gateway import Gateway
 
-    cache = ResponseCache(tmp_path / "cache")
-    cache.set("py-rm:one", {"values": [0.1]})
+    rm = write_rm(tmp_path)
+    view = load_dataset(str(dataset)).pairs[0].view("profile")
 
-    async def store() -> None:
-        cache.store_many_soon([("py-rm:one", {"values": [9.0]}), ("py-rm:two", {"values": [0.2, math.pi]})])
-        cache.store_many_soon([("py-rm:big", {"values": [1.0] * 20_000})])  # beyond an inline value's size
-        await cache.aget("py-rm:two")  # queued after the stores: they are committed
+    def scored_items() -> int:
+        return sum(len(entry["items"]) for entry in read_log(rm) if entry["method"] == "score")
 
-    asyncio.run(store())
-    assert cache.get("py-rm:one") == {"values": [0.1]}  # never overwritten
-    assert cache.get("py-rm:two") == {"values": [0.2, math.pi]}
-    assert cache.get_many(["py-rm:one", "py-rm:two", "py-rm:big", "py-rm:none"]) == {
-        "py-rm:one": {"values": [0.1]},
-        "py-rm:two": {"values": [0.2, math.pi]},
-        "py-rm:big": {"values": [1.0] * 20_000},
-    }
-    assert cache.stats().by_kind == {"py-rm": 3}
-    cache.close()
-    # The rows are diskcache's own, as `set` writes them (times aside): its count, too, is right.
-    import sqlite3
+    async def both(judge: Any, first: list[str], second: list[str]) -> list[list[float]]:
+        return list(await asyncio.gather(judge.score(view, first), judge.score(view, second)))
 
-    import diskcache
+    def open_judge() -> tuple[Gateway, Any]:
+        gateway = Gateway(ResponseCache(tmp_path / "cache"))
+        (judge,) = make_python_judges(f"py:{rm}:Logged", JudgeOptions(mode="pointwise"), gateway, None)
+        return gateway, judge
 
-    columns = "raw, expire_time, access_count, tag, size, mode, filename, typeof(value)"
-    with sqlite3.connect(tmp_path / "cache" / "cache.db") as db:
-        one, two = (
-            db.execute(f"SELECT {columns} FROM Cache WHERE key = ?", (k,)).fetchone()
-            for k in ("py-rm:one", "py-rm:two")
-        )
-        assert one == two
-        assert json.loads(db.execute("SELECT value FROM Cache WHERE key = 'py-rm:two'").fetchone()[0])[
-            "value"
-        ] == {"values": [0.2, math.pi]}
-    assert len(diskcache.Cache(str(tmp_path / "cache"))) == 3
+    gateway, judge = open_judge()
+    try:
+        assert asyncio.run(judge.score(view, ["a", "b"])) == [expected_score(view.pair_id, t) for t in "ab"]
+        assert scored_items() == 2
+        # At once, before the cache's writer has committed "a" and "b": only "c" is new.
+        assert asyncio.run(judge.score(view, ["c", "a"])) == [expected_score(view.pair_id, t) for t in "ca"]
+        assert scored_items() == 3
+    finally:
+        gateway.close()
+    clear_log(rm)
+    gateway, judge = open_judge()  # a new run: what it knows is on disk
+    try:
+        found = asyncio.run(both(judge, ["b", "c"], ["a", "d", "b"]))
+    finally:
+        gateway.close()
+    assert found == [
+        [expected_score(view.pair_id, t) for t in texts] for texts in (["b", "c"], ["a", "d", "b"])
+    ]
+    assert scored_items() == 1  # "d"
 
 
 # --- serving ----------------------------------------------------------------------------------------------
