@@ -437,6 +437,22 @@ def test_the_types_are_exported_from_prbj_without_making_it_heavy() -> None:
     assert done.stdout.split() == ["True", "None", "{}", "[]", "Preference"]
 
 
+def scored_items(rm: Path) -> int:
+    return sum(len(entry["items"]) for entry in read_log(rm) if entry["method"] == "score")
+
+
+def open_judge(tmp_path: Path, rm: Path) -> tuple[Any, Any]:
+    """A gateway on tmp_path's cache folder and the model's judge, as a run opens them (in this process)."""
+    from prbj.judges.python_rm import make_python_judges
+    from prbj.judges.setup import JudgeOptions
+    from prbj.llm.cache import ResponseCache
+    from prbj.llm.gateway import Gateway
+
+    gateway = Gateway(ResponseCache(tmp_path / "cache"))
+    (judge,) = make_python_judges(f"py:{rm}:Logged", JudgeOptions(mode="pointwise"), gateway, None)
+    return gateway, judge
+
+
 def test_only_the_items_the_cache_lacks_reach_the_model_whatever_they_come_with(
     tmp_path: Path, dataset: Path
 ) -> None:
@@ -446,36 +462,24 @@ def test_only_the_items_the_cache_lacks_reach_the_model_whatever_they_come_with(
     import asyncio
 
     from prbj.data.loaders import load_dataset
-    from prbj.judges.python_rm import make_python_judges
-    from prbj.judges.setup import JudgeOptions
-    from prbj.llm.cache import ResponseCache
-    from prbj.llm.gateway import Gateway
 
     rm = write_rm(tmp_path)
     view = load_dataset(str(dataset)).pairs[0].view("profile")
 
-    def scored_items() -> int:
-        return sum(len(entry["items"]) for entry in read_log(rm) if entry["method"] == "score")
-
     async def both(judge: Any, first: list[str], second: list[str]) -> list[list[float]]:
         return list(await asyncio.gather(judge.score(view, first), judge.score(view, second)))
 
-    def open_judge() -> tuple[Gateway, Any]:
-        gateway = Gateway(ResponseCache(tmp_path / "cache"))
-        (judge,) = make_python_judges(f"py:{rm}:Logged", JudgeOptions(mode="pointwise"), gateway, None)
-        return gateway, judge
-
-    gateway, judge = open_judge()
+    gateway, judge = open_judge(tmp_path, rm)
     try:
         assert asyncio.run(judge.score(view, ["a", "b"])) == [expected_score(view.pair_id, t) for t in "ab"]
-        assert scored_items() == 2
+        assert scored_items(rm) == 2
         # At once, before the cache's writer has committed "a" and "b": only "c" is new.
         assert asyncio.run(judge.score(view, ["c", "a"])) == [expected_score(view.pair_id, t) for t in "ca"]
-        assert scored_items() == 3
+        assert scored_items(rm) == 3
     finally:
         gateway.close()
     clear_log(rm)
-    gateway, judge = open_judge()  # a new run: what it knows is on disk
+    gateway, judge = open_judge(tmp_path, rm)  # a new run: what it knows is on disk
     try:
         found = asyncio.run(both(judge, ["b", "c"], ["a", "d", "b"]))
     finally:
@@ -483,7 +487,47 @@ def test_only_the_items_the_cache_lacks_reach_the_model_whatever_they_come_with(
     assert found == [
         [expected_score(view.pair_id, t) for t in texts] for texts in (["b", "c"], ["a", "d", "b"])
     ]
-    assert scored_items() == 1  # "d"
+    assert scored_items(rm) == 1  # "d"
+
+
+def test_a_model_the_cache_holds_nothing_of_is_looked_up_only_once_it_must_be(
+    tmp_path: Path, dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed model's first run asks the disk for nothing while what it stored is remembered in memory; once
+    that is forgotten (a long run), or on the next run, its items are looked up, and found."""
+    import asyncio
+
+    from prbj.data.loaders import load_dataset
+    from prbj.llm.cache import ResponseCache
+    from prbj.local import rm_runtime
+
+    lookups: list[int] = []
+    real_lookup = ResponseCache.get_scores
+
+    def get_scores(cache: ResponseCache, keys: Any) -> dict[bytes, float]:
+        lookups.append(len(keys))
+        return real_lookup(cache, keys)
+
+    monkeypatch.setattr(ResponseCache, "get_scores", get_scores)
+    monkeypatch.setattr(rm_runtime, "RECENT_ITEMS", 3)
+    rm = write_rm(tmp_path)
+    view = load_dataset(str(dataset)).pairs[0].view("profile")
+    gateway, judge = open_judge(tmp_path, rm)
+    try:
+        asyncio.run(judge.score(view, ["a", "b"]))
+        asyncio.run(judge.score(view, ["c", "d"]))  # more than memory holds: "a" and "b" are forgotten
+        assert lookups == [] and scored_items(rm) == 4
+        # ... and found on disk (committed before they were forgotten), not scored again.
+        assert asyncio.run(judge.score(view, ["a", "b"])) == [expected_score(view.pair_id, t) for t in "ab"]
+        assert lookups == [2] and scored_items(rm) == 4
+    finally:
+        gateway.close()
+    gateway, judge = open_judge(tmp_path, rm)
+    try:
+        asyncio.run(judge.score(view, ["d", "e"]))
+    finally:
+        gateway.close()
+    assert lookups == [2, 2] and scored_items(rm) == 5
 
 
 # --- serving ----------------------------------------------------------------------------------------------

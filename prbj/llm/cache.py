@@ -319,6 +319,11 @@ class ResponseCache:
         with self._failures(SCORES_FILE):
             return self._score_table.get_many(keys)
 
+    def commit_scores(self) -> None:
+        """Wait until every number asked to be stored so far is committed."""
+        with self._failures(SCORES_FILE):
+            self._score_table.flush()
+
     def holds_scores_of(self, model: bytes) -> bool:
         """Whether any number of the model whose digest is `model` is stored (score_table.item_keys' `model`)."""
         with self._failures(SCORES_FILE):

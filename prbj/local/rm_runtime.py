@@ -105,10 +105,12 @@ class RMRuntime:
         self.model_digest = hashlib.sha256(
             json.dumps([PY_KEY_VERSION, loaded.identity()], sort_keys=True).encode()
         ).digest()
-        # Whether the cache holds any answer of this model: until it does, no item is looked up (a changed
-        # model's first run asks the disk nothing). Asked again before each batch, so answers another process
-        # stores meanwhile are found.
-        self._stored = False
+        # Whether items are looked up in the cache. Not while it holds no answer of this model (a changed model's
+        # first run asks the disk nothing): asked again before each batch until this runtime stores its first
+        # answer (another process's, stored meanwhile, are then found). After that, what the cache holds of the
+        # model is what this runtime stored, all of it remembered in _recent, until _recent overflows.
+        self._look_up = False
+        self._stored_any = False
         # Where its calls run: given (this process, or Ray actors: LocalModels.python_rm_runner), else here.
         self.runner: Runner = runner or LocalRunner(RMHost(loaded.instance, loaded.label), batch_size)
         self.batcher: MicroBatcher[RMRequest, RMResult] = MicroBatcher(
@@ -165,39 +167,53 @@ class RMRuntime:
         """On the worker thread (or the event loop), after _answer_known: each request's items computed by the
         model (an item asked for twice, once), save those found already."""
         values, self._found = self._found, {}
-        # Items to compute: (method, item) by key, and the requests that wait for each key.
-        work: dict[bytes, tuple[Method, Item]] = {}
-        waiting: dict[bytes, list[int]] = {}
+        known = len(values)
+        # The items to compute, each once however many requests hold it, and the requests that wait for each.
+        keys: list[bytes] = []
+        work: list[tuple[Method, Item]] = []
+        waiting: list[list[int]] = []
+        position_of: dict[bytes, int] = {}
         missing = [0] * len(requests)
         for index, request in enumerate(requests):
+            method = request.method
             for key, item in zip(request.keys, request.items, strict=True):
-                if key not in values:
-                    work.setdefault(key, (request.method, item))
-                    waiting.setdefault(key, []).append(index)
-                    missing[index] += 1
-        order = list(work)
+                if key in values:
+                    continue
+                position = position_of.get(key)
+                if position is None:
+                    position_of[key] = len(keys)
+                    keys.append(key)
+                    work.append((method, item))
+                    waiting.append([index])
+                else:
+                    waiting[position].append(index)
+                missing[index] += 1
         unstored: list[tuple[bytes, float]] = []
         recent = self._recent
 
         def deliver(position: int, outcome: Outcome) -> None:
-            key = order[position]
+            key = keys[position]
             values[key] = outcome
-            self.computed += 1
             if not isinstance(outcome, RMFailure):
-                unstored.append((key, outcome))
+                # Remembered before any request holding it is answered: the next may ask for it at once.
                 if len(recent) >= RECENT_ITEMS:
-                    recent.clear()
+                    self._store(unstored)
+                    self._forget()
                 recent[key] = outcome
+                unstored.append((key, outcome))
                 if len(unstored) >= STORE_EVERY:
                     self._store(unstored)
-            for index in waiting[key]:
+            for index in waiting[position]:
                 missing[index] -= 1
                 if not missing[index]:
-                    request = requests[index]
-                    emit(index, RMResult(tuple([values[k] for k in request.keys]), cached=False))
+                    done = requests[index]
+                    emit(index, RMResult(tuple([values[k] for k in done.keys]), cached=False))
 
-        self.runner.run([work[key] for key in order], deliver, stop)
-        self._store(unstored)
+        try:
+            self.runner.run(work, deliver, stop)
+        finally:
+            self.computed += len(values) - known
+            self._store(unstored)
 
     def _known(self, requests: list[RMRequest]) -> dict[bytes, Outcome]:
         """The values the cache, or this run lately, holds for the requests' items (a probability only where it
@@ -205,8 +221,9 @@ class RMRuntime:
         keys = [key for request in requests for key in request.keys]
         found: dict[bytes, Outcome] = {}
         cache = self.cache
-        if cache is not None and (self._stored or cache.holds_scores_of(self.model_digest)):
-            self._stored = True
+        if cache is not None and not self._look_up and not self._stored_any:
+            self._look_up = cache.holds_scores_of(self.model_digest)
+        if cache is not None and self._look_up:
             found.update(cache.get_scores(keys))
         # What this run computed lately: its stores may still wait for the cache's writer.
         recent = self._recent
@@ -221,6 +238,16 @@ class RMRuntime:
         return found
 
     def _store(self, rows: list[tuple[bytes, float]]) -> None:
-        if self.cache is not None and rows:
-            self.cache.store_scores_soon(rows)  # taken at once: the list can be reused
-        rows.clear()
+        if rows:
+            self._stored_any = True
+            if self.cache is not None:
+                self.cache.store_scores_soon(rows)  # taken at once: the list can be reused
+            rows.clear()
+
+    def _forget(self) -> None:
+        """Empties _recent (it is full): what it held must now be found on disk, so it is committed first (once
+        per RECENT_ITEMS items), and items are looked up from now on."""
+        if self.cache is not None:
+            self.cache.commit_scores()
+        self._recent.clear()
+        self._look_up = True
