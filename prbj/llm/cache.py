@@ -226,7 +226,7 @@ class ResponseCache:
 
     def _open(self) -> diskcache.Cache | _ReadOnlyStore:
         existing = (self.directory / _DB_FILE).exists()
-        if existing:
+        if existing or (self.directory / SCORES_FILE).exists():
             self._check_format()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -240,13 +240,17 @@ class ResponseCache:
             if not (existing and _is_read_only_failure(err)):
                 raise
         store = _ReadOnlyStore(self.directory)
-        self.read_only = True
-        print(
-            f"prbj: cache folder {self.directory} is read-only: its answers are used, new answers will not be "
-            f"stored",
-            file=sys.stderr,
-        )
+        self._say_read_only()
         return store
+
+    def _say_read_only(self) -> None:
+        if not self.read_only:
+            self.read_only = True
+            print(
+                f"prbj: cache folder {self.directory} is read-only: its answers are used, new answers will not be "
+                f"stored",
+                file=sys.stderr,
+            )
 
     def _check_format(self) -> None:
         marker = self.directory / FORMAT_FILE
@@ -270,13 +274,28 @@ class ResponseCache:
     @property
     def _score_table(self) -> ScoreTable:
         if self._scores is None:
-            store = self._store  # the folder made, or its format checked, first
             with self._opening:
                 if self._scores is None:
-                    self._scores = ScoreTable(
-                        self.directory / SCORES_FILE, read_only=not isinstance(store, diskcache.Cache)
-                    )
+                    self._scores = self._open_scores()
         return self._scores
+
+    def _open_scores(self) -> ScoreTable:
+        """The score table, without opening diskcache's index when nothing else has (a run of Python reward
+        models alone never needs it, and making a new one costs a dozen disk syncs): the folder's format checked
+        or its marker written as _open does, and a folder this process may not write opened read-only."""
+        path = self.directory / SCORES_FILE
+        if self._opened is not None:
+            return ScoreTable(path, read_only=self.read_only)
+        existing = path.exists() or (self.directory / _DB_FILE).exists()
+        if existing:
+            self._check_format()
+            if not os.access(self.directory, os.W_OK):
+                self._say_read_only()
+                return ScoreTable(path, read_only=True)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if not (self.directory / FORMAT_FILE).exists():
+            (self.directory / FORMAT_FILE).write_text(json.dumps({"format": STORAGE_FORMAT}) + "\n")
+        return ScoreTable(path)
 
     @contextmanager
     def _failures(self, file: str = _DB_FILE) -> Iterator[None]:

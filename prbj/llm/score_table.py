@@ -52,7 +52,7 @@ COMMIT_WITHIN_SECONDS = 0.5
 BUSY_SECONDS = 60.0
 # Keys per SELECT and rows per INSERT (SQLite allows 32,766 parameters per statement; fewer keep each small).
 KEYS_PER_QUERY = 500
-ROWS_PER_INSERT = 500
+ROWS_PER_INSERT = 8192
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, value REAL NOT NULL, stored_at REAL NOT NULL) "
