@@ -2,10 +2,10 @@
 plain SQLite file of its own (`scores.db`) beside diskcache's index, in the same cache folder.
 
 A fast model answers tens of thousands of items a second, and every item is its own entry (so an answer scored
-once is never scored again, whatever it comes with). Through diskcache each entry costs a row with two indexes
+once is never scored again, whatever it comes with). Through diskcache each entry cost a row with two indexes
 and two trigger updates, and a JSON value to encode and decode; here it is a 16-byte key and a float in one
-B-tree (`WITHOUT ROWID`): a batch of answers is one INSERT statement on the table's own writer thread, a batch of
-lookups one SELECT, and no value is decoded.
+B-tree (`WITHOUT ROWID`): answers are committed a few thousand at a time, one INSERT statement each, on the
+table's own writer thread; a batch of lookups is one SELECT, and no value is decoded.
 
 Keys (`item_keys`) are a SHA-256 of everything the model is given for the item, cut to 128 bits: the part the
 items of one request share is encoded (msgpack: every text framed by its length) and hashed once, and each
@@ -50,9 +50,10 @@ ROWS_PER_COMMIT = 4096
 COMMIT_WITHIN_SECONDS = 0.5
 # How long a writer waits for another process's transaction (as diskcache does).
 BUSY_SECONDS = 60.0
-# Keys per SELECT and rows per INSERT (SQLite allows 32,766 parameters per statement; fewer keep each small).
+# Keys per SELECT, and rows per INSERT: a commit's rows in one statement (one trip into SQLite, the GIL let go
+# once) where SQLite allows 32,766 parameters per statement (3.32 on), else 999.
 KEYS_PER_QUERY = 500
-ROWS_PER_INSERT = 8192
+ROWS_PER_INSERT = 8192 if sqlite3.sqlite_version_info >= (3, 32) else 499
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, value REAL NOT NULL, stored_at REAL NOT NULL) "
