@@ -482,12 +482,21 @@ def test_only_the_items_the_cache_lacks_reach_the_model_whatever_they_come_with(
     gateway, judge = open_judge(tmp_path, rm)  # a new run: what it knows is on disk
     try:
         found = asyncio.run(both(judge, ["b", "c"], ["a", "d", "b"]))
+        assert judge.runtime.batcher.batches_run == 1  # the one with "d"
     finally:
         gateway.close()
     assert found == [
         [expected_score(view.pair_id, t) for t in texts] for texts in (["b", "c"], ["a", "d", "b"])
     ]
     assert scored_items(rm) == 1  # "d"
+    gateway, judge = open_judge(tmp_path, rm)
+    try:
+        asyncio.run(both(judge, ["d", "c"], ["a"]))
+        # Answered whole on the event loop: no batch went to the model's thread.
+        assert judge.runtime.batcher.batches_run == 0
+    finally:
+        gateway.close()
+    assert scored_items(rm) == 1
 
 
 def test_a_model_the_cache_holds_nothing_of_is_looked_up_only_once_it_must_be(

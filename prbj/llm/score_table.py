@@ -25,12 +25,10 @@ import hashlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 SCORES_FILE = "scores.db"
 # What `prbj cache stats` counts the table's rows as (every row is a Python reward model's answer).
@@ -59,23 +57,31 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, value REAL NOT NULL, stored_at REAL NOT NULL) "
     "WITHOUT ROWID"
 )
-_ENCODE = msgspec.msgpack.Encoder().encode
 _sha256 = hashlib.sha256
+
+
+@functools.cache
+def _encoder() -> Callable[[Any], bytes]:
+    """msgpack, imported when the first key is made: every command that opens the cache imports this module."""
+    import msgspec
+
+    return msgspec.msgpack.Encoder().encode
 
 
 def digest(value: Any) -> bytes:
     """A SHA-256 of `value` (texts, numbers, None, bytes, lists and tuples of them), framed as item_keys frames."""
-    return _sha256(_ENCODE(value)).digest()
+    return _sha256(_encoder()(value)).digest()
 
 
 def item_keys(model: bytes, shared: Sequence[Any], each: Sequence[Sequence[str | None]]) -> tuple[bytes, ...]:
     """A key per `texts` of `each`: the model's prefix (`model`, a digest of its identity), then the hash of
     `model`, `shared` (texts, numbers, None, bytes, lists of them) and those texts. The shared part is hashed
     once, and each item's texts with that digest (cheaper than copying the hash)."""
+    encode = _encoder()
     prefix = model[:PREFIX_BYTES]
-    base = _sha256(_ENCODE((SCORES_FORMAT, SCORES_KIND, model, shared))).digest()
+    base = _sha256(encode((SCORES_FORMAT, SCORES_KIND, model, shared))).digest()
     cut = KEY_BYTES - PREFIX_BYTES
-    return tuple([prefix + _sha256(base + _ENCODE(texts)).digest()[:cut] for texts in each])
+    return tuple([prefix + _sha256(base + encode(texts)).digest()[:cut] for texts in each])
 
 
 class ScoreTable:
@@ -194,8 +200,8 @@ class ScoreTable:
             deadline = time.monotonic() + COMMIT_WITHIN_SECONDS
 
     def _insert(self, rows: list[tuple[bytes, float]]) -> None:
-        """On the writer thread: every row in one transaction, a few hundred per statement (one trip into SQLite,
-        during which other threads run, for each)."""
+        """On the writer thread: every row in one transaction, in one statement (ROWS_PER_INSERT: a few hundred
+        per statement on an old SQLite)."""
         if self._writer_db is None:
             self._writer_db = _checked(_connect(self.path, check_same_thread=True), create=True)
         db = self._writer_db
@@ -269,16 +275,17 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
+        db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:  # SQLite rolls some failures back itself
             db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def _connect(path: Path, *, check_same_thread: bool) -> sqlite3.Connection:
-    # Autocommit outside `with db:` blocks; WAL so that readers (this process's, another's) never wait for a
-    # writer; NORMAL sync as diskcache's own file (a power cut may lose the last commits, never corrupt).
+    # Autocommit (transactions are explicit: _transaction); WAL (set by _checked) so that readers, this process's
+    # or another's, never wait for a writer; NORMAL sync as diskcache's own file (a power cut may lose the last
+    # commits, never corrupt the file).
     db = sqlite3.connect(
         path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=check_same_thread
     )
