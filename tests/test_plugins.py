@@ -437,45 +437,106 @@ def test_the_types_are_exported_from_prbj_without_making_it_heavy() -> None:
     assert done.stdout.split() == ["True", "None", "{}", "[]", "Preference"]
 
 
-def test_bulk_cache_writes_read_back_like_single_ones(tmp_path: Path) -> None:
+def scored_items(rm: Path) -> int:
+    return sum(len(entry["items"]) for entry in read_log(rm) if entry["method"] == "score")
+
+
+def open_judge(tmp_path: Path, rm: Path) -> tuple[Any, Any]:
+    """A gateway on tmp_path's cache folder and the model's judge, as a run opens them (in this process)."""
+    from prbj.judges.python_rm import make_python_judges
+    from prbj.judges.setup import JudgeOptions
+    from prbj.llm.cache import ResponseCache
+    from prbj.llm.gateway import Gateway
+
+    gateway = Gateway(ResponseCache(tmp_path / "cache"))
+    (judge,) = make_python_judges(f"py:{rm}:Logged", JudgeOptions(mode="pointwise"), gateway, None)
+    return gateway, judge
+
+
+def test_only_the_items_the_cache_lacks_reach_the_model_whatever_they_come_with(
+    tmp_path: Path, dataset: Path
+) -> None:
+    """Each item is its own entry: answers scored before, in another request, in this process (not yet committed)
+    or an earlier one, are not scored again; a batch mixes requests answered whole from the cache with one that
+    needs the model for one item."""
     import asyncio
 
+    from prbj.data.loaders import load_dataset
+
+    rm = write_rm(tmp_path)
+    view = load_dataset(str(dataset)).pairs[0].view("profile")
+
+    async def both(judge: Any, first: list[str], second: list[str]) -> list[list[float]]:
+        return list(await asyncio.gather(judge.score(view, first), judge.score(view, second)))
+
+    gateway, judge = open_judge(tmp_path, rm)
+    try:
+        assert asyncio.run(judge.score(view, ["a", "b"])) == [expected_score(view.pair_id, t) for t in "ab"]
+        assert scored_items(rm) == 2
+        # At once, before the cache's writer has committed "a" and "b": only "c" is new.
+        assert asyncio.run(judge.score(view, ["c", "a"])) == [expected_score(view.pair_id, t) for t in "ca"]
+        assert scored_items(rm) == 3
+    finally:
+        gateway.close()
+    clear_log(rm)
+    gateway, judge = open_judge(tmp_path, rm)  # a new run: what it knows is on disk
+    try:
+        found = asyncio.run(both(judge, ["b", "c"], ["a", "d", "b"]))
+        assert judge.runtime.batcher.batches_run == 1  # the one with "d"
+    finally:
+        gateway.close()
+    assert found == [
+        [expected_score(view.pair_id, t) for t in texts] for texts in (["b", "c"], ["a", "d", "b"])
+    ]
+    assert scored_items(rm) == 1  # "d"
+    gateway, judge = open_judge(tmp_path, rm)
+    try:
+        asyncio.run(both(judge, ["d", "c"], ["a"]))
+        # Answered whole on the event loop: no batch went to the model's thread.
+        assert judge.runtime.batcher.batches_run == 0
+    finally:
+        gateway.close()
+    assert scored_items(rm) == 1
+
+
+def test_a_model_the_cache_holds_nothing_of_is_looked_up_only_once_it_must_be(
+    tmp_path: Path, dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed model's first run asks the disk for nothing while what it stored is remembered in memory; once
+    that is forgotten (a long run), or on the next run, its items are looked up, and found."""
+    import asyncio
+
+    from prbj.data.loaders import load_dataset
     from prbj.llm.cache import ResponseCache
+    from prbj.local import rm_runtime
 
-    cache = ResponseCache(tmp_path / "cache")
-    cache.set("py-rm:one", {"values": [0.1]})
+    lookups: list[int] = []
+    real_lookup = ResponseCache.get_scores
 
-    async def store() -> None:
-        cache.store_many_soon([("py-rm:one", {"values": [9.0]}), ("py-rm:two", {"values": [0.2, math.pi]})])
-        cache.store_many_soon([("py-rm:big", {"values": [1.0] * 20_000})])  # beyond an inline value's size
-        await cache.aget("py-rm:two")  # queued after the stores: they are committed
+    def get_scores(cache: ResponseCache, keys: Any) -> dict[bytes, float]:
+        lookups.append(len(keys))
+        return real_lookup(cache, keys)
 
-    asyncio.run(store())
-    assert cache.get("py-rm:one") == {"values": [0.1]}  # never overwritten
-    assert cache.get("py-rm:two") == {"values": [0.2, math.pi]}
-    assert cache.get_many(["py-rm:one", "py-rm:two", "py-rm:big", "py-rm:none"]) == {
-        "py-rm:one": {"values": [0.1]},
-        "py-rm:two": {"values": [0.2, math.pi]},
-        "py-rm:big": {"values": [1.0] * 20_000},
-    }
-    assert cache.stats().by_kind == {"py-rm": 3}
-    cache.close()
-    # The rows are diskcache's own, as `set` writes them (times aside): its count, too, is right.
-    import sqlite3
-
-    import diskcache
-
-    columns = "raw, expire_time, access_count, tag, size, mode, filename, typeof(value)"
-    with sqlite3.connect(tmp_path / "cache" / "cache.db") as db:
-        one, two = (
-            db.execute(f"SELECT {columns} FROM Cache WHERE key = ?", (k,)).fetchone()
-            for k in ("py-rm:one", "py-rm:two")
-        )
-        assert one == two
-        assert json.loads(db.execute("SELECT value FROM Cache WHERE key = 'py-rm:two'").fetchone()[0])[
-            "value"
-        ] == {"values": [0.2, math.pi]}
-    assert len(diskcache.Cache(str(tmp_path / "cache"))) == 3
+    monkeypatch.setattr(ResponseCache, "get_scores", get_scores)
+    monkeypatch.setattr(rm_runtime, "RECENT_ITEMS", 3)
+    rm = write_rm(tmp_path)
+    view = load_dataset(str(dataset)).pairs[0].view("profile")
+    gateway, judge = open_judge(tmp_path, rm)
+    try:
+        asyncio.run(judge.score(view, ["a", "b"]))
+        asyncio.run(judge.score(view, ["c", "d"]))  # more than memory holds: "a" and "b" are forgotten
+        assert lookups == [] and scored_items(rm) == 4
+        # ... and found on disk (committed before they were forgotten), not scored again.
+        assert asyncio.run(judge.score(view, ["a", "b"])) == [expected_score(view.pair_id, t) for t in "ab"]
+        assert lookups == [2] and scored_items(rm) == 4
+    finally:
+        gateway.close()
+    gateway, judge = open_judge(tmp_path, rm)
+    try:
+        asyncio.run(judge.score(view, ["d", "e"]))
+    finally:
+        gateway.close()
+    assert lookups == [2, 2] and scored_items(rm) == 5
 
 
 # --- serving ----------------------------------------------------------------------------------------------

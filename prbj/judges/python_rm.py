@@ -23,8 +23,6 @@ two, so that what one context's `fit_user` learned never answers for the other.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +37,8 @@ from prbj.judges.generative import ContextBuilder
 from prbj.judges.official import Protocol
 from prbj.judges.orders import OrderMode, draw_positions
 from prbj.judges.setup import JudgeOptions
-from prbj.llm.cache import text_key, text_keys
 from prbj.llm.gateway import Gateway
+from prbj.llm.score_table import digest, item_keys
 from prbj.local.models import local_models
 from prbj.local.rm_api import PairItem, ScoreItem
 from prbj.local.rm_host import Item, Method, Outcome, RMFailure
@@ -50,8 +48,6 @@ from prbj.local.rm_runtime import RMRequest, RMRuntime
 # The contexts whose items this module fills itself; every other one prbj knows is rendered as LLM judges see it.
 OWN_CONTEXTS: tuple[str, ...] = ("none", "profile", "swapped-profile")
 DEFAULT_PY_CONTEXT: Context = "profile"
-# Bumped when what a cached value of a Python reward model means changes.
-PY_KEY_VERSION = 1
 
 
 @dataclass(slots=True)
@@ -65,7 +61,7 @@ class Shown:
     groups: dict[str, str]
     history: tuple[Preference, ...]
     # A digest of `history` (the key names it, not its text).
-    history_digest: str
+    history_digest: bytes
 
 
 class PythonRMJudge(PointwiseJudge):
@@ -102,11 +98,7 @@ class PythonRMJudge(PointwiseJudge):
             if context in OWN_CONTEXTS
             else ContextBuilder(context, profile_k=profile_k, planner=planner, profile_order=profile_order)
         )
-        # The model's identity (file hash, version, NAME) in every cache key, as one digest.
-        self._model = hashlib.sha256(
-            json.dumps([PY_KEY_VERSION, runtime.loaded.identity()], sort_keys=True).encode()
-        ).hexdigest()
-        self._history_digests: dict[int, tuple[tuple[Preference, ...], str]] = {}
+        self._history_digests: dict[int, tuple[tuple[Preference, ...], bytes]] = {}
         self._personas: dict[tuple[str, tuple[tuple[str, str], ...]], str | None] = {}
         # Enough judgments at once that the model's calls are whole batches (read by runs.execute).
         self.pairs_in_flight = 4 * runtime.batch_size
@@ -129,7 +121,7 @@ class PythonRMJudge(PointwiseJudge):
     def _shown(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
         """What the items show of the user in the `none` and profile contexts."""
         if self.context == "none":
-            return Shown(user_id, view.pair_id, view.question, None, groups, (), "")
+            return Shown(user_id, view.pair_id, view.question, None, groups, (), b"")
         history = view.history
         persona = self._persona(view)
         return Shown(user_id, view.pair_id, view.question, persona, groups, history, self._history(history))
@@ -143,7 +135,7 @@ class PythonRMJudge(PointwiseJudge):
             status: Status = block.failure_status or "api_error"
             raise ScoreFailure(status, f"planner: {block.failure.error}", block.failure.cause)
         persona = block.rubrics or block.profile or block.text or None
-        return Shown(user_id, view.pair_id, view.question, persona, groups, (), "")
+        return Shown(user_id, view.pair_id, view.question, persona, groups, (), b"")
 
     async def _shown_for(self, view: JudgeView, user_id: str, groups: dict[str, str]) -> Shown:
         return (
@@ -161,37 +153,33 @@ class PythonRMJudge(PointwiseJudge):
             self._personas[memo] = persona_text(view, self.profile_k, self.profile_order)
         return self._personas[memo]
 
-    def _history(self, history: tuple[Preference, ...]) -> str:
+    def _history(self, history: tuple[Preference, ...]) -> bytes:
         """A digest of the history, once per user (a user's pairs share one history tuple)."""
         if not history:
-            return ""
+            return b""
         found = self._history_digests.get(id(history))
         if found is not None and found[0] is history:
             return found[1]
-        digest = text_key(
-            "py-rm-history", [text for h in history for text in (h.id, h.prompt, h.chosen, h.rejected)]
-        )
-        self._history_digests[id(history)] = (history, digest)
-        return digest
+        made = digest([(h.id, h.prompt, h.chosen, h.rejected) for h in history])
+        self._history_digests[id(history)] = (history, made)
+        return made
 
     def _request(
         self, method: Method, shown: Shown, items: tuple[Item, ...], answers: Sequence[Sequence[str]]
     ) -> RMRequest:
         """The request for `items`, one key per item: the model, and everything it is given for the item (what is
         shown of the user, hashed once for all the items, and `answers`, the item's own texts)."""
-        groups = "\n".join(f"{name}={value}" for name, value in sorted(shown.groups.items()))
-        keys = text_keys(
-            "py-rm",
-            [
-                self._model,
+        keys = item_keys(
+            self.runtime.model_digest,
+            (
                 method,
                 shown.user_id,
                 shown.pair_id,
                 shown.prompt,
                 shown.persona,
-                groups,
+                sorted(shown.groups.items()),
                 shown.history_digest,
-            ],
+            ),
             answers,
         )
         return RMRequest(method, keys, items)

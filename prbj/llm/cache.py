@@ -4,7 +4,9 @@ written in Python, planner outputs).
 Keys are content hashes of everything that determines an answer (resolved model id, api_base, messages,
 generation params, template hash, sample index, ...) and nothing that does not (concurrency, retry settings,
 API keys). Values are JSON-able dicts. Errors are never stored. diskcache keeps its index in SQLite, so two prbj
-processes can share one folder safely.
+processes can share one folder safely. The numbers reward models written in Python return, one per item and tens
+of thousands a second, live beside it in a plain SQLite table of their own (prbj.llm.score_table, `scores.db`),
+which `stats`, `prune`, `clear` and a read-only folder treat as part of the cache.
 
 The folder is data, never code: values are stored as JSON (`JSONDisk`), not with diskcache's default pickle, so
 a folder restored from a CI cache or shared by someone else cannot run anything when it is read. An entry that
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -40,6 +41,7 @@ from diskcache.core import MODE_BINARY, MODE_RAW
 
 from prbj.errors import ConfigError
 from prbj.llm.futures import settle
+from prbj.llm.score_table import SCORES_FILE, SCORES_KIND, ScoreTable
 
 DEFAULT_CACHE_DIR = Path("cache")
 CACHE_ENV = "PRBJ_CACHE_DIR"
@@ -97,31 +99,6 @@ def cache_key(kind: str, **parts: Any) -> str:
         raise ValueError(f"refusing to put secret fields into a cache key: {sorted(leaked)}")
     blob = json.dumps({"kind": kind, "format": CACHE_FORMAT, **parts}, sort_keys=True, ensure_ascii=False)
     return f"{kind}:{hashlib.sha256(blob.encode()).hexdigest()}"
-
-
-def text_key(kind: str, texts: Sequence[str | None]) -> str:
-    """`cache_key` for a key made of texts alone (a local model's inputs), without a JSON encoding: each text
-    length-prefixed, so no two different lists hash alike. A separate namespace from cache_key's."""
-    return text_keys(kind, texts, [()])[0]
-
-
-def text_keys(
-    kind: str, shared: Sequence[str | None], each: Sequence[Sequence[str | None]]
-) -> tuple[str, ...]:
-    """`text_key(kind, [*shared, *texts])` for each `texts` of `each`, the shared texts hashed once (the items of
-    one request: what the model is shown of the user, then each item's own answers)."""
-    base = hashlib.sha256("\x1f".join([str(CACHE_FORMAT), kind, *_framed(shared)]).encode())
-    keys = []
-    for texts in each:
-        digest = base.copy()
-        if texts:
-            digest.update(("\x1f" + "\x1f".join(_framed(texts))).encode())
-        keys.append(kind + ":" + digest.hexdigest())
-    return tuple(keys)
-
-
-def _framed(texts: Sequence[str | None]) -> list[str]:
-    return ["-" if text is None else f"{len(text)}:{text}" for text in texts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +198,8 @@ class ResponseCache:
     def __init__(self, directory: Path | str | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self._opened: diskcache.Cache | _ReadOnlyStore | None = None
+        # The Python reward models' answers, in a file of their own (prbj.llm.score_table).
+        self._scores: ScoreTable | None = None
         self.read_only = False
         self._opening = threading.Lock()
         # The one thread that runs the async methods' SQLite work (a write commits in ~5 ms), so an event loop
@@ -247,7 +226,7 @@ class ResponseCache:
 
     def _open(self) -> diskcache.Cache | _ReadOnlyStore:
         existing = (self.directory / _DB_FILE).exists()
-        if existing:
+        if existing or (self.directory / SCORES_FILE).exists():
             self._check_format()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -261,13 +240,17 @@ class ResponseCache:
             if not (existing and _is_read_only_failure(err)):
                 raise
         store = _ReadOnlyStore(self.directory)
-        self.read_only = True
-        print(
-            f"prbj: cache folder {self.directory} is read-only: its answers are used, new answers will not be "
-            f"stored",
-            file=sys.stderr,
-        )
+        self._say_read_only()
         return store
+
+    def _say_read_only(self) -> None:
+        if not self.read_only:
+            self.read_only = True
+            print(
+                f"prbj: cache folder {self.directory} is read-only: its answers are used, new answers will not be "
+                f"stored",
+                file=sys.stderr,
+            )
 
     def _check_format(self) -> None:
         marker = self.directory / FORMAT_FILE
@@ -288,8 +271,34 @@ class ResponseCache:
                 f"{_REBUILD}"
             )
 
+    @property
+    def _score_table(self) -> ScoreTable:
+        if self._scores is None:
+            with self._opening:
+                if self._scores is None:
+                    self._scores = self._open_scores()
+        return self._scores
+
+    def _open_scores(self) -> ScoreTable:
+        """The score table, without opening diskcache's index when nothing else has (a run of Python reward
+        models alone never needs it, and making a new one costs a dozen disk syncs): the folder's format checked
+        or its marker written as _open does, and a folder this process may not write opened read-only."""
+        path = self.directory / SCORES_FILE
+        if self._opened is not None:
+            return ScoreTable(path, read_only=self.read_only)
+        existing = path.exists() or (self.directory / _DB_FILE).exists()
+        if existing:
+            self._check_format()
+            if not os.access(self.directory, os.W_OK):
+                self._say_read_only()
+                return ScoreTable(path, read_only=True)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if not (self.directory / FORMAT_FILE).exists():
+            (self.directory / FORMAT_FILE).write_text(json.dumps({"format": STORAGE_FORMAT}) + "\n")
+        return ScoreTable(path)
+
     @contextmanager
-    def _failures(self) -> Iterator[None]:
+    def _failures(self, file: str = _DB_FILE) -> Iterator[None]:
         """Turns what a damaged folder raises (deep inside SQLite or diskcache) into one line naming it."""
         try:
             yield
@@ -300,7 +309,7 @@ class ResponseCache:
             ) from None
         except sqlite3.DatabaseError as err:
             raise ConfigError(
-                f"cache folder {self.directory}: corrupt index {_DB_FILE} ({err}); {_REBUILD}"
+                f"cache folder {self.directory}: corrupt index {file} ({err}); {_REBUILD}"
             ) from None
         except OSError as err:
             raise ConfigError(
@@ -322,47 +331,28 @@ class ResponseCache:
         with self._failures():
             return key in self._store
 
-    # --- many at once: a batch of a local model's results, looked up and stored in a few statements -------
-    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The values stored under any of `keys` (absent keys are left out), in one query per _MANY keys rather
-        than one per key. Safe from any thread (each has its own connection to the index)."""
-        found: dict[str, dict[str, Any]] = {}
-        with self._failures():
-            store = self._store
-            for start in range(0, len(keys), _MANY):
-                chunk = list(keys[start : start + _MANY])
-                for key, value in _select_values(store, chunk):
-                    found[key] = _entry(value)["value"]
-        return found
+    # --- numbers: a Python reward model's answers, a batch at a time (prbj.llm.score_table) ------------------
+    def get_scores(self, keys: Sequence[bytes]) -> dict[bytes, float]:
+        """The numbers stored under any of `keys` (absent keys are left out), in one query per few hundred keys.
+        Safe from any thread."""
+        with self._failures(SCORES_FILE):
+            return self._score_table.get_many(keys)
 
-    def store_many_soon(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """`store_soon` for many entries: one statement on the worker thread, in the order asked with the other
-        queued work. A key already stored keeps its first value (an answer is never overwritten)."""
-        if entries:
-            self._soon(self._set_many, list(entries))
+    def commit_scores(self) -> None:
+        """Wait until every number asked to be stored so far is committed."""
+        with self._failures(SCORES_FILE):
+            self._score_table.flush()
 
-    def _set_many(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
-        with self._failures():
-            store = self._store
-            if not isinstance(store, diskcache.Cache):
-                return  # read-only: answers are used, not stored
-            now = time.time()
-            # The entry is {"value": …, "stored_at": now}: encoded as the encoder would, the time stamp once.
-            tail = b',"stored_at":' + _encode(now) + b"}"
-            rows = []
-            for key, value in entries:
-                blob = b'{"value":' + _encode(value) + tail
-                if not isinstance(key, str) or len(blob) >= store._disk.min_file_size:
-                    # Too large for the index (diskcache keeps it in a file), or not a text key: its own path.
-                    store.add(key, {"value": value, "stored_at": now})
-                    continue
-                # What diskcache writes for a text key and a short bytes value (JSONDisk.store's blob, inline).
-                rows.append((key, True, now, None, now, 0, None, 0, MODE_RAW, None, sqlite3.Binary(blob)))
-            # diskcache's own table; its triggers keep the count and size it reports. Many rows per statement:
-            # one trip into SQLite (and one release of the GIL) for all of them, not one per row.
-            for start in range(0, len(rows), _ROWS_PER_INSERT):
-                chunk = rows[start : start + _ROWS_PER_INSERT]
-                store._con.execute(_insert_rows(len(chunk)), [field for row in chunk for field in row])
+    def holds_scores_of(self, model: bytes) -> bool:
+        """Whether any number of the model whose digest is `model` is stored (score_table.item_keys' `model`)."""
+        with self._failures(SCORES_FILE):
+            return self._score_table.holds(model)
+
+    def store_scores_soon(self, rows: Sequence[tuple[bytes, float]]) -> None:
+        """Store (key, finite number) rows on the score table's writer thread, without waiting; a key already
+        stored keeps its first value. A failed write is raised by a later call or by close()."""
+        with self._failures(SCORES_FILE):
+            self._score_table.store_soon(rows)
 
     # --- leases: one process buys an answer, the others sharing the folder wait for it ----------------------
     def claim(self, key: str, holder: str, seconds: float) -> bool:
@@ -431,11 +421,19 @@ class ResponseCache:
                     continue
                 kind = str(key).split(":", 1)[0]
                 by_kind[kind] = by_kind.get(kind, 0) + 1
-            return CacheStats(str(self.directory), sum(by_kind.values()), int(store.volume()), by_kind)
+            size = int(store.volume())
+        with self._failures(SCORES_FILE):
+            scores = self._score_table
+            if count := scores.count():
+                by_kind[SCORES_KIND] = by_kind.get(SCORES_KIND, 0) + count
+            size += scores.size_bytes()
+        return CacheStats(str(self.directory), sum(by_kind.values()), size, by_kind)
 
     def clear(self) -> int:
         with self._failures():
-            return int(self._writable("clear").clear())
+            dropped = int(self._writable("clear").clear())
+        with self._failures(SCORES_FILE):
+            return dropped + self._score_table.delete()
 
     def prune(self, older_than_seconds: float) -> int:
         """Drop entries stored more than `older_than_seconds` ago; returns how many were dropped."""
@@ -447,7 +445,8 @@ class ResponseCache:
                 entry = store.get(key)
                 if entry is not None and _entry(entry)["stored_at"] < cutoff and store.delete(key):
                     dropped += 1
-        return dropped
+        with self._failures(SCORES_FILE):
+            return dropped + self._score_table.delete(older_than=cutoff)
 
     def _writable(self, action: str) -> diskcache.Cache:
         store = self._store
@@ -572,6 +571,15 @@ class ResponseCache:
         return await asyncio.shield(asyncio.wrap_future(self._thread().submit(work, *args)))
 
     def close(self) -> None:
+        try:
+            if self._scores is not None:
+                scores, self._scores = self._scores, None
+                with self._failures(SCORES_FILE):
+                    scores.close()
+        finally:
+            self._close_store()
+
+    def _close_store(self) -> None:
         if self._worker is not None:
             # Finish what was asked for, then close the worker thread's own SQLite connection.
             worker, self._worker = self._worker, None
@@ -618,43 +626,6 @@ def _hand_back(results: list[tuple[asyncio.Future[Any], Any, BaseException | Non
 def _settle_all(results: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
     for future, value, error in results:
         settle(future, value, error)
-
-
-# Keys per query of get_many (SQLite allows 32,766 parameters; fewer keep each statement small).
-_MANY = 500
-# Rows per INSERT of store_many_soon (11 parameters each; SQLite allows 32,766 per statement).
-_ROWS_PER_INSERT = 500
-
-
-@functools.cache
-def _insert_rows(count: int) -> str:
-    """One INSERT of `count` rows into diskcache's table, a key already there kept as it is."""
-    row = "(" + ", ".join("?" * 11) + ")"
-    return (
-        "INSERT OR IGNORE INTO Cache(key, raw, store_time, expire_time, access_time, access_count, tag, size, "
-        "mode, filename, value) VALUES " + ", ".join([row] * count)
-    )
-
-
-def _select_values(store: diskcache.Cache | _ReadOnlyStore, keys: list[str]) -> Iterator[tuple[str, Any]]:
-    """(key, decoded entry) for each of `keys` stored in the index (string keys only: prbj writes no other)."""
-    marks = ", ".join("?" * len(keys))
-    query = f"SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({marks})"
-    if isinstance(store, _ReadOnlyStore):
-        rows = store.select(query, keys)
-        disk: diskcache.Disk = store._disk
-    else:
-        rows = store._sql(query, keys).fetchall()
-        disk = store._disk
-    for key, mode, filename, value in rows:
-        if filename is None and mode in (MODE_RAW, MODE_BINARY) and isinstance(value, bytes):
-            # An inline value: what JSONDisk.fetch decodes, without its layers (a batch reads thousands).
-            try:
-                yield key, json.loads(value)
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
-                raise CorruptEntry(f"a value is not JSON ({err})") from None
-        else:
-            yield key, disk.fetch(mode, filename, value, False)
 
 
 def _entry(entry: Any) -> dict[str, Any]:

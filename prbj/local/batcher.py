@@ -32,6 +32,8 @@ EXIT_GRACE_SECONDS = 120.0
 
 Emit = Callable[[int, Any], None]
 BatchFn = Callable[[list[Any], Emit, threading.Event], None]
+# Answers on the event loop what it can of a batch (emitting those) and returns the indexes of the items left.
+FirstFn = Callable[[list[Any], Emit], list[int]]
 
 
 class WorkerThread:
@@ -105,13 +107,21 @@ class MicroBatcher(Generic[I, R]):
     fails every item of that batch that has not been emitted yet."""
 
     def __init__(
-        self, batch_fn: BatchFn, worker: WorkerThread, *, inline: Callable[[], bool] | None = None
+        self,
+        batch_fn: BatchFn,
+        worker: WorkerThread,
+        *,
+        inline: Callable[[], bool] | None = None,
+        first: FirstFn | None = None,
     ) -> None:
         self._batch_fn = batch_fn
         self._worker = worker
         # Asked before each batch: run it right here on the event loop instead (a model so fast that handing the
         # batch to the worker thread and the results back would cost more than the batch itself).
         self._inline = inline
+        # Run on the event loop before each batch (a lookup in a cache): what it answers never reaches the
+        # worker, and a batch it answers whole costs no thread switch.
+        self._first = first
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[tuple[I, asyncio.Future[R]]] = []
         self._drainer: asyncio.Task[None] | None = None
@@ -146,6 +156,10 @@ class MicroBatcher(Generic[I, R]):
             quiet = quiet + 1 if len(self._pending) == before else 0
 
     async def _run(self, batch: list[tuple[I, asyncio.Future[R]]]) -> None:
+        if self._first is not None:
+            batch = self._answer_first(batch)
+            if not batch:
+                return
         loop = asyncio.get_running_loop()
         futures = [future for _, future in batch]
         stop = threading.Event()
@@ -187,6 +201,22 @@ class MicroBatcher(Generic[I, R]):
         # an item the batch function forgot must not leave its caller waiting forever.
         hand_over()
         _forgotten(futures)
+
+    def _answer_first(self, batch: list[tuple[I, asyncio.Future[R]]]) -> list[tuple[I, asyncio.Future[R]]]:
+        """The batch less what `first` answered (failing the whole batch if it raised)."""
+        assert self._first is not None
+
+        def emit(index: int, result: R | BaseException) -> None:
+            error = result if isinstance(result, BaseException) else None
+            settle(batch[index][1], None if error else result, error)
+
+        try:
+            left = self._first([item for item, _ in batch], emit)
+        except Exception as error:
+            for _, future in batch:
+                settle(future, None, error)
+            return []
+        return [batch[index] for index in left]
 
     def _run_here(
         self,

@@ -4,20 +4,21 @@ worker thread (or its Ray actors) in calls of at most `batch_size` items, the an
 
 A request is everything one judgment needs from the model (a pair's two answers, or the orders it is shown in);
 each item is one cache entry, keyed by all the model is given for it: a rerun asks the model nothing it answered
-before (whatever other items it comes with), and a failure is never stored. The cache is the gateway's, reached
-in bulk (ResponseCache.get_many, store_many_soon): one query per batch of lookups and one statement per batch of
-answers, so a fast model is not held back by the disk.
+before (whatever other items it comes with), and a failure is never stored. The entries are the cache folder's
+table of numbers (prbj.llm.score_table), reached in bulk: one query per batch of lookups and one statement per
+batch of answers, so a fast model is not held back by the disk.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from prbj.llm.cache import ResponseCache
 from prbj.local.batcher import Emit, MicroBatcher, WorkerThread
@@ -33,8 +34,8 @@ STORE_EVERY = 1024
 RECENT_ITEMS = 65_536
 # Model calls quicker than this run on the event loop (see RMRuntime._fast).
 INLINE_BELOW_SECONDS = 0.002
-# The name of an item's value in its cache entry.
-VALUE = "value"
+# Bumped when what a cached value of a Python reward model means changes.
+PY_KEY_VERSION = 1
 
 Deliver = Callable[[int, Outcome], None]
 
@@ -44,7 +45,7 @@ class RMRequest:
     """The items one judgment needs (a pair's two answers, or the orders it is shown in), each with its key."""
 
     method: Method
-    keys: tuple[str, ...]
+    keys: tuple[bytes, ...]
     items: tuple[Item, ...]
 
 
@@ -86,17 +87,6 @@ class LocalRunner:
         self.slowest = slowest
 
 
-def cached_value(entry: Any, method: Method) -> float | None:
-    """A stored item's value when it is one finite number (a probability for `prefer`); None otherwise, and the
-    item is computed again (the cache folder is input, never trusted)."""
-    value = entry.get(VALUE) if isinstance(entry, dict) else None
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        return None
-    if method == "prefer" and not 0.0 <= value <= 1.0:
-        return None
-    return float(value)
-
-
 class RMRuntime:
     """One reward model instance of a run, with its worker thread, batcher and cache access."""
 
@@ -111,14 +101,29 @@ class RMRuntime:
         self.loaded = loaded
         self.cache = cache
         self.batch_size = batch_size
+        # The model's identity (file hash, version, NAME) as one digest: the start of every key of its items.
+        self.model_digest = hashlib.sha256(
+            json.dumps([PY_KEY_VERSION, loaded.identity()], sort_keys=True).encode()
+        ).digest()
+        # Whether items are looked up in the cache. Not while it holds no answer of this model (a changed model's
+        # first run asks the disk nothing): asked again before each batch until this runtime stores its first
+        # answer (another process's, stored meanwhile, are then found). After that, what the cache holds of the
+        # model is what this runtime stored, all of it remembered in _recent, until _recent overflows.
+        self._look_up = False
+        self._stored_any = False
         # Where its calls run: given (this process, or Ray actors: LocalModels.python_rm_runner), else here.
         self.runner: Runner = runner or LocalRunner(RMHost(loaded.instance, loaded.label), batch_size)
         self.batcher: MicroBatcher[RMRequest, RMResult] = MicroBatcher(
-            self._batch, WorkerThread(f"prbj-py:{loaded.label}"), inline=self._fast
+            self._batch,
+            WorkerThread(f"prbj-py:{loaded.label}"),
+            inline=self._fast,
+            first=self._answer_known,
         )
         # Values computed lately, by key: a request that asks again before the cache has committed them (a
         # served trainer's next call) is answered from here. Bounded: emptied when full.
-        self._recent: dict[str, dict[str, Any]] = {}
+        self._recent: dict[bytes, float] = {}
+        # What _answer_known found for the batch about to run (items of requests it could not answer whole).
+        self._found: dict[bytes, Outcome] = {}
         # Items answered by the model and from the cache, in this run.
         self.computed = 0
         self.hits = 0
@@ -139,60 +144,112 @@ class RMRuntime:
             and runner.slowest < self.inline_below
         )
 
+    def _answer_known(self, requests: list[RMRequest], emit: Emit) -> list[int]:
+        """On the event loop, before each batch: every request whose items the cache (or this run) holds is
+        answered; the others are left for _batch, with what was found for some of their items. A read in the
+        cache's file (WAL: it never waits for a writer) costs the loop less than two thread switches."""
+        found = self._known(requests)
+        if not found:
+            return list(range(len(requests)))
+        left = []
+        for index, request in enumerate(requests):
+            keys = request.keys
+            if all(map(found.__contains__, keys)):
+                self.hits += len(keys)
+                emit(index, RMResult(tuple([found[key] for key in keys]), cached=True))
+            else:
+                left.append(index)
+        if left:
+            self._found = found
+        return left
+
     def _batch(self, requests: list[RMRequest], emit: Emit, stop: threading.Event) -> None:
-        """On the worker thread: every request answered, each item from the cache or by the model (an item asked
-        for twice, once)."""
-        keys = list(dict.fromkeys(key for request in requests for key in request.keys))
-        found = self.cache.get_many(keys) if self.cache is not None else {}
-        # What this run computed lately: its stores may still wait in the cache's queue.
-        found.update((key, self._recent[key]) for key in keys if key in self._recent)
-        values: dict[str, Outcome] = {}
-        # Items to compute: (method, item) by key, and the requests that wait for each key.
-        work: dict[str, tuple[Method, Item]] = {}
-        waiting: dict[str, list[int]] = {}
+        """On the worker thread (or the event loop), after _answer_known: each request's items computed by the
+        model (an item asked for twice, once), save those found already."""
+        values, self._found = self._found, {}
+        known = len(values)
+        # The items to compute, each once however many requests hold it, and the requests that wait for each.
+        keys: list[bytes] = []
+        work: list[tuple[Method, Item]] = []
+        waiting: list[list[int]] = []
+        position_of: dict[bytes, int] = {}
         missing = [0] * len(requests)
         for index, request in enumerate(requests):
+            method = request.method
             for key, item in zip(request.keys, request.items, strict=True):
-                value = cached_value(found[key], request.method) if key in found else None
-                if value is not None:
-                    values[key] = value
+                if key in values:
                     continue
-                work.setdefault(key, (request.method, item))
-                waiting.setdefault(key, []).append(index)
+                position = position_of.get(key)
+                if position is None:
+                    position_of[key] = len(keys)
+                    keys.append(key)
+                    work.append((method, item))
+                    waiting.append([index])
+                else:
+                    waiting[position].append(index)
                 missing[index] += 1
-            if not missing[index]:
-                self.hits += len(request.items)
-                emit(index, self._result(request, values, cached=True))
-        if not work:
-            return
-        order = list(work)
-        unstored: list[tuple[str, dict[str, Any]]] = []
+            if not missing[index]:  # found whole meanwhile (_answer_known leaves none such)
+                emit(index, RMResult(tuple([values[key] for key in request.keys]), cached=True))
+        unstored: list[tuple[bytes, float]] = []
+        recent = self._recent
 
         def deliver(position: int, outcome: Outcome) -> None:
-            key = order[position]
+            key = keys[position]
             values[key] = outcome
-            self.computed += 1
             if not isinstance(outcome, RMFailure):
-                entry = {VALUE: outcome}
-                unstored.append((key, entry))
-                if len(self._recent) >= RECENT_ITEMS:
-                    self._recent.clear()
-                self._recent[key] = entry
+                # Remembered before any request holding it is answered: the next may ask for it at once.
+                if len(recent) >= RECENT_ITEMS:
+                    self._store(unstored)
+                    self._forget()
+                recent[key] = outcome
+                unstored.append((key, outcome))
                 if len(unstored) >= STORE_EVERY:
                     self._store(unstored)
-            for index in waiting[key]:
+            for index in waiting[position]:
                 missing[index] -= 1
                 if not missing[index]:
-                    emit(index, self._result(requests[index], values, cached=False))
+                    done = requests[index]
+                    emit(index, RMResult(tuple([values[k] for k in done.keys]), cached=False))
 
-        self.runner.run([work[key] for key in order], deliver, stop)
-        self._store(unstored)
+        try:
+            self.runner.run(work, deliver, stop)
+        finally:
+            self.computed += len(values) - known
+            self._store(unstored)
 
-    @staticmethod
-    def _result(request: RMRequest, values: dict[str, Outcome], *, cached: bool) -> RMResult:
-        return RMResult(tuple(values[key] for key in request.keys), cached=cached)
+    def _known(self, requests: list[RMRequest]) -> dict[bytes, Outcome]:
+        """The values the cache, or this run lately, holds for the requests' items (a probability only where it
+        lies in [0, 1]: the cache folder is input, never trusted)."""
+        keys = [key for request in requests for key in request.keys]
+        found: dict[bytes, Outcome] = {}
+        cache = self.cache
+        if cache is not None and not self._look_up and not self._stored_any:
+            self._look_up = cache.holds_scores_of(self.model_digest)
+        if cache is not None and self._look_up:
+            found.update(cache.get_scores(keys))
+        # What this run computed lately: its stores may still wait for the cache's writer.
+        recent = self._recent
+        if recent:
+            found.update((key, recent[key]) for key in keys if key in recent)
+        for request in requests:
+            if request.method == "prefer":
+                for key in request.keys:
+                    value = found.get(key)
+                    if isinstance(value, float) and not 0.0 <= value <= 1.0:
+                        del found[key]
+        return found
 
-    def _store(self, entries: list[tuple[str, dict[str, Any]]]) -> None:
-        if self.cache is not None and entries:
-            self.cache.store_many_soon(list(entries))
-        entries.clear()
+    def _store(self, rows: list[tuple[bytes, float]]) -> None:
+        if rows:
+            self._stored_any = True
+            if self.cache is not None:
+                self.cache.store_scores_soon(rows)  # taken at once: the list can be reused
+            rows.clear()
+
+    def _forget(self) -> None:
+        """Empties _recent (it is full): what it held must now be found on disk, so it is committed first (once
+        per RECENT_ITEMS items), and items are looked up from now on."""
+        if self.cache is not None:
+            self.cache.commit_scores()
+        self._recent.clear()
+        self._look_up = True
