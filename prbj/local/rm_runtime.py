@@ -167,7 +167,6 @@ class RMRuntime:
         """On the worker thread (or the event loop), after _answer_known: each request's items computed by the
         model (an item asked for twice, once), save those found already."""
         values, self._found = self._found, {}
-        known = len(values)
         # The items to compute, each once however many requests hold it, and the requests that wait for each.
         keys: list[bytes] = []
         work: list[tuple[Method, Item]] = []
@@ -192,10 +191,16 @@ class RMRuntime:
                 emit(index, RMResult(tuple([values[key] for key in request.keys]), cached=True))
         unstored: list[tuple[bytes, float]] = []
         recent = self._recent
+        # Requests still waiting for an item. The rows computed are handed to the cache before the last of them is
+        # answered: once every answer is out, the run may close the cache at once, and rows handed over after the
+        # close would be lost (the next run would compute them again).
+        open_requests = sum(1 for m in missing if m)
 
         def deliver(position: int, outcome: Outcome) -> None:
+            nonlocal open_requests
             key = keys[position]
             values[key] = outcome
+            self.computed += 1
             if not isinstance(outcome, RMFailure):
                 # Remembered before any request holding it is answered: the next may ask for it at once.
                 if len(recent) >= RECENT_ITEMS:
@@ -208,13 +213,15 @@ class RMRuntime:
             for index in waiting[position]:
                 missing[index] -= 1
                 if not missing[index]:
+                    open_requests -= 1
+                    if not open_requests:
+                        self._store(unstored)
                     done = requests[index]
                     emit(index, RMResult(tuple([values[k] for k in done.keys]), cached=False))
 
         try:
             self.runner.run(work, deliver, stop)
         finally:
-            self.computed += len(values) - known
             self._store(unstored)
 
     def _known(self, requests: list[RMRequest]) -> dict[bytes, Outcome]:
