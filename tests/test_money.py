@@ -227,4 +227,4 @@ def test_retry_failed_heals_parse_errors_with_a_fresh_sample(server, tmp_path) -
     again = run(prbj(server, tmp_path, "--limit", "3", "--retry-failed"))
     assert again.returncode == 0, again.stderr
     assert set(statuses()["status"]) == {"ok"} and server.count() == 18
-    assert "accuracy % over successful judgments only" in again.stdout
+    assert "acc % over successful judgments only" in again.stdout

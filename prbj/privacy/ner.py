@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prbj.errors import ConfigError
+from prbj.extras import PRIVACY
 
 # `--ner-model none`: patterns only, names and places are sent as they are (a stated choice).
 NO_NER = "none"
@@ -50,7 +51,9 @@ class NerModel:
 
 def resolve_ner(option: str | None) -> NerModel | None:
     """The NER pipeline of a pseudonymizing run: `--ner-model` (a package, a folder, or `none`: None), else
-    the first of DEFAULT_NER_MODELS installed; a ConfigError when there is none (fail closed)."""
+    the first of DEFAULT_NER_MODELS installed; a ConfigError when there is none (fail closed). Without the
+    privacy extra itself, that is the one line (an NER model alone would not run)."""
+    PRIVACY.require("--personal-data pseudonymized")
     if option is not None and option.strip().lower() == NO_NER:
         return None
     if option is not None:
