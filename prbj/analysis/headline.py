@@ -184,7 +184,8 @@ def _row_score(rules: ScoringProtocol) -> pl.Expr:
 
 
 def _order_score(column: str, rules: ScoringProtocol) -> pl.Expr:
-    """One shown order's outcome: its own pick, whatever the other order did; a withheld verdict fails both."""
+    """One shown order's outcome: its own pick, whatever the other order did (a tie where the judge favoured
+    neither answer in it: a plugin's `prefer` of exactly 1/2); a withheld verdict fails both."""
     pick = pl.col(column)
     return (
         pl.when(pl.col("status") == ABSTAINED)
@@ -193,6 +194,8 @@ def _order_score(column: str, rules: ScoringProtocol) -> pl.Expr:
         .then(pl.lit(1.0))
         .when(pick == "rejected")
         .then(pl.lit(0.0))
+        .when(pick == "tie")
+        .then(_counted(rules.ties))
         .otherwise(_counted(rules.failures))
     )
 
