@@ -3,7 +3,6 @@ passages marked, the reviewers' labels, and the way to the previous and next pai
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,7 @@ import polars as pl
 from prbj.context.retrieval import rank_profile
 from prbj.data.labels import Label, latest_labels
 from prbj.data.schema import Pair
+from prbj.judges.positions import seeded_position
 from prbj.judges.verdict import REPLY_SEPARATOR
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
@@ -37,7 +37,8 @@ def display_order(rows: list[dict[str, Any]], pair_id: str, seed: int) -> str:
     for row in rows:
         if row.get("chosen_position") in ("A", "B"):
             return "chosen" if row["chosen_position"] == "A" else "rejected"
-    return "chosen" if random.Random(f"{seed}:{pair_id}").random() < 0.5 else "rejected"
+    # The position prbj's own draw gives the pair (prbj.judges.orders.assign_positions).
+    return "chosen" if seeded_position(seed, pair_id) == "A" else "rejected"
 
 
 def _call_labels(row: dict[str, Any], count: int) -> list[str]:
