@@ -320,7 +320,8 @@ def eee_files(
         # Filed as Every Eval Ever files a record: under its id's prefix, then the rest of the id (each a safe name:
         # the id comes from the run's files).
         developer_folder, model_folder = model.model_id.split("/", 1)
-        folder = f"data/{export.benchmark.slug}/{safe_name(developer_folder)}/{safe_name(model_folder.replace('/', '_'))}"
+        model_name = safe_name(model_folder.replace("/", "_"))
+        folder = f"data/{export.benchmark.slug}/{safe_name(developer_folder)}/{model_name}"
         name = file_uuid(export.run.run_id, judge)
         lines = [_instance(export, model, evaluation_id, row) for row in export.rows if row["judge"] == judge]
         text = "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
