@@ -222,6 +222,38 @@ def test_eee_export_holds_the_run_s_figures_and_one_line_per_judgment(
     )  # the chosen answer, shown second
 
 
+def test_a_card_run_is_exported_as_its_benchmark_and_a_users_card_as_private_pairs(tmp_path: Path) -> None:
+    """A run on a shipped card's sample is that benchmark's demo sample (not Personalized RewardBench's), on a card
+    of the user's own (whose sample is theirs) private pairs: in the flat table, EEE's source and its folder."""
+    exported = {}
+    for card in ("personamem", str(ROOT / "examples" / "benchmarks" / "inhouse.toml")):
+        out = tmp_path / Path(card).stem
+        result = CliRunner().invoke(
+            main,
+            ["judge", "--no-progress", "--benchmark", card, "-p", "length", "--out", str(out / "runs"),
+             "--cache-dir", str(tmp_path / "cache")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        (run,) = (out / "runs").iterdir()
+        export(run, "--format", "csv", "--out", out / "csv")
+        export(run, "--format", "eee", "--out", out / "eee")
+        (doc, _), *_ = eee_documents(out / "eee")
+        source = doc["evaluation_results"][0]["source_data"]
+        table = pl.read_csv(out / "csv" / "judgments.csv")
+        exported[Path(card).stem] = (
+            set(table["benchmark"]),
+            source["dataset_name"],
+            source["additional_details"],
+        )
+        assert [p.name for p in (out / "eee" / "data").iterdir()] == [source["dataset_name"]]
+    benchmark, dataset_name, details = exported["personamem"]
+    assert benchmark == {"personamem-sample"} and dataset_name == "personamem-sample"
+    assert details["public"] == "true"
+    benchmark, dataset_name, details = exported["inhouse"]
+    assert benchmark == {"private-pairs"} and dataset_name == "private-pairs"
+    assert details["public"] == "false"
+
+
 @pytest.mark.readers
 def test_every_eval_ever_s_validator_accepts_the_export(run_dir: Path, tmp_path: Path) -> None:
     export(run_dir, "--format", "eee", "--out", tmp_path)

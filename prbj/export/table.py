@@ -126,7 +126,8 @@ class ExportRun:
 
     @cached_property
     def benchmark(self) -> Benchmark:
-        return benchmark_of(self.run.dataset)
+        config = self.run.run.get("config")
+        return benchmark_of(self.run.dataset, config.get("benchmark") if isinstance(config, dict) else None)
 
     @cached_property
     def judges(self) -> dict[str, JudgeModel]:
