@@ -371,3 +371,41 @@ def test_a_privacy_step_rewrites_every_candidate_of_an_item() -> None:
     rewritten = rewrite(item, lambda text: text.replace("Ana", "PERSON_1"), answers=True)
     assert all("Ana" not in text for text in rewritten.candidates)
     assert rewrite(item, lambda text: text.replace("Ana", "PERSON_1"), answers=False).others == item.others
+
+
+def test_show_and_the_viewer_present_every_candidate_of_an_item(tmp_path: Path) -> None:
+    """`prbj show` and the viewer's pair page list all four PersonaMem options, the preferred one first (scores
+    name the best of the others), and the viewer asks no A-or-B label of an item that is not a pair."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from prbj.view.catalog import Catalog
+    from prbj.view.server import Viewer, make_app
+
+    out = tmp_path / "runs"
+    judged = CliRunner().invoke(
+        main, ["judge", "--no-progress", "--benchmark", "personamem", "-p", "length", "--out", str(out),
+               "--cache-dir", str(tmp_path / "cache")],
+    )  # fmt: skip
+    assert judged.exit_code == 0, judged.output
+    (run_dir,) = out.iterdir()
+    pair = next(p for p in load_dataset(benchmark="personamem").pairs if p.id == "32k-q-101")
+    assert pair.k == 4
+    shown = CliRunner().invoke(main, ["show", str(run_dir), "--pair", pair.id], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    for n, text in enumerate(pair.candidates, start=1):
+        assert f"Answer {n} ({'preferred' if n == 1 else 'other'})" in shown.output and text in shown.output
+    assert "/ best other " in shown.output
+
+    async def page() -> str:
+        client = TestClient(TestServer(make_app(Viewer(Catalog.open([run_dir]), "alice"))))
+        await client.start_server()
+        try:
+            return await (await client.get(f"/run/{run_dir.name}/pair/{pair.id}")).text()
+        finally:
+            await client.close()
+
+    html = asyncio.run(page())
+    for n in range(1, 5):
+        assert f'id="answer-{n}"' in html
+    assert all(text.replace("'", "&#39;") in html for text in pair.candidates)
+    assert "A best-of-4 item" in html and 'id="label-form"' not in html
