@@ -254,6 +254,36 @@ def test_a_card_run_is_exported_as_its_benchmark_and_a_users_card_as_private_pai
     assert details["public"] == "false"
 
 
+def test_a_best_of_k_item_is_exported_with_every_candidate(tmp_path: Path) -> None:
+    """PersonaMem's items of four options: the flat table's other_answers, EEE's choices and the Inspect sample's
+    choices hold all four, the preferred one first."""
+    from inspect_ai.log import read_eval_log
+
+    from prbj.data import load_dataset
+
+    result = CliRunner().invoke(
+        main,
+        ["judge", "--no-progress", "--benchmark", "personamem", "-p", "length", "--out", str(tmp_path / "runs"),
+         "--cache-dir", str(tmp_path / "cache")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    items = {p.id: list(p.candidates) for p in load_dataset(benchmark="personamem").pairs}
+    assert {len(c) for c in items.values()} == {4}
+    export(run, "--format", "parquet", "--out", tmp_path / "table")
+    table = pl.read_parquet(tmp_path / "table" / "judgments.parquet")
+    for row in table.iter_rows(named=True):
+        exported = [row["chosen_answer"], row["rejected_answer"], *json.loads(row["other_answers"])]
+        assert exported == items[row["pair_id"]]
+    export(run, "--format", "eee", "--out", tmp_path / "eee")
+    ((_, lines),) = eee_documents(tmp_path / "eee")
+    assert {line["sample_id"]: line["input"]["choices"] for line in lines} == items
+    export(run, "--format", "inspect", "--out", tmp_path / "inspect")
+    (log_file,) = (tmp_path / "inspect").glob("*.eval")
+    samples = read_eval_log(str(log_file)).samples or []
+    assert {str(sample.id): sample.choices for sample in samples} == items
+
+
 @pytest.mark.readers
 def test_every_eval_ever_s_validator_accepts_the_export(run_dir: Path, tmp_path: Path) -> None:
     export(run_dir, "--format", "eee", "--out", tmp_path)

@@ -30,7 +30,7 @@ from prbj.analysis.headline import AUTHORS_RESAMPLES, Headline, headline_of
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import safe_name
 from prbj.export.models import JudgeModel
-from prbj.export.table import ExportRun
+from prbj.export.table import ExportRun, shown_answers
 
 SCHEMA_VERSION = "0.3.0"
 ACCURACY = "accuracy"
@@ -245,11 +245,9 @@ def _headline_result(
 
 
 def _shown(row: dict[str, Any]) -> list[str] | None:
-    """The two answers in the order the judge saw them (chosen first for judges that score each alone)."""
-    chosen, rejected = row.get("chosen_answer"), row.get("rejected_answer")
-    if chosen is None or rejected is None:
-        return None
-    return [rejected, chosen] if row.get("order") == "B" else [chosen, rejected]
+    """The two answers in the order the judge saw them (chosen first for judges that score each alone); every
+    candidate of a best-of-k item, the preferred one first."""
+    return shown_answers(row)
 
 
 def _instance(
@@ -258,7 +256,10 @@ def _instance(
     ok = row["status"] == "ok"
     reply = row.get("reply")
     if reply is None and row.get("score_chosen") is not None and row.get("score_rejected") is not None:
-        reply = f"score of the chosen answer {row['score_chosen']:.6g}; of the rejected one {row['score_rejected']:.6g}"
+        other = "the best other" if row.get("other_answers") else "the rejected one"
+        reply = (
+            f"score of the chosen answer {row['score_chosen']:.6g}; of {other} {row['score_rejected']:.6g}"
+        )
     extraction = "prbj verdict parser" if row.get("order") else "score comparison"
     tokens_in, tokens_out = row.get("prompt_tokens"), row.get("completion_tokens")
     metadata = {
