@@ -102,6 +102,25 @@ def test_check_fails_a_user_accuracy_regression_where_pair_accuracy_holds(tmp_pa
     assert overall["p_value"] == 7 / 1024
 
 
+def test_checks_table_says_which_figure_it_gated_and_what_decided(tmp_path: Path) -> None:
+    """The table's caption names the figure gated and the test: user accuracy and the sign-flip test over users
+    here (it said 'items' and 'McNemar p' whatever was gated); McNemar over items on PRB's independent pairs."""
+    base, run = regression_runs(tmp_path)
+    baseline = tmp_path / "base.json"
+    assert invoke("check", base, "--baseline", baseline, "--update-baseline").exit_code == 0
+    output = " ".join(invoke("check", run, "--baseline", baseline).output.split())
+    assert "−/+: users lost/gained" in output and "Fail = user accuracy dropped beyond 2 pts" in output
+    assert "the sign-flip test over users" in output and "McNemar" not in output
+    flat = [judgment(f"p{i}", "S", "rm", correct=i % 2 == 0) for i in range(8)]
+    one_each = write_run_dir(tmp_path / "flat", flat, fingerprint="flat")
+    assert invoke("check", one_each, "--baseline", tmp_path / "flat.json", "--update-baseline").exit_code == 0
+    output = " ".join(invoke("check", one_each, "--baseline", tmp_path / "flat.json").output.split())
+    assert (
+        "−/+: items lost/gained" in output
+        and "Fail = accuracy dropped beyond 2 pts AND p < 0.05 (McNemar)" in output
+    )
+
+
 def test_check_of_a_card_whose_headline_is_pairs_passes_the_same_runs(tmp_path: Path) -> None:
     from prbj.analysis.headline import Headline
     from prbj.data.card_protocol import ScoringProtocol
