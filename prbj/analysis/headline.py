@@ -2,9 +2,9 @@
 (prbj.data.card_protocol), and how it is scored.
 
 Which figure: the card's `unit` (judgments, pairs or users; users where the card says nothing). Scored by whose
-rules: under `--protocol prbj` prbj's (a failure left out and counted apart, a tie never correct, a cluster
-bootstrap over users); under `--protocol official` the card's own (what a failure and a tie count, the authors'
-interval), so that the figure is the one the authors' code would print.
+rules: under `--protocol prbj` prbj's (a failure left out and counted apart, a tie never correct, an interval
+over users: prbj.analysis.clusters.accuracy_intervals); under `--protocol official` the card's own (what a
+failure and a tie count, the authors' interval), so that the figure is the one the authors' code would print.
 
 Where a headline is one of summary.json's figures already (prbj's rules over pairs: `accuracy`; over users:
 `user_accuracy`, which is `accuracy` where no user repeats) it is read from there, so every reader of a run sees
@@ -86,7 +86,7 @@ class Headline:
         if self.native:
             return words
         interval = {
-            "cluster-users": "bootstrap over users",
+            "cluster-users": "Korn–Graubard interval over users",
             "basic-bootstrap": f"scipy's basic bootstrap over {rules.unit}",
             "percentile-bootstrap": f"percentile bootstrap over {rules.unit}",
         }[rules.interval]

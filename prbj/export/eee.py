@@ -217,13 +217,12 @@ def _headline_result(
         return None
     source = headline.rules.source if headline.protocol == "official" else None
     description = headline.name + (f"; the authors' protocol, read in {source}" if source else "")
-    uncertainty: dict[str, Any] = {
-        "num_bootstrap_samples": BOOTSTRAP_RESAMPLES
-        if headline.rules.interval == "cluster-users"
-        else AUTHORS_RESAMPLES
-    }
+    # prbj's interval over users draws no resample (prbj.analysis.clusters.accuracy_intervals).
+    uncertainty: dict[str, Any] = (
+        {} if headline.rules.interval == "cluster-users" else {"num_bootstrap_samples": AUTHORS_RESAMPLES}
+    )
     method = {
-        "cluster-users": "percentile bootstrap, users resampled",
+        "cluster-users": "Korn-Graubard over users",
         "basic-bootstrap": f"basic bootstrap over {headline.unit} (scipy.stats.bootstrap)",
         "percentile-bootstrap": f"percentile bootstrap over {headline.unit} (scipy.stats.bootstrap)",
     }[headline.rules.interval]
