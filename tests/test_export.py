@@ -284,6 +284,34 @@ def test_a_best_of_k_item_is_exported_with_every_candidate(tmp_path: Path) -> No
     assert {str(sample.id): sample.choices for sample in samples} == items
 
 
+def test_eee_claims_bootstrap_resamples_only_where_an_interval_drew_them(tmp_path: Path) -> None:
+    """PRB's sample (60 independent pairs, the length judge at 50%): the percentile bootstrap, 2,000 resamples.
+    PersonalRewardBench's (users repeat): every interval is over users (Korn–Graubard, Clopper–Pearson at the
+    edges), which draws none, so no result claims a resample count."""
+    counts = {}
+    for card in ("prb", "personal-reward-bench"):
+        out = tmp_path / card
+        result = CliRunner().invoke(
+            main,
+            ["judge", "--no-progress", "--benchmark", card, "-p", "length", "--out", str(out / "runs"),
+             "--cache-dir", str(tmp_path / "cache")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        (run,) = (out / "runs").iterdir()
+        export(run, "--format", "eee", "--out", out / "eee")
+        ((doc, _),) = eee_documents(out / "eee")
+        counts[card] = {
+            r["evaluation_result_id"].split(":")[0]: r["score_details"]["uncertainty"].get(
+                "num_bootstrap_samples"
+            )
+            for r in doc["evaluation_results"]
+            if r["evaluation_result_id"].endswith(":all")
+        }
+    assert counts["prb"] == {"accuracy": 2000}
+    assert set(counts["personal-reward-bench"].values()) == {None}
+    assert {"accuracy", "prbj.user_accuracy", "prbj.headline"} <= set(counts["personal-reward-bench"])
+
+
 @pytest.mark.readers
 def test_every_eval_ever_s_validator_accepts_the_export(run_dir: Path, tmp_path: Path) -> None:
     export(run_dir, "--format", "eee", "--out", tmp_path)

@@ -27,6 +27,7 @@ from typing import Any
 
 from prbj import __version__
 from prbj.analysis.headline import AUTHORS_RESAMPLES, Headline, headline_of
+from prbj.analysis.small_samples import SMALL_SAMPLE
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import safe_name
 from prbj.export.models import JudgeModel
@@ -168,7 +169,9 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
             continue
         name = result_name(export, row.context, row.subset)
         users_lead = headline.is_users(row)
-        uncertainty: dict[str, Any] = {"num_samples": row.n_ok, "num_bootstrap_samples": BOOTSTRAP_RESAMPLES}
+        uncertainty: dict[str, Any] = {"num_samples": row.n_ok}
+        if not users_resampled and _bootstrapped(row):
+            uncertainty["num_bootstrap_samples"] = BOOTSTRAP_RESAMPLES
         interval = _interval(row.ci_low, row.ci_high, method)
         if interval:
             uncertainty["confidence_interval"] = interval
@@ -184,7 +187,7 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
         }]  # fmt: skip
         user_accuracy = row.user_accuracy
         if user_accuracy is not None and math.isfinite(user_accuracy):
-            users: dict[str, Any] = {"num_bootstrap_samples": BOOTSTRAP_RESAMPLES}
+            users: dict[str, Any] = {}
             if isinstance(row.n_users_decided, int):
                 users["num_samples"] = row.n_users_decided
             user_interval = _interval(
@@ -206,6 +209,14 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
         own = _headline_result(headline, row, name, common)
         out.extend([*([own] if own is not None else []), *results])
     return out
+
+
+def _bootstrapped(row: GroupStats) -> bool:
+    """Whether the interval of accuracy over independent pairs was the percentile bootstrap's (not Clopper–Pearson's:
+    prbj.analysis.stats.accuracy_interval), so that EEE's resample count is claimed only where resamples were
+    drawn."""
+    n, accuracy = row.n_ok or 0, row.accuracy
+    return n >= SMALL_SAMPLE and accuracy is not None and 0.0 < accuracy < 1.0
 
 
 def _headline_result(
