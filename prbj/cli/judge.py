@@ -126,8 +126,9 @@ JUDGE_EXAMPLES = (
     limit="At most this many pairs per subset.",
 )
 @benchmark_options(
-    "Which benchmark the data is: prb (default), personal-reward-bench, prism, persona-feedback, or your own "
-    "card FILE.toml mapping your columns (docs/benchmarks.md). Without --dataset, its bundled sample."
+    "Which benchmark the data is: prb (default), personal-reward-bench, prism, persona-feedback, persona, "
+    "personamem, personal-llm, pal-tldr, or your own card FILE.toml mapping your columns (docs/benchmarks.md). "
+    "Without --dataset, its bundled sample."
 )
 @seed_option(
     "Seed for the A/B order draw (drawn per pair; --protocol official draws the official script's stream), "
