@@ -479,3 +479,21 @@ def test_a_tie_in_one_shown_order_counts_as_a_tie_not_as_a_failure() -> None:
         headline_figure(frame, ScoringProtocol(order="both", unit="judgments", ties="excluded"), seed=0).value
         == 1
     )
+
+
+def test_prbjs_interval_of_a_card_unit_counts_items_not_half_points() -> None:
+    """Ten users, each right on exactly half of their four judgments (two pairs in both orders): no spread between
+    users, so the effective size is capped at the items scored, 40 judgments; the interval is the one prbj draws
+    for 20 right of 40 over 10 users, not for 40 of 80 (half-points counted as items)."""
+    from prbj.analysis.clusters import accuracy_intervals
+
+    rows = [
+        {"pair_id": f"{user}-{n}", "user_id": user, "status": "ok", "verdict": "inconsistent", "correct": False,
+         "tie": False, "chosen_position": "both", "verdict_chosen_a": "chosen", "verdict_chosen_b": "rejected"}
+        for user in (f"u{i}" for i in range(10)) for n in (1, 2)
+    ]  # fmt: skip
+    figure = headline_figure(pl.DataFrame(rows), ScoringProtocol(order="both", unit="judgments"), seed=0)
+    assert figure.value == 0.5 and figure.n == 40
+    expected = accuracy_intervals(np.full(10, 2), np.full(10, 4), confidence=0.95)
+    assert expected is not None
+    assert (figure.ci_low, figure.ci_high) == expected.pooled

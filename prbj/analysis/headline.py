@@ -310,9 +310,10 @@ def _cluster_interval(
     users: pl.DataFrame, rules: ScoringProtocol, *, seed: int
 ) -> tuple[float | None, float | None]:
     """prbj's interval over users (prbj.analysis.clusters.accuracy_intervals, which holds with few users) on each
-    user's points and possible points."""
+    user's points and possible points, in items (they are counted in half-points: as many again would cap the
+    effective size at twice the items scored)."""
     found = accuracy_intervals(
-        users["points"].to_numpy(), users["possible"].to_numpy(), confidence=CONFIDENCE
+        users["points"].to_numpy() / 2, users["possible"].to_numpy() / 2, confidence=CONFIDENCE
     )
     if found is None:
         return (None, None)
