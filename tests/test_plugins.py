@@ -423,6 +423,20 @@ def test_prefer_is_asked_in_the_order_drawn_and_in_both_orders(tmp_path: Path, d
     assert set(frame(run_dir)["verdict"]) == {"tie"}
 
 
+def test_a_dry_run_runs_no_reward_model(tmp_path: Path, dataset: Path) -> None:
+    """`--dry-run` sends nothing and runs nothing costly: the model is loaded (a broken one fails before any
+    pair) but neither fitted nor asked (a py: model may call an API of its own), nothing is cached, and the plan
+    names it among the judges that cost nothing."""
+    rm = write_rm(tmp_path)
+    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Logged", "-p", "length", "--dry-run")
+    assert code == 0, output
+    assert run_dir is None and read_log(rm) == []
+    assert f"offline judges and models run here: 0 calls, $0 (length, py:{rm}:Logged)" in output
+    code, output, _ = judge(tmp_path, dataset, "-p", f"py:{rm}:Logged")
+    assert code == 0, output
+    assert any(entry["method"] == "score" for entry in read_log(rm))  # nothing was cached by the dry run
+
+
 UNDECIDED_RM = """
 import math
 
