@@ -320,7 +320,8 @@ def slice_figure(rows: Sequence[SliceRow], kind: str, key: str = "") -> Figure:
     return Figure(
         f"slice-{kind}{key}",
         f"Accuracy by {kind}",
-        "Dot: accuracy in the bin; bar: 95% bootstrap interval; dashed line: 50% (chance).",
+        "Dot: accuracy in the bin; bar: its 95% interval (over users where users repeat); dashed line: 50% "
+        "(chance).",
         canvas,
     )
 
