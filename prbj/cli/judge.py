@@ -185,8 +185,8 @@ def judge(**options: Any) -> None:
 
     The run directory holds run.json (configuration, versions, dataset fingerprint, prompt hashes,
     calls and spend), judgments.parquet (one row per pair × judge × context) and summary.json
-    (accuracy per judge, context and subset with 95% bootstrap intervals, ties, failures, position
-    bias and length control; identical across reruns with the same seed).
+    (accuracy per judge, context and subset with 95% intervals, over users where users repeat; ties,
+    failures, position bias and length control; identical across reruns with the same seed).
 
     Every model call goes through one cache: rerunning a command, or resuming after Ctrl-C, pays only
     for what is missing.
