@@ -409,3 +409,21 @@ def test_show_and_the_viewer_present_every_candidate_of_an_item(tmp_path: Path) 
         assert f'id="answer-{n}"' in html
     assert all(text.replace("'", "&#39;") in html for text in pair.candidates)
     assert "A best-of-4 item" in html and 'id="label-form"' not in html
+
+
+def test_length_control_is_computed_on_pairs_only() -> None:
+    """Of a best-of-k item a judgment records the words of the preferred answer and of the first other, not of the
+    one picked: `length` picks the longest of four (the third here), which the first other is not, and length
+    control would count it as having picked the shorter answer. Items are left out; pairs keep their figures."""
+    from prbj.analysis.stats import summarize
+    from prbj.runs.execute import JUDGMENT_SCHEMA
+
+    item = {"pair_id": "i1", "subset": "s", "judge": "length", "context": "none", "status": "ok",
+            "verdict": "rejected", "correct": False, "tie": False, "chosen_words": 5, "rejected_words": 2,
+            "candidates": 4}  # fmt: skip
+    pair = {**item, "pair_id": "p1", "verdict": "chosen", "correct": True, "candidates": 2}
+    schema = {**JUDGMENT_SCHEMA, "candidates": pl.Int64}
+    (only_items,) = [r for r in summarize(pl.DataFrame([item], schema=schema), seed=0) if r.subset == "all"]
+    assert only_items.length_controlled_accuracy is None and only_items.picked_longer is None
+    (mixed,) = [r for r in summarize(pl.DataFrame([item, pair], schema=schema), seed=0) if r.subset == "all"]
+    assert (mixed.length_controlled_accuracy, mixed.picked_longer) == (1.0, 1.0)
