@@ -278,6 +278,11 @@ def test_a_best_of_k_item_is_exported_with_every_candidate(tmp_path: Path) -> No
     export(run, "--format", "eee", "--out", tmp_path / "eee")
     ((_, lines),) = eee_documents(tmp_path / "eee")
     assert {line["sample_id"]: line["input"]["choices"] for line in lines} == items
+    # Read back beside its instance file, the EEE record shows every candidate again.
+    (record,) = (tmp_path / "eee").glob("data/*/*/*/*.json")
+    shown = CliRunner().invoke(main, ["show", str(record), "--pair", "32k-q-101"], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    assert all(text in shown.output for text in items["32k-q-101"]) and "Answer 4 (other)" in shown.output
     export(run, "--format", "inspect", "--out", tmp_path / "inspect")
     (log_file,) = (tmp_path / "inspect").glob("*.eval")
     samples = read_eval_log(str(log_file)).samples or []
