@@ -222,19 +222,35 @@ def test_eee_export_holds_the_run_s_figures_and_one_line_per_judgment(
     )  # the chosen answer, shown second
 
 
+def length_run(card: str, out: Path, cache: Path) -> Path:
+    """The `length` judge's run on a benchmark card's sample, in `out`."""
+    result = CliRunner().invoke(
+        main,
+        [
+            "judge",
+            "--no-progress",
+            "--benchmark",
+            card,
+            "-p",
+            "length",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (run,) = out.iterdir()
+    return run
+
+
 def test_a_card_run_is_exported_as_its_benchmark_and_a_users_card_as_private_pairs(tmp_path: Path) -> None:
     """A run on a shipped card's sample is that benchmark's demo sample (not Personalized RewardBench's), on a card
     of the user's own (whose sample is theirs) private pairs: in the flat table, EEE's source and its folder."""
     exported = {}
     for card in ("personamem", str(ROOT / "examples" / "benchmarks" / "inhouse.toml")):
         out = tmp_path / Path(card).stem
-        result = CliRunner().invoke(
-            main,
-            ["judge", "--no-progress", "--benchmark", card, "-p", "length", "--out", str(out / "runs"),
-             "--cache-dir", str(tmp_path / "cache")],
-        )  # fmt: skip
-        assert result.exit_code == 0, result.output
-        (run,) = (out / "runs").iterdir()
+        run = length_run(card, out / "runs", tmp_path / "cache")
         export(run, "--format", "csv", "--out", out / "csv")
         export(run, "--format", "eee", "--out", out / "eee")
         (doc, _), *_ = eee_documents(out / "eee")
@@ -261,13 +277,7 @@ def test_a_best_of_k_item_is_exported_with_every_candidate(tmp_path: Path) -> No
 
     from prbj.data import load_dataset
 
-    result = CliRunner().invoke(
-        main,
-        ["judge", "--no-progress", "--benchmark", "personamem", "-p", "length", "--out", str(tmp_path / "runs"),
-         "--cache-dir", str(tmp_path / "cache")],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    (run,) = (tmp_path / "runs").iterdir()
+    run = length_run("personamem", tmp_path / "runs", tmp_path / "cache")
     items = {p.id: list(p.candidates) for p in load_dataset(benchmark="personamem").pairs}
     assert {len(c) for c in items.values()} == {4}
     export(run, "--format", "parquet", "--out", tmp_path / "table")
@@ -296,13 +306,7 @@ def test_eee_claims_bootstrap_resamples_only_where_an_interval_drew_them(tmp_pat
     counts = {}
     for card in ("prb", "personal-reward-bench"):
         out = tmp_path / card
-        result = CliRunner().invoke(
-            main,
-            ["judge", "--no-progress", "--benchmark", card, "-p", "length", "--out", str(out / "runs"),
-             "--cache-dir", str(tmp_path / "cache")],
-        )  # fmt: skip
-        assert result.exit_code == 0, result.output
-        (run,) = (out / "runs").iterdir()
+        run = length_run(card, out / "runs", tmp_path / "cache")
         export(run, "--format", "eee", "--out", out / "eee")
         ((doc, _),) = eee_documents(out / "eee")
         counts[card] = {
