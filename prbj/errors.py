@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+# How much of a message from code prbj does not own (a reward model's, spaCy's) an error line quotes.
+QUOTED_CHARS = 200
+
+
+def one_line(text: object, limit: int = QUOTED_CHARS) -> str:
+    """`text` flattened to one line and cut at `limit` characters: a message quoted in an error line never makes
+    it a traceback."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
 
 class PrbjError(Exception):
     """An expected failure: shown as one line, no traceback."""

@@ -371,3 +371,59 @@ def test_a_privacy_step_rewrites_every_candidate_of_an_item() -> None:
     rewritten = rewrite(item, lambda text: text.replace("Ana", "PERSON_1"), answers=True)
     assert all("Ana" not in text for text in rewritten.candidates)
     assert rewrite(item, lambda text: text.replace("Ana", "PERSON_1"), answers=False).others == item.others
+
+
+def test_show_and_the_viewer_present_every_candidate_of_an_item(tmp_path: Path) -> None:
+    """`prbj show` and the viewer's pair page list all four PersonaMem options, the preferred one first (scores
+    name the best of the others), and the viewer asks no A-or-B label of an item that is not a pair."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from prbj.view.catalog import Catalog
+    from prbj.view.server import Viewer, make_app
+
+    out = tmp_path / "runs"
+    judged = CliRunner().invoke(
+        main, ["judge", "--no-progress", "--benchmark", "personamem", "-p", "length", "--out", str(out),
+               "--cache-dir", str(tmp_path / "cache")],
+    )  # fmt: skip
+    assert judged.exit_code == 0, judged.output
+    (run_dir,) = out.iterdir()
+    pair = next(p for p in load_dataset(benchmark="personamem").pairs if p.id == "32k-q-101")
+    assert pair.k == 4
+    shown = CliRunner().invoke(main, ["show", str(run_dir), "--pair", pair.id], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    for n, text in enumerate(pair.candidates, start=1):
+        assert f"Answer {n} ({'preferred' if n == 1 else 'other'})" in shown.output and text in shown.output
+    assert "/ best other " in shown.output
+
+    async def page() -> str:
+        client = TestClient(TestServer(make_app(Viewer(Catalog.open([run_dir]), "alice"))))
+        await client.start_server()
+        try:
+            return await (await client.get(f"/run/{run_dir.name}/pair/{pair.id}")).text()
+        finally:
+            await client.close()
+
+    html = asyncio.run(page())
+    for n in range(1, 5):
+        assert f'id="answer-{n}"' in html
+    assert all(text.replace("'", "&#39;") in html for text in pair.candidates)
+    assert "A best-of-4 item" in html and 'id="label-form"' not in html
+
+
+def test_length_control_is_computed_on_pairs_only() -> None:
+    """Of a best-of-k item a judgment records the words of the preferred answer and of the first other, not of the
+    one picked: `length` picks the longest of four (the third here), which the first other is not, and length
+    control would count it as having picked the shorter answer. Items are left out; pairs keep their figures."""
+    from prbj.analysis.stats import summarize
+    from prbj.runs.execute import JUDGMENT_SCHEMA
+
+    item = {"pair_id": "i1", "subset": "s", "judge": "length", "context": "none", "status": "ok",
+            "verdict": "rejected", "correct": False, "tie": False, "chosen_words": 5, "rejected_words": 2,
+            "candidates": 4}  # fmt: skip
+    pair = {**item, "pair_id": "p1", "verdict": "chosen", "correct": True, "candidates": 2}
+    schema = {**JUDGMENT_SCHEMA, "candidates": pl.Int64}
+    (only_items,) = [r for r in summarize(pl.DataFrame([item], schema=schema), seed=0) if r.subset == "all"]
+    assert only_items.length_controlled_accuracy is None and only_items.picked_longer is None
+    (mixed,) = [r for r in summarize(pl.DataFrame([item, pair], schema=schema), seed=0) if r.subset == "all"]
+    assert (mixed.length_controlled_accuracy, mixed.picked_longer) == (1.0, 1.0)

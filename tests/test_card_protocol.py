@@ -456,3 +456,44 @@ def test_the_headline_rules_on_hand_made_judgments() -> None:
     scores = np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=np.float64)
     expected = bootstrap((scores,), np.mean, method="basic", rng=np.random.default_rng(3)).confidence_interval
     assert (figure.ci_low, figure.ci_high) == (expected.low, expected.high)
+
+
+def test_a_tie_in_one_shown_order_counts_as_a_tie_not_as_a_failure() -> None:
+    """A plugin's `prefer` of exactly 1/2 favours neither answer in that order: under a unit of judgments each
+    such order counts as the rules count a tie (prbj's rules: wrong), never as a failure left out. u1: p1 a tie
+    in both orders; p2 right in A, a tie in B."""
+    rows = [
+        {"pair_id": "p1", "user_id": "u1", "status": "ok", "verdict": "tie", "correct": False, "tie": True,
+         "chosen_position": "both", "verdict_chosen_a": "tie", "verdict_chosen_b": "tie"},
+        {"pair_id": "p2", "user_id": "u1", "status": "ok", "verdict": "inconsistent", "correct": False,
+         "tie": False, "chosen_position": "both", "verdict_chosen_a": "chosen", "verdict_chosen_b": "tie"},
+    ]  # fmt: skip
+    frame = pl.DataFrame(rows)
+    prbj_rules = ScoringProtocol(order="both", unit="judgments")
+    assert headline_figure(frame, prbj_rules, seed=0).value == 1 / 4
+    assert (
+        headline_figure(frame, ScoringProtocol(order="both", unit="judgments", ties="half"), seed=0).value
+        == (1 + 3 / 2) / 4
+    )
+    assert (
+        headline_figure(frame, ScoringProtocol(order="both", unit="judgments", ties="excluded"), seed=0).value
+        == 1
+    )
+
+
+def test_prbjs_interval_of_a_card_unit_counts_items_not_half_points() -> None:
+    """Ten users, each right on exactly half of their four judgments (two pairs in both orders): no spread between
+    users, so the effective size is capped at the items scored, 40 judgments; the interval is the one prbj draws
+    for 20 right of 40 over 10 users, not for 40 of 80 (half-points counted as items)."""
+    from prbj.analysis.clusters import accuracy_intervals
+
+    rows = [
+        {"pair_id": f"{user}-{n}", "user_id": user, "status": "ok", "verdict": "inconsistent", "correct": False,
+         "tie": False, "chosen_position": "both", "verdict_chosen_a": "chosen", "verdict_chosen_b": "rejected"}
+        for user in (f"u{i}" for i in range(10)) for n in (1, 2)
+    ]  # fmt: skip
+    figure = headline_figure(pl.DataFrame(rows), ScoringProtocol(order="both", unit="judgments"), seed=0)
+    assert figure.value == 0.5 and figure.n == 40
+    expected = accuracy_intervals(np.full(10, 2), np.full(10, 4), confidence=0.95)
+    assert expected is not None
+    assert (figure.ci_low, figure.ci_high) == expected.pooled

@@ -222,6 +222,105 @@ def test_eee_export_holds_the_run_s_figures_and_one_line_per_judgment(
     )  # the chosen answer, shown second
 
 
+def length_run(card: str, out: Path, cache: Path) -> Path:
+    """The `length` judge's run on a benchmark card's sample, in `out`."""
+    result = CliRunner().invoke(
+        main,
+        [
+            "judge",
+            "--no-progress",
+            "--benchmark",
+            card,
+            "-p",
+            "length",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (run,) = out.iterdir()
+    return run
+
+
+def test_a_card_run_is_exported_as_its_benchmark_and_a_users_card_as_private_pairs(tmp_path: Path) -> None:
+    """A run on a shipped card's sample is that benchmark's demo sample (not Personalized RewardBench's), on a card
+    of the user's own (whose sample is theirs) private pairs: in the flat table, EEE's source and its folder."""
+    exported = {}
+    for card in ("personamem", str(ROOT / "examples" / "benchmarks" / "inhouse.toml")):
+        out = tmp_path / Path(card).stem
+        run = length_run(card, out / "runs", tmp_path / "cache")
+        export(run, "--format", "csv", "--out", out / "csv")
+        export(run, "--format", "eee", "--out", out / "eee")
+        (doc, _), *_ = eee_documents(out / "eee")
+        source = doc["evaluation_results"][0]["source_data"]
+        table = pl.read_csv(out / "csv" / "judgments.csv")
+        exported[Path(card).stem] = (
+            set(table["benchmark"]),
+            source["dataset_name"],
+            source["additional_details"],
+        )
+        assert [p.name for p in (out / "eee" / "data").iterdir()] == [source["dataset_name"]]
+    benchmark, dataset_name, details = exported["personamem"]
+    assert benchmark == {"personamem-sample"} and dataset_name == "personamem-sample"
+    assert details["public"] == "true"
+    benchmark, dataset_name, details = exported["inhouse"]
+    assert benchmark == {"private-pairs"} and dataset_name == "private-pairs"
+    assert details["public"] == "false"
+
+
+def test_a_best_of_k_item_is_exported_with_every_candidate(tmp_path: Path) -> None:
+    """PersonaMem's items of four options: the flat table's other_answers, EEE's choices and the Inspect sample's
+    choices hold all four, the preferred one first."""
+    from inspect_ai.log import read_eval_log
+
+    from prbj.data import load_dataset
+
+    run = length_run("personamem", tmp_path / "runs", tmp_path / "cache")
+    items = {p.id: list(p.candidates) for p in load_dataset(benchmark="personamem").pairs}
+    assert {len(c) for c in items.values()} == {4}
+    export(run, "--format", "parquet", "--out", tmp_path / "table")
+    table = pl.read_parquet(tmp_path / "table" / "judgments.parquet")
+    for row in table.iter_rows(named=True):
+        exported = [row["chosen_answer"], row["rejected_answer"], *json.loads(row["other_answers"])]
+        assert exported == items[row["pair_id"]]
+    export(run, "--format", "eee", "--out", tmp_path / "eee")
+    ((_, lines),) = eee_documents(tmp_path / "eee")
+    assert {line["sample_id"]: line["input"]["choices"] for line in lines} == items
+    # Read back beside its instance file, the EEE record shows every candidate again.
+    (record,) = (tmp_path / "eee").glob("data/*/*/*/*.json")
+    shown = CliRunner().invoke(main, ["show", str(record), "--pair", "32k-q-101"], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    assert all(text in shown.output for text in items["32k-q-101"]) and "Answer 4 (other)" in shown.output
+    export(run, "--format", "inspect", "--out", tmp_path / "inspect")
+    (log_file,) = (tmp_path / "inspect").glob("*.eval")
+    samples = read_eval_log(str(log_file)).samples or []
+    assert {str(sample.id): sample.choices for sample in samples} == items
+
+
+def test_eee_claims_bootstrap_resamples_only_where_an_interval_drew_them(tmp_path: Path) -> None:
+    """PRB's sample (60 independent pairs, the length judge at 50%): the percentile bootstrap, 2,000 resamples.
+    PersonalRewardBench's (users repeat): every interval is over users (Korn–Graubard, Clopper–Pearson at the
+    edges), which draws none, so no result claims a resample count."""
+    counts = {}
+    for card in ("prb", "personal-reward-bench"):
+        out = tmp_path / card
+        run = length_run(card, out / "runs", tmp_path / "cache")
+        export(run, "--format", "eee", "--out", out / "eee")
+        ((doc, _),) = eee_documents(out / "eee")
+        counts[card] = {
+            r["evaluation_result_id"].split(":")[0]: r["score_details"]["uncertainty"].get(
+                "num_bootstrap_samples"
+            )
+            for r in doc["evaluation_results"]
+            if r["evaluation_result_id"].endswith(":all")
+        }
+    assert counts["prb"] == {"accuracy": 2000}
+    assert set(counts["personal-reward-bench"].values()) == {None}
+    assert {"accuracy", "prbj.user_accuracy", "prbj.headline"} <= set(counts["personal-reward-bench"])
+
+
 @pytest.mark.readers
 def test_every_eval_ever_s_validator_accepts_the_export(run_dir: Path, tmp_path: Path) -> None:
     export(run_dir, "--format", "eee", "--out", tmp_path)

@@ -74,6 +74,68 @@ def test_a_card_whose_headline_is_pairs_ranks_by_pairs(tmp_path: Path) -> None:
     assert "| 1 | pairsy | none | **66.7 (" in markdown
 
 
+def test_the_viewers_runs_page_ranks_by_the_headline_and_keeps_official_runs_apart(tmp_path: Path) -> None:
+    """The viewer's Runs page ranked by pair accuracy under an 'acc %' header: it ranks by the headline (user
+    accuracy here: usery above pairsy) and names it; a run under --protocol official is a leaderboard of its own
+    on the same dataset, as in `prbj report`."""
+    import asyncio
+    import re
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from prbj.analysis.headline import Headline
+    from prbj.data.card_protocol import ScoringProtocol
+    from prbj.view.catalog import Catalog
+    from prbj.view.server import Viewer, make_app
+
+    plain = write_run_dir(tmp_path / "plain", two_judges(), fingerprint="fp")
+    rules = ScoringProtocol(unit="pairs", failures="wrong", source="the authors' code")
+    official = write_run_dir(
+        tmp_path / "official", two_judges(), fingerprint="fp", headline=Headline(rules, "official")
+    )
+
+    async def page() -> str:
+        client = TestClient(TestServer(make_app(Viewer(Catalog.open([plain, official]), "alice"))))
+        await client.start_server()
+        try:
+            return await (await client.get("/")).text()
+        finally:
+            await client.close()
+
+    html = asyncio.run(page())
+    sections = html.split('<section class="dataset">')[1:]
+    assert len(sections) == 2
+    ranked = {
+        re.search(r'<th class="num">(\w+) %</th>', section).group(1): re.findall(r"judge=(\w+)&amp;", section)
+        for section in sections
+    }
+    assert ranked == {"users": ["usery", "pairsy"], "official": ["pairsy", "usery"]}
+
+
+def test_report_ranks_official_runs_apart_from_prbjs_on_the_same_data(tmp_path: Path) -> None:
+    """Two runs on one dataset, one under --protocol official: two leaderboards (the official figure counts
+    failures wrong and has the authors' interval; ranked in one column with prbj's figures it put one judge
+    twice in one order by two rules)."""
+    from prbj.analysis.headline import Headline
+    from prbj.data.card_protocol import ScoringProtocol
+
+    plain = write_run_dir(tmp_path / "plain", two_judges(), fingerprint="fp")
+    rules = ScoringProtocol(unit="pairs", failures="wrong", source="the authors' code")
+    official = write_run_dir(
+        tmp_path / "official", two_judges(), fingerprint="fp", headline=Headline(rules, "official")
+    )
+    result = invoke("report", plain, official, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "runs under --protocol official have a leaderboard of their own" in " ".join(result.output.split())
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir()) == [
+        "dataset-fp",
+        "dataset-fp-official",
+    ]
+    official_board = (tmp_path / "out" / "dataset-fp-official" / "report.md").read_text()
+    assert "| 1 | pairsy | none | **66.7 (" in official_board and "usery" in official_board
+    assert "| 1 | usery |" in (tmp_path / "out" / "dataset-fp" / "report.md").read_text()
+
+
 def regression_runs(root: Path) -> tuple[Path, Path]:
     """12 users: B1, B2 wrote 10 pairs each, S1-S10 one each; one judge.
     Baseline: S right, B wrong → pairs 10/30, users 10/12. Run: S wrong, B1 and B2 five right each → pairs 10/30
@@ -100,6 +162,25 @@ def test_check_fails_a_user_accuracy_regression_where_pair_accuracy_holds(tmp_pa
     assert overall["figure"] == "users" and overall["status"] == "fail"
     assert (overall["baseline_accuracy"], overall["accuracy"]) == (10 / 12, 1 / 12)
     assert overall["p_value"] == 7 / 1024
+
+
+def test_checks_table_says_which_figure_it_gated_and_what_decided(tmp_path: Path) -> None:
+    """The table's caption names the figure gated and the test: user accuracy and the sign-flip test over users
+    here (it said 'items' and 'McNemar p' whatever was gated); McNemar over items on PRB's independent pairs."""
+    base, run = regression_runs(tmp_path)
+    baseline = tmp_path / "base.json"
+    assert invoke("check", base, "--baseline", baseline, "--update-baseline").exit_code == 0
+    output = " ".join(invoke("check", run, "--baseline", baseline).output.split())
+    assert "−/+: users lost/gained" in output and "Fail = user accuracy dropped beyond 2 pts" in output
+    assert "the sign-flip test over users" in output and "McNemar" not in output
+    flat = [judgment(f"p{i}", "S", "rm", correct=i % 2 == 0) for i in range(8)]
+    one_each = write_run_dir(tmp_path / "flat", flat, fingerprint="flat")
+    assert invoke("check", one_each, "--baseline", tmp_path / "flat.json", "--update-baseline").exit_code == 0
+    output = " ".join(invoke("check", one_each, "--baseline", tmp_path / "flat.json").output.split())
+    assert (
+        "−/+: items lost/gained" in output
+        and "Fail = accuracy dropped beyond 2 pts AND p < 0.05 (McNemar)" in output
+    )
 
 
 def test_check_of_a_card_whose_headline_is_pairs_passes_the_same_runs(tmp_path: Path) -> None:

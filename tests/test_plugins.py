@@ -423,6 +423,71 @@ def test_prefer_is_asked_in_the_order_drawn_and_in_both_orders(tmp_path: Path, d
     assert set(frame(run_dir)["verdict"]) == {"tie"}
 
 
+def test_a_dry_run_runs_no_reward_model(tmp_path: Path, dataset: Path) -> None:
+    """`--dry-run` sends nothing and runs nothing costly: the model is loaded (a broken one fails before any
+    pair) but neither fitted nor asked (a py: model may call an API of its own), nothing is cached, and the plan
+    names it among the judges that cost nothing."""
+    rm = write_rm(tmp_path)
+    code, output, run_dir = judge(tmp_path, dataset, "-p", f"py:{rm}:Logged", "-p", "length", "--dry-run")
+    assert code == 0, output
+    assert run_dir is None and read_log(rm) == []
+    assert f"offline judges and models run here: 0 calls, $0 (length, py:{rm}:Logged)" in output
+    code, output, _ = judge(tmp_path, dataset, "-p", f"py:{rm}:Logged")
+    assert code == 0, output
+    assert any(entry["method"] == "score" for entry in read_log(rm))  # nothing was cached by the dry run
+
+
+UNDECIDED_RM = """
+import math
+
+
+class Undecided:
+    version = "1"
+
+    def score(self, items):
+        return [0.0 for _ in items]
+
+    def prefer(self, items):
+        # A tie when the chosen-looking answer comes first; no number at all for the other order.
+        return [0.5 if item.first.startswith("CHOSEN") else math.nan for item in items]
+"""
+
+
+def test_prefer_reads_and_combines_its_orders_as_every_pairwise_judge(tmp_path: Path) -> None:
+    """A `prefer` of exactly 1/2 is a tie in that order, and an order that failed leaves the other's pick kept (as
+    for LLM judges, prbj.judges.orders.combine_reads); on PersonalRewardBench (a unit of judgments, prbj's rules:
+    a tie wrong, a failure left out) the headline counts the tied orders as wrong, the failed ones not at all."""
+    records = [
+        {"user_id": user, "prompt": f"q{user}{n}", "chosen": f"CHOSEN {user}{n}", "rejected": f"other {user}{n}",
+         "split": "test"}
+        for user in ("u1", "u2") for n in (1, 2)
+    ]  # fmt: skip
+    data = write_jsonl(tmp_path / "ties.jsonl", records)
+    rm = tmp_path / "undecided.py"
+    rm.write_text(UNDECIDED_RM)
+    code, output, run_dir = judge(
+        tmp_path,
+        data,
+        "-p",
+        f"py:{rm}:Undecided",
+        "--benchmark",
+        "personal-reward-bench",
+        "--context",
+        "none",
+    )
+    assert code == 1, output  # every judgment failed in one order
+    assert run_dir is not None
+    judgments = frame(run_dir)
+    assert set(judgments["status"]) == {"parse_error"}
+    assert set(judgments["verdict_chosen_a"]) == {"tie"} and judgments["verdict_chosen_b"].null_count() == 4
+    (error,) = set(judgments["error"])
+    assert error.count("prefer") == 1  # the failed order's one line, not once per order
+    summary = json.loads((run_dir / "summary.json").read_text())
+    overall = next(r for r in summary["results"] if r["subset"] == "all")
+    assert summary["headline"]["unit"] == "judgments"
+    assert overall["headline"] == 0.0
+
+
 # --- the interface and the cache underneath ------------------------------------------------------------------
 
 

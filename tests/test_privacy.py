@@ -250,6 +250,24 @@ def test_the_hub_datasets_the_shipped_cards_name_are_public_and_a_users_card_is_
     assert not is_public(str(tmp_path / "sample"))
 
 
+def test_the_docs_name_every_card_and_hub_dataset_treated_as_public() -> None:
+    """docs/privacy.md's default and `prbj judge --help` name every shipped card, and the docs every hub
+    repository prbj treats as public data: the list a reader checks before sending data (the four cards added in
+    issue 41 were missing from both)."""
+    from prbj.data.cards import shipped_cards
+    from prbj.data.loaders import public_hub_datasets
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "privacy.md").read_text(encoding="utf-8")
+    default = " ".join(text.split("**Default.**", 1)[1].split("\n\n", 1)[0].split())
+    listed = default.split("(`--benchmark ", 1)[1].split("`", 1)[0].split(" | ")
+    assert sorted(listed) == sorted(shipped_cards())
+    assert [repo for repo in sorted(public_hub_datasets()) if f"`hf:{repo}`" not in default] == []
+    # Click wraps the help at 80 columns, breaking a long name after its hyphen.
+    helped = " ".join(CliRunner().invoke(main, ["judge", "--help"]).output.split()).replace("- ", "-")
+    assert [name for name in shipped_cards() if f"{name}," not in helped and f"{name} " not in helped] == []
+
+
 def test_a_users_own_card_and_its_sample_go_to_no_remote_model_until_the_policy_is_stated(
     tmp_path: Path, server: ProviderServer
 ) -> None:

@@ -234,6 +234,43 @@ def test_a_group_value_of_few_users_is_merged_under_a_guarded_policy(tmp_path: P
             assert "Tórshavn" not in all_text(run_dir)
 
 
+GROUPS_RM = """
+import json
+from pathlib import Path
+
+
+class Groups:
+    version = "1"
+
+    def score(self, items):
+        with (Path(__file__).parent / "groups.log").open("a") as log:
+            for item in items:
+                log.write(json.dumps(dict(item.groups)) + "\\n")
+        return [0.0 for _ in items]
+"""
+
+
+def test_a_model_run_in_process_sees_the_groups_a_guarded_run_records_merged(tmp_path: Path) -> None:
+    """The merge of rare group values is what a guarded run records: a py: reward model (in-process, nothing
+    sent) is given each user's groups as they are, as under `any`, so its figures do not change with the policy;
+    judgments.parquet and every other file of the run still hold the merged value only."""
+    regions = {f"u{n}": "west" for n in range(5)} | {"u5": "Tórshavn"}
+    dataset = write_jsonl(tmp_path / "users.jsonl", per_user_groups(regions))
+    rm = tmp_path / "groups_rm.py"
+    rm.write_text(GROUPS_RM)
+    out = tmp_path / "runs"
+    cli("judge", "--no-progress", "--dataset", str(dataset), "-p", f"py:{rm}:Groups", "--personal-data", "local",
+        "--out", str(out), env={"PRBJ_PRIVATE_DIR": str(tmp_path / "private")})  # fmt: skip
+    seen = [json.loads(line)["region"] for line in (tmp_path / "groups.log").read_text().splitlines()]
+    assert sorted(set(seen)) == ["Tórshavn", "west"]
+    [run_dir] = list(out.iterdir())
+    assert set(pl.read_parquet(run_dir / "judgments.parquet")["group:region"].to_list()) == {
+        "west",
+        "other (fewer than 5 users)",
+    }
+    assert "Tórshavn" not in all_text(run_dir)
+
+
 def test_a_swapped_profile_draws_placeholders_apart_from_the_askers() -> None:
     from prbj.context.swap import swapped_profiles
     from prbj.data.schema import Pair, ProfilePost

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -68,13 +69,15 @@ def leaked(folder: Path) -> dict[str, list[str]]:
     return {m: [str(p) for p, text in files.items() if m in text] for m in every_marker() if m in str(files)}
 
 
-def run_everything(tmp_path: Path, server: ProviderServer, policy: str) -> dict[str, Path]:
-    """Judge the planted data under `policy`, report it, export it in every format (with and without the texts
-    as sent); the folders each output went to."""
+def run_everything(
+    tmp_path: Path, server: ProviderServer, policy: str, records: list[dict[str, Any]] | None = None
+) -> dict[str, Path]:
+    """Judge the planted data (`records`, default leak_records()) under `policy`, report it, export it in every
+    format (with and without the texts as sent); the folders each output went to."""
     root = tmp_path / policy
     root.mkdir()
     env = {**KEYS, "PRBJ_PRIVATE_DIR": str(root / "private")}
-    dataset = write_jsonl(root / "users.jsonl", leak_records())
+    dataset = write_jsonl(root / "users.jsonl", leak_records() if records is None else records)
     cli(
         "judge", "--no-progress", "--dataset", str(dataset), "-p", "gpt-5.1", "--api-base", server.url,
         "--context", "profile", "--context", "swapped-profile", "--personal-data", policy,
@@ -141,3 +144,31 @@ def test_the_same_run_under_any_shows_the_markers(tmp_path: Path, server: Provid
     for kind, markers in MARKERS.items():
         asked = [m for m in markers if m in judged]
         assert not asked or any(m in found for m in asked), kind
+
+
+def test_every_candidate_of_a_best_of_k_item_is_pseudonymized_wherever_it_goes(
+    tmp_path: Path, server: ProviderServer
+) -> None:
+    """Each judged record made an item of three answers whose third candidate holds markers of its own: under
+    `pseudonymized` they reach no request, file or export (the exports as sent carry the third candidate, as
+    placeholders); under `any` the exports show them (so the test can fail)."""
+    third = "Ask Иван Петров on ivan.petrov@example.com at 3 rue de la Paix; card 5555 5555 5555 4444."
+    planted = ("Иван Петров", "ivan.petrov@example.com", "3 rue de la Paix", "5555 5555 5555 4444")
+    records = []
+    for record in leak_records():
+        if record["split"] == "test":
+            answers = [record.pop("chosen"), record.pop("rejected"), third]
+            record = {**record, "responses": answers, "preferred": 0}
+        records.append(record)
+    server.reset()
+    places = run_everything(tmp_path, server, "pseudonymized", records)
+    bodies = "\n".join(json.dumps(r.body, ensure_ascii=False) for r in server.requests)
+    assert not [m for m in every_marker() if m in bodies]
+    for where, folder in places.items():
+        assert leaked(folder) == {}, where
+    as_sent = pl.read_parquet(places["exports as sent"] / "judgments.parquet")
+    others = [json.loads(cell) for cell in as_sent["other_answers"].to_list()]
+    assert others and all(len(cell) == 1 and "PERSON_" in cell[0] and "EMAIL_" in cell[0] for cell in others)
+    clear = run_everything(tmp_path, server, "any", records)
+    found = leaked(clear["exports"])
+    assert all(marker in found for marker in planted)

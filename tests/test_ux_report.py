@@ -82,6 +82,16 @@ def test_demo_note_names_only_the_runs_that_used_the_sample(tmp_path: Path) -> N
     assert "demo sample" not in files.markdown.read_text()
 
 
+def test_demo_note_of_a_card_sample_names_that_benchmarks_full_data(tmp_path: Path) -> None:
+    """A run on a card's sample is told where that benchmark's data is, not Personalized RewardBench's."""
+    prism = write_run_dir(
+        tmp_path / "prism", outcomes("j", ART, [True]), source="sample", fingerprint="p", benchmark="prism"
+    )
+    text = write_reports([prism], tmp_path / "board").markdown.read_text()
+    assert "This run used a bundled demo sample" in text
+    assert "prism: hf:HannahRoseKirk/prism-alignment" in text and "QiyaoMa" not in text
+
+
 def test_80_column_tables_keep_every_column_and_whole_names(tmp_path: Path) -> None:
     usage = [
         {

@@ -23,7 +23,7 @@ from typing import Any
 from prbj.analysis.chance import chance_of
 from prbj.analysis.headline import headline_of
 from prbj.analysis.run_data import RunData
-from prbj.analysis.selection import dataset_key
+from prbj.analysis.selection import dataset_key, is_official
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 
 ORACLE_CONTEXT = "oracle"
@@ -112,8 +112,7 @@ def _column_key(run: RunData) -> tuple[str, str]:
     """A benchmark on one dataset; its authors' protocol (--protocol official on a card's [protocol]) is a column
     of its own, never ranked together with prbj's figures."""
     name = benchmark_name(run)[0]
-    official = headline_of(run.summary).protocol == "official"
-    return (f"{name}{_OFFICIAL}" if official else name), dataset_key(run)
+    return (f"{name}{_OFFICIAL}" if is_official(run) else name), dataset_key(run)
 
 
 def columns_of(runs: Sequence[RunData]) -> list[BenchmarkColumn]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-CANDIDATES = "candidates"
+from prbj.data.user_columns import CANDIDATES
 
 
 @dataclass(frozen=True)

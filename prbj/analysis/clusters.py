@@ -105,14 +105,14 @@ def accuracy_intervals(
     design effect (kish_size: K for the mean over users, (Σ m)² / Σ m² for pairs). Otherwise Korn–Graubard with
     the jackknife's variance over clusters and t with K − 1 degrees of freedom: in bench/small_users.py it
     holds from 3 users on, where the percentile cluster bootstrap (cluster_intervals) covers 0.43–0.83 under
-    10 users and 0.90–0.94 at 50."""
-    correct = np.asarray(correct, dtype=np.int64)
-    decided = np.asarray(decided, dtype=np.int64)
+    10 users and 0.90–0.94 at 50. Counts may be fractional (a tie counted as half right)."""
+    correct = np.asarray(correct, dtype=np.float64)
+    decided = np.asarray(decided, dtype=np.float64)
     keep = decided > 0
     k = int(keep.sum())
     if k < 2:
         return None
-    right, sizes = correct[keep].astype(np.float64), decided[keep].astype(np.float64)
+    right, sizes = correct[keep], decided[keep]
     pooled = float(right.sum() / sizes.sum())
     shares = right / sizes
     mean = float(shares.mean())

@@ -1,10 +1,11 @@
-"""Judges against each other on the same pairs: the paired bootstrap interval of the accuracy difference,
-McNemar's p with Holm's correction across all pairs of judges, and the minimum detectable difference.
+"""Judges against each other on the same pairs: the paired interval of the accuracy difference, McNemar's p with
+Holm's correction across all pairs of judges, and the minimum detectable difference.
 
 An entry is one judge in one context. Two entries are compared on the pairs both answered (status ok). When users
-repeat (prbj.analysis.users), the interval resamples users with all their pairs, the test is Obuchowski's
-clustered McNemar, and the minimum detectable difference counts pairs at their effective number (pairs over the
-design effect, prbj.analysis.clusters)."""
+repeat (prbj.analysis.users), the interval is over users (t with the jackknife's standard error,
+prbj.analysis.paired), the test is over users (the exact sign-flip test under 50 users, Obuchowski's clustered
+McNemar from 50: prbj.analysis.mcnemar.clustered_test), and the minimum detectable difference counts pairs at
+their effective number (pairs over the design effect, prbj.analysis.clusters)."""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 (prbj.data.card_protocol), and how it is scored.
 
 Which figure: the card's `unit` (judgments, pairs or users; users where the card says nothing). Scored by whose
-rules: under `--protocol prbj` prbj's (a failure left out and counted apart, a tie never correct, a cluster
-bootstrap over users); under `--protocol official` the card's own (what a failure and a tie count, the authors'
-interval), so that the figure is the one the authors' code would print.
+rules: under `--protocol prbj` prbj's (a failure left out and counted apart, a tie never correct, an interval
+over users: prbj.analysis.clusters.accuracy_intervals); under `--protocol official` the card's own (what a
+failure and a tie count, the authors' interval), so that the figure is the one the authors' code would print.
 
 Where a headline is one of summary.json's figures already (prbj's rules over pairs: `accuracy`; over users:
 `user_accuracy`, which is `accuracy` where no user repeats) it is read from there, so every reader of a run sees
@@ -86,7 +86,7 @@ class Headline:
         if self.native:
             return words
         interval = {
-            "cluster-users": "bootstrap over users",
+            "cluster-users": "Korn–Graubard interval over users",
             "basic-bootstrap": f"scipy's basic bootstrap over {rules.unit}",
             "percentile-bootstrap": f"percentile bootstrap over {rules.unit}",
         }[rules.interval]
@@ -184,7 +184,8 @@ def _row_score(rules: ScoringProtocol) -> pl.Expr:
 
 
 def _order_score(column: str, rules: ScoringProtocol) -> pl.Expr:
-    """One shown order's outcome: its own pick, whatever the other order did; a withheld verdict fails both."""
+    """One shown order's outcome: its own pick, whatever the other order did (a tie where the judge favoured
+    neither answer in it: a plugin's `prefer` of exactly 1/2); a withheld verdict fails both."""
     pick = pl.col(column)
     return (
         pl.when(pl.col("status") == ABSTAINED)
@@ -193,6 +194,8 @@ def _order_score(column: str, rules: ScoringProtocol) -> pl.Expr:
         .then(pl.lit(1.0))
         .when(pick == "rejected")
         .then(pl.lit(0.0))
+        .when(pick == "tie")
+        .then(_counted(rules.ties))
         .otherwise(_counted(rules.failures))
     )
 
@@ -307,9 +310,10 @@ def _cluster_interval(
     users: pl.DataFrame, rules: ScoringProtocol, *, seed: int
 ) -> tuple[float | None, float | None]:
     """prbj's interval over users (prbj.analysis.clusters.accuracy_intervals, which holds with few users) on each
-    user's points and possible points."""
+    user's points and possible points, in items (they are counted in half-points: as many again would cap the
+    effective size at twice the items scored)."""
     found = accuracy_intervals(
-        users["points"].to_numpy(), users["possible"].to_numpy(), confidence=CONFIDENCE
+        users["points"].to_numpy() / 2, users["possible"].to_numpy() / 2, confidence=CONFIDENCE
     )
     if found is None:
         return (None, None)

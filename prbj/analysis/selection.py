@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import polars as pl
 
+from prbj.analysis.headline import headline_of
 from prbj.analysis.run_data import RunData
 
 
@@ -17,12 +18,24 @@ def dataset_key(run: RunData) -> str:
     return str(dataset.get("fingerprint") or dataset.get("source") or "?")
 
 
+def is_official(run: RunData) -> bool:
+    """Whether the run's headline is its card's authors' figure (--protocol official), which is never ranked
+    beside prbj's own (another unit and other rules: a failure counted wrong, the authors' interval)."""
+    return headline_of(run.summary).protocol == "official"
+
+
+def group_key(run: RunData) -> str:
+    """The leaderboard a run belongs on: its dataset, and apart under --protocol official."""
+    return dataset_key(run) + ("-official" if is_official(run) else "")
+
+
 def group_by_dataset(runs: Sequence[RunData]) -> list[list[RunData]]:
     """Runs grouped by dataset fingerprint, groups in the order their first run came; a leaderboard ranks runs
-    of one group only (a 2-pair run at 100% must not top a 600-pair one)."""
+    of one group only (a 2-pair run at 100% must not top a 600-pair one). Runs under --protocol official are
+    a group of their own on their dataset, as the table across benchmarks keeps them a column of their own."""
     groups: dict[str, list[RunData]] = {}
     for run in runs:
-        groups.setdefault(dataset_key(run), []).append(run)
+        groups.setdefault(group_key(run), []).append(run)
     return list(groups.values())
 
 

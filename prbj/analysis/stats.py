@@ -11,6 +11,7 @@ import polars as pl
 from prbj.analysis.small_samples import SMALL_SAMPLE, clopper_pearson
 from prbj.analysis.user_counts import user_figures, users_repeat
 from prbj.data.status import ABSTAINED
+from prbj.data.user_columns import CANDIDATES
 
 ALL_SUBSETS = "all"
 BOOTSTRAP_RESAMPLES = 2000
@@ -161,7 +162,10 @@ def _rate(numerator: int, denominator: int) -> float | None:
 
 def _length_stats(group: pl.DataFrame) -> tuple[float | None, float | None]:
     """How often the judge picked the longer answer, and accuracy with chosen-longer and chosen-shorter pairs
-    weighted equally, so that a judge that just prefers length lands near 50%."""
+    weighted equally, so that a judge that just prefers length lands near 50%. Pairs only: of a best-of-k item
+    the judgment records the words of the preferred answer and of the first other, not of the one picked."""
+    if CANDIDATES in group.columns:
+        group = group.filter(pl.col(CANDIDATES).fill_null(2) <= 2)
     decided = group.filter(pl.col("status") == "ok", pl.col("chosen_words") != pl.col("rejected_words"))
     if decided.height == 0:
         return None, None

@@ -14,10 +14,10 @@ How a judgment counts for its user, by the rules of pair accuracy (prbj.analysis
   users with at least one decided judgment (macro). A user with none has no accuracy: counted in `n_users`, not
   in `n_users_decided`, and left out of the mean (as a failed pair is left out of pair accuracy).
 
-Intervals, when users repeat (some user has two pairs or more): a cluster bootstrap over users
-(prbj.analysis.clusters: resample users with replacement, keep all their pairs), for user accuracy and for pair
-accuracy alike, seeded like every other interval. When no user repeats, every user has one pair and the user
-figures are the pair figures: the same numbers, given once, never resampled twice.
+Intervals, when users repeat (some user has two pairs or more): over users, for user accuracy and for pair
+accuracy alike (prbj.analysis.clusters.accuracy_intervals: Korn–Graubard on the jackknife's variance over users
+with t over K − 1, Clopper–Pearson on the effective size at 0% and 100%, none under 2 decided users). When no
+user repeats, every user has one pair and the user figures are the pair figures: the same numbers, given once.
 
 Groups: every `group:<key>` column (a user's age band, a pair's tier, …) gives accuracy per value; a
 `user_seen` column gives seen and unseen users apart. These rows are summary.json's `users` section. A row of

@@ -126,8 +126,9 @@ JUDGE_EXAMPLES = (
     limit="At most this many pairs per subset.",
 )
 @benchmark_options(
-    "Which benchmark the data is: prb (default), personal-reward-bench, prism, persona-feedback, or your own "
-    "card FILE.toml mapping your columns (docs/benchmarks.md). Without --dataset, its bundled sample."
+    "Which benchmark the data is: prb (default), personal-reward-bench, prism, persona-feedback, persona, "
+    "personamem, personal-llm, pal-tldr, or your own card FILE.toml mapping your columns (docs/benchmarks.md). "
+    "Without --dataset, its bundled sample."
 )
 @seed_option(
     "Seed for the A/B order draw (drawn per pair; --protocol official draws the official script's stream), "
@@ -184,8 +185,8 @@ def judge(**options: Any) -> None:
 
     The run directory holds run.json (configuration, versions, dataset fingerprint, prompt hashes,
     calls and spend), judgments.parquet (one row per pair × judge × context) and summary.json
-    (accuracy per judge, context and subset with 95% bootstrap intervals, ties, failures, position
-    bias and length control; identical across reruns with the same seed).
+    (accuracy per judge, context and subset with 95% intervals, over users where users repeat; ties,
+    failures, position bias and length control; identical across reruns with the same seed).
 
     Every model call goes through one cache: rerunning a command, or resuming after Ctrl-C, pays only
     for what is missing.

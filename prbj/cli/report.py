@@ -100,14 +100,14 @@ def report(
     type=click.FloatRange(min=0),
     default=2.0,
     show_default=True,
-    help="Accuracy may drop by this many percentage points before the drop is tested.",
+    help="The headline may drop by this many percentage points before the drop is tested.",
 )
 @click.option(
     "--alpha",
     type=click.FloatRange(min=0, max=1, min_open=True),
     default=0.05,
     show_default=True,
-    help="Significance level of McNemar's paired test (exact binomial below 25 discordant items).",
+    help="Significance level of the paired test (McNemar; over users where users repeat).",
 )
 @click.option(
     "--max-error-rate",
@@ -152,12 +152,14 @@ def check(
     subsets: tuple[str, ...],
     output_format: str,
 ) -> None:
-    """Gate a run against a baseline: exit 1 on a significant accuracy drop, too many failed
+    """Gate a run against a baseline: exit 1 on a significant drop of its headline, too many failed
     judgments or too much spend; exit 0 otherwise (a drop that is not significant only warns).
 
-    Per judge × context × subset, a drop counts when accuracy fell by more than --tolerance points
-    AND McNemar's test on the items both runs judged gives p < --alpha. Exit 2 when the baseline or
-    run cannot be read, was made on other data, or a baseline judge or subset is missing from the run.
+    Per judge × context × subset, a drop counts when the benchmark's headline (accuracy over pairs on
+    PRB, user accuracy on per-user data, a card's own unit) fell by more than --tolerance points AND
+    the paired test on the items both runs judged gives p < --alpha: McNemar's, over users where users
+    repeat (the exact sign-flip test under 50 users; docs/ci.md). Exit 2 when the baseline or run
+    cannot be read, was made on other data, or a baseline judge or subset is missing from the run.
 
     \b
     Examples:

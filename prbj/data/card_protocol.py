@@ -11,7 +11,7 @@ they compare (docs/benchmarks.md, "A card's protocol").
     ties     = "wrong" | "excluded" | "half"
                                        what a tie counts
     interval = "cluster-users" | "basic-bootstrap" | "percentile-bootstrap"
-                                       prbj's bootstrap over users, or the authors' bootstrap over the unit
+                                       prbj's interval over users, or the authors' bootstrap over the unit
                                        (scipy.stats.bootstrap with method "basic" or "percentile")
     source   = "..."                   where the authors' scoring was read (file and function, or paper);
                                        `--protocol official` reproduces only a protocol that says where it
@@ -54,7 +54,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class ScoringProtocol:
     """How a figure is scored. The defaults are prbj's own rules: a failure is counted apart (left out of the
-    figure), a tie is decided and never correct, intervals resample users."""
+    figure), a tie is decided and never correct, intervals are over users."""
 
     # None: the run's --order decides (a pair's position drawn from --seed unless --order both).
     order: CardOrder | None = None

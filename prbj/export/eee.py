@@ -27,10 +27,11 @@ from typing import Any
 
 from prbj import __version__
 from prbj.analysis.headline import AUTHORS_RESAMPLES, Headline, headline_of
+from prbj.analysis.small_samples import SMALL_SAMPLE
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import safe_name
 from prbj.export.models import JudgeModel
-from prbj.export.table import ExportRun
+from prbj.export.table import ExportRun, shown_answers
 
 SCHEMA_VERSION = "0.3.0"
 ACCURACY = "accuracy"
@@ -168,7 +169,9 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
             continue
         name = result_name(export, row.context, row.subset)
         users_lead = headline.is_users(row)
-        uncertainty: dict[str, Any] = {"num_samples": row.n_ok, "num_bootstrap_samples": BOOTSTRAP_RESAMPLES}
+        uncertainty: dict[str, Any] = {"num_samples": row.n_ok}
+        if not users_resampled and _bootstrapped(row):
+            uncertainty["num_bootstrap_samples"] = BOOTSTRAP_RESAMPLES
         interval = _interval(row.ci_low, row.ci_high, method)
         if interval:
             uncertainty["confidence_interval"] = interval
@@ -184,7 +187,7 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
         }]  # fmt: skip
         user_accuracy = row.user_accuracy
         if user_accuracy is not None and math.isfinite(user_accuracy):
-            users: dict[str, Any] = {"num_bootstrap_samples": BOOTSTRAP_RESAMPLES}
+            users: dict[str, Any] = {}
             if isinstance(row.n_users_decided, int):
                 users["num_samples"] = row.n_users_decided
             user_interval = _interval(
@@ -208,6 +211,14 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
     return out
 
 
+def _bootstrapped(row: GroupStats) -> bool:
+    """Whether the interval of accuracy over independent pairs was the percentile bootstrap's (not Clopper–Pearson's:
+    prbj.analysis.stats.accuracy_interval), so that EEE's resample count is claimed only where resamples were
+    drawn."""
+    n, accuracy = row.n_ok or 0, row.accuracy
+    return n >= SMALL_SAMPLE and accuracy is not None and 0.0 < accuracy < 1.0
+
+
 def _headline_result(
     headline: Headline, row: GroupStats, name: str, common: dict[str, Any]
 ) -> dict[str, Any] | None:
@@ -217,13 +228,12 @@ def _headline_result(
         return None
     source = headline.rules.source if headline.protocol == "official" else None
     description = headline.name + (f"; the authors' protocol, read in {source}" if source else "")
-    uncertainty: dict[str, Any] = {
-        "num_bootstrap_samples": BOOTSTRAP_RESAMPLES
-        if headline.rules.interval == "cluster-users"
-        else AUTHORS_RESAMPLES
-    }
+    # prbj's interval over users draws no resample (prbj.analysis.clusters.accuracy_intervals).
+    uncertainty: dict[str, Any] = (
+        {} if headline.rules.interval == "cluster-users" else {"num_bootstrap_samples": AUTHORS_RESAMPLES}
+    )
     method = {
-        "cluster-users": "percentile bootstrap, users resampled",
+        "cluster-users": "Korn-Graubard over users",
         "basic-bootstrap": f"basic bootstrap over {headline.unit} (scipy.stats.bootstrap)",
         "percentile-bootstrap": f"percentile bootstrap over {headline.unit} (scipy.stats.bootstrap)",
     }[headline.rules.interval]
@@ -245,11 +255,9 @@ def _headline_result(
 
 
 def _shown(row: dict[str, Any]) -> list[str] | None:
-    """The two answers in the order the judge saw them (chosen first for judges that score each alone)."""
-    chosen, rejected = row.get("chosen_answer"), row.get("rejected_answer")
-    if chosen is None or rejected is None:
-        return None
-    return [rejected, chosen] if row.get("order") == "B" else [chosen, rejected]
+    """The two answers in the order the judge saw them (chosen first for judges that score each alone); every
+    candidate of a best-of-k item, the preferred one first."""
+    return shown_answers(row)
 
 
 def _instance(
@@ -258,7 +266,10 @@ def _instance(
     ok = row["status"] == "ok"
     reply = row.get("reply")
     if reply is None and row.get("score_chosen") is not None and row.get("score_rejected") is not None:
-        reply = f"score of the chosen answer {row['score_chosen']:.6g}; of the rejected one {row['score_rejected']:.6g}"
+        other = "the best other" if row.get("other_answers") else "the rejected one"
+        reply = (
+            f"score of the chosen answer {row['score_chosen']:.6g}; of {other} {row['score_rejected']:.6g}"
+        )
     extraction = "prbj verdict parser" if row.get("order") else "score comparison"
     tokens_in, tokens_out = row.get("prompt_tokens"), row.get("completion_tokens")
     metadata = {

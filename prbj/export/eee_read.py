@@ -229,20 +229,23 @@ def read_eee_run(path: Path) -> RunData:
 
 
 def eee_pairs(source: str) -> dict[str, Pair]:
-    """The pairs an exported EEE instance file holds (question, the answer written for the user, the other), for
-    `prbj show` and `view`; empty when there is no instance file or it holds no texts."""
+    """The pairs an exported EEE instance file holds (question, the answer written for the user, the other; every
+    other of a best-of-k item), for `prbj show` and `view`; empty when there is no instance file or it holds no
+    texts."""
     path = Path(source.removeprefix(EEE_PREFIX))
     pairs = {}
     for line in _instance_lines(path):
         given = _dict(line.get("input"))
         reference = _list(given.get("reference"))
         choices = _list(given.get("choices"))
-        if len(reference) != 1 or len(choices) != 2 or reference[0] not in choices:
+        if len(reference) != 1 or len(choices) < 2 or reference[0] not in choices:
             continue
-        other = choices[1] if choices[0] == reference[0] else choices[0]
+        others = list(choices)
+        others.remove(reference[0])
         meta = _dict(line.get("metadata"))
         pairs[line["sample_id"]] = Pair(
             line["sample_id"], str(meta.get("subset") or ""), str(given.get("raw") or ""), (), "", (),
-            str(reference[0]), str(other), str(meta.get("user_id") or line["sample_id"]),
+            str(reference[0]), str(others[0]), str(meta.get("user_id") or line["sample_id"]),
+            others=tuple(str(other) for other in others[1:]),
         )  # fmt: skip
     return pairs

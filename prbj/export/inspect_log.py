@@ -20,7 +20,7 @@ from prbj.analysis.headline import Headline, headline_of
 from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
 from prbj.data.files import safe_name
 from prbj.export.models import IN_PROCESS, OFFLINE, ROUTE_DEVELOPERS, UNKNOWN, JudgeModel
-from prbj.export.table import ExportRun
+from prbj.export.table import ExportRun, shown_answers
 from prbj.extras import INSPECT
 
 SCORER = "prbj_verdict"
@@ -84,28 +84,25 @@ def inspect_model_name(model: JudgeModel) -> str:
 
 
 def _letters(row: dict[str, Any]) -> tuple[str, str | None]:
-    """(target, answer): where the chosen answer was shown, and the letter the judge picked."""
+    """(target, answer): where the chosen answer was shown, and the letter the judge picked (of a best-of-k item,
+    whose preferred answer is listed first, A when the judge picked it; which other it picked is not recorded)."""
     target = "B" if row.get("order") == "B" else "A"
-    other = "A" if target == "B" else "B"
+    other = None if row.get("other_answers") else "A" if target == "B" else "B"
     verdict = row.get("verdict")
     answer = {"chosen": target, "rejected": other, "tie": "tie"}.get(str(verdict)) if verdict else None
     return target, answer
 
 
 def _input_text(row: dict[str, Any], include_profiles: bool, missing: str) -> tuple[str, list[str] | None]:
-    chosen, rejected = row.get("chosen_answer"), row.get("rejected_answer")
-    if chosen is None or rejected is None:
+    shown = shown_answers(row)
+    if shown is None:
         return row.get("question") or f"pair {row['pair_id']} ({missing})", None
-    shown = [rejected, chosen] if row.get("order") == "B" else [chosen, rejected]
     alone = "" if row.get("order") else " (scored alone)"
     parts = []
     if include_profiles and row.get("context_block"):
         parts.append(str(row["context_block"]).strip())
-    parts += [
-        f"Question:\n{row.get('question') or ''}",
-        f"Answer A{alone}:\n{shown[0]}",
-        f"Answer B{alone}:\n{shown[1]}",
-    ]
+    parts.append(f"Question:\n{row.get('question') or ''}")
+    parts += [f"Answer {chr(ord('A') + n)}{alone}:\n{text}" for n, text in enumerate(shown)]
     return "\n\n".join(parts), shown
 
 

@@ -1,5 +1,6 @@
-"""Which benchmark a run judged, as an export names it: public sources by their public name, anything else as
-a private dataset, named by no path (a file's path can name its owner) and told apart by its fingerprint."""
+"""Which benchmark a run judged, as an export names it: public sources (Personalized RewardBench, the cards shipped
+with prbj: their samples and the hub data they name) by their public name, anything else as a private dataset,
+named by no path (a file's path can name its owner) and told apart by its fingerprint."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from prbj.data.loaders import HF_PREFIX, OFFICIAL_HF_DATASET, SAMPLE
+from prbj.data.cards import PRB, Card, resolve_card, shipped_cards
+from prbj.data.loaders import HF_PREFIX, OFFICIAL_HF_DATASET, SAMPLE, is_public
 
 BENCHMARK_NAME = "Personalized RewardBench"
 
@@ -37,19 +39,51 @@ class Benchmark:
         return hashlib.sha256(json.dumps([self.slug, pair_id]).encode()).hexdigest()
 
 
-def benchmark_of(dataset: dict[str, Any]) -> Benchmark:
-    """From a run's `dataset` record (source, fingerprint, n_pairs, subsets)."""
+def benchmark_of(dataset: dict[str, Any], benchmark: Any = None) -> Benchmark:
+    """From a run's `dataset` record (source, fingerprint, n_pairs, subsets) and the benchmark its data was read
+    as (run.json's `config.benchmark`: a card's name and, for a card of the user's own, its file). A card shipped
+    with prbj names its benchmark: its sample and the hub data it names are public under its title; a card of
+    the user's own, and anything else, are private pairs."""
     source = str(dataset.get("source") or "")
     version = str(dataset.get("fingerprint") or "unknown")
     n_pairs = dataset.get("n_pairs") if isinstance(dataset.get("n_pairs"), int) else None
     subsets = tuple(str(s) for s in dataset.get("subsets") or [] if isinstance(s, str))
-    if source == SAMPLE:
-        return Benchmark(
-            f"{BENCHMARK_NAME} (demo sample)", "personalized-rewardbench-sample", True, None, version, n_pairs,
-            subsets,
-        )  # fmt: skip
-    if source.lower() == f"{HF_PREFIX}{OFFICIAL_HF_DATASET}".lower():
-        return Benchmark(
-            BENCHMARK_NAME, "personalized-rewardbench", True, OFFICIAL_HF_DATASET, version, n_pairs, subsets
-        )
+    card = _shipped_card(benchmark)
+    if card is not None:
+        if source == SAMPLE:
+            return Benchmark(
+                f"{card.title} (demo sample)", f"{card.name}-sample", True, None, version, n_pairs, subsets
+            )
+        if is_public(source, card):
+            return Benchmark(card.title, card.name, True, source[len(HF_PREFIX) :], version, n_pairs, subsets)
+    elif not _own_card(benchmark):
+        if source == SAMPLE:
+            return Benchmark(
+                f"{BENCHMARK_NAME} (demo sample)", "personalized-rewardbench-sample", True, None, version, n_pairs,
+                subsets,
+            )  # fmt: skip
+        if source.lower() == f"{HF_PREFIX}{OFFICIAL_HF_DATASET}".lower():
+            return Benchmark(
+                BENCHMARK_NAME,
+                "personalized-rewardbench",
+                True,
+                OFFICIAL_HF_DATASET,
+                version,
+                n_pairs,
+                subsets,
+            )
     return Benchmark("Private pairs", "private-pairs", False, None, version, n_pairs, subsets)
+
+
+def _own_card(benchmark: Any) -> bool:
+    """Whether the run read its data through a card of the user's own (its sample is theirs, not public)."""
+    return isinstance(benchmark, dict) and benchmark.get("card") is not None
+
+
+def _shipped_card(benchmark: Any) -> Card | None:
+    """The card shipped with prbj the run names (None: Personalized RewardBench, a card of the user's own, or a
+    name this version does not ship: run.json is read as untrusted, so a name is only looked up, never a path)."""
+    name = benchmark.get("name") if isinstance(benchmark, dict) else None
+    if _own_card(benchmark) or not isinstance(name, str) or name == PRB or name not in shipped_cards():
+        return None
+    return resolve_card(name)

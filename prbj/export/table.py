@@ -12,6 +12,7 @@ table applied, and the replies from the private store)."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -49,6 +50,7 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "question",
     "chosen_answer",
     "rejected_answer",
+    "other_answers",
     "reply",
     "prompt_tokens",
     "completion_tokens",
@@ -95,6 +97,17 @@ def _withheld_error(row: dict[str, Any], policy: str) -> str | None:
     )
 
 
+def shown_answers(row: dict[str, Any]) -> list[str] | None:
+    """A table row's answers in the order the judge saw them (the chosen one first for judges that score each
+    alone); every candidate of a best-of-k item, the preferred one first. None when the texts are not exported."""
+    chosen, rejected = row.get("chosen_answer"), row.get("rejected_answer")
+    if chosen is None or rejected is None:
+        return None
+    if row.get("other_answers"):
+        return [chosen, rejected, *json.loads(row["other_answers"])]
+    return [rejected, chosen] if row.get("order") == "B" else [chosen, rejected]
+
+
 def _finite(value: Any) -> Any:
     """NaN and infinities are no JSON value and no figure: exported as missing."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
@@ -126,7 +139,8 @@ class ExportRun:
 
     @cached_property
     def benchmark(self) -> Benchmark:
-        return benchmark_of(self.run.dataset)
+        config = self.run.run.get("config")
+        return benchmark_of(self.run.dataset, config.get("benchmark") if isinstance(config, dict) else None)
 
     @cached_property
     def judges(self) -> dict[str, JudgeModel]:
@@ -174,6 +188,9 @@ class ExportRun:
                 question=pair.question if pair else None,
                 chosen_answer=pair.chosen if pair else None,
                 rejected_answer=pair.rejected if pair else None,
+                other_answers=json.dumps(list(pair.others), ensure_ascii=False)
+                if pair and pair.others
+                else None,
                 sample_hash=self.benchmark.sample_hash(str(row["pair_id"])),
             )
             columns = (*TABLE_COLUMNS, *(PROFILE_COLUMNS if self.include_profiles else ()))

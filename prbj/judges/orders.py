@@ -11,16 +11,16 @@ order as a judgment of its own (prbj.analysis.headline).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from prbj.data.schema import Pair
 from prbj.data.status import Status, most_severe
 from prbj.judges.base import Judge, Judgment, PairTask, Verdict
 from prbj.judges.official import Protocol, official_positions
-from prbj.judges.tournament import judge_tournament
+from prbj.judges.positions import seeded_position
+from prbj.judges.tournament import joined_errors, judge_tournament
 
 OrderMode = Literal["random", "both"]
 # The A/B assignment is drawn with p = 0.5 from this seed (the official scripts' seed too); how it is drawn
@@ -35,9 +35,7 @@ def assign_positions(pair_ids: Sequence[str], seed: int) -> dict[str, str]:
     The official script draws from one seeded stream in dataset order, so a pair's position changes with
     --subset or --limit and cached verdicts stop matching. Here each pair gets its own stream seeded by
     (seed, pair id): the same pair always lands in the same position, whatever else is selected."""
-    return {
-        pair_id: ("A" if random.Random(f"{seed}:{pair_id}").random() < 0.5 else "B") for pair_id in pair_ids
-    }
+    return {pair_id: seeded_position(seed, pair_id) for pair_id in pair_ids}
 
 
 def draw_positions(pairs: Sequence[Pair], order: OrderMode, protocol: Protocol, seed: int) -> dict[str, str]:
@@ -53,7 +51,8 @@ def draw_positions(pairs: Sequence[Pair], order: OrderMode, protocol: Protocol, 
 
 @dataclass(frozen=True)
 class OrderRead:
-    """What one shown order ended in: the letter picked ("A" or "B"), or a failure."""
+    """What one shown order ended in: the letter picked ("A" or "B"), a tie (`ok` with no letter: a plugin's
+    `prefer` of exactly 1/2), or a failure."""
 
     status: Status
     letter: str | None = None
@@ -98,12 +97,14 @@ def shown(pair: Pair, position: str) -> tuple[str, str]:
 def combine_reads(positions: Sequence[str], reads: Sequence[OrderRead]) -> Combined:
     """One judgment from the reads of the orders shown (aligned with `positions`). Each order's pick is kept
     even when the other failed; the judgment is `ok` only when every order was, and then its verdict is the
-    pick both orders agree on, else `inconsistent`."""
+    pick every order agrees on (`chosen`, `rejected` or `tie`), else `inconsistent`."""
     picks: dict[str, str] = {}
     probabilities: list[float] = []
     for position, read in zip(positions, reads, strict=True):
         if read.letter is not None:
             picks[position] = "chosen" if read.letter == position else "rejected"
+        elif read.status == "ok":
+            picks[position] = "tie"
         p_a = read.probability_of_a
         if p_a is not None:
             # P(the chosen answer is better) in this order: P(A) when it stood in A, else P(B).
@@ -112,9 +113,7 @@ def combine_reads(positions: Sequence[str], reads: Sequence[OrderRead]) -> Combi
     verdict: Verdict | None = None
     if status == "ok":
         values = set(picks.values())
-        verdict = (
-            "chosen" if values == {"chosen"} else "rejected" if values == {"rejected"} else "inconsistent"
-        )
+        verdict = cast(Verdict, values.pop()) if len(values) == 1 else "inconsistent"
     every = status == "ok" and len(probabilities) == len(positions)
     return Combined(
         status=status,
@@ -122,7 +121,7 @@ def combine_reads(positions: Sequence[str], reads: Sequence[OrderRead]) -> Combi
         chosen_position=BOTH if len(positions) > 1 else positions[0],
         verdict_chosen_a=picks.get("A"),
         verdict_chosen_b=picks.get("B"),
-        error="; ".join(r.error for r in reads if r.error) or None,
+        error=joined_errors(reads),
         cause=next((r.cause for r in reads if r.status == status), None),
         p_chosen=sum(probabilities) / len(positions) if every else None,
     )

@@ -25,17 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder, about_user, post_lines
 from prbj.data.schema import CONTEXTS, Context, JudgeView, Pair, Preference, UserProfile
 from prbj.data.status import Status, most_severe
 from prbj.errors import ConfigError
-from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure, Verdict
+from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure
 from prbj.judges.generative import ContextBuilder
 from prbj.judges.official import Protocol
-from prbj.judges.orders import OrderMode, draw_positions
+from prbj.judges.orders import BOTH, OrderMode, OrderRead, combine_reads, draw_positions
+from prbj.judges.orders import shown as shown_answers
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.gateway import Gateway
 from prbj.llm.score_table import digest, item_keys
@@ -215,42 +216,25 @@ class PythonRMJudge(PointwiseJudge):
         scores = [outcome for outcome in result.outcomes if not isinstance(outcome, RMFailure)]
         return self._scored(task, scores, cached=result.cached)
 
-    async def _judge_pairwise(self, task: PairTask, shown: Shown) -> Judgment:
+    async def _judge_pairwise(self, task: PairTask, user: Shown) -> Judgment:
+        """`prefer` in the order drawn, or in both, read and combined as every judge shown two answers at once is
+        (prbj.judges.orders): P(first) above 1/2 picks the first, below it the second, exactly 1/2 is a tie."""
         pair = task.pair
-        positions = ["A", "B"] if self.order == "both" else [self.positions.get(pair.id, "A")]
-        chosen_position = "both" if self.order == "both" else positions[0]
-        orders = [
-            (pair.chosen, pair.rejected) if p == "A" else (pair.rejected, pair.chosen) for p in positions
-        ]
+        positions = ["A", "B"] if self.order == BOTH else [self.positions.get(pair.id, "A")]
+        orders = [shown_answers(pair, position) for position in positions]
         items = tuple(
-            PairItem(
-                shown.user_id, shown.pair_id, shown.prompt, a, b, shown.persona, shown.groups, shown.history
-            )
+            PairItem(user.user_id, user.pair_id, user.prompt, a, b, user.persona, user.groups, user.history)
             for a, b in orders
         )
-        result = await self.runtime.submit(self._request("prefer", shown, items, orders))
-        picks: dict[str, Verdict] = {}
-        chosen_probabilities = []
-        for position, outcome in zip(positions, result.outcomes, strict=True):
-            if isinstance(outcome, RMFailure):
-                return self._judgment(task, **_failure(result.outcomes), chosen_position=chosen_position)
-            # P(the chosen answer wins) in this order: P(first) when it was shown first.
-            p_chosen = outcome if position == "A" else 1.0 - outcome
-            chosen_probabilities.append(p_chosen)
-            picks[position] = "chosen" if p_chosen > 0.5 else "rejected" if p_chosen < 0.5 else "tie"
-        values = set(picks.values())
-        verdict: Verdict = values.pop() if len(values) == 1 else "inconsistent"
+        result = await self.runtime.submit(self._request("prefer", user, items, orders))
+        combined = combine_reads(positions, [_order_read(outcome) for outcome in result.outcomes])
+        if combined.status != "ok":
+            return self._judgment(task, **combined.fields(), cached=False)
         return self._judgment(
             task,
-            verdict=verdict,
-            chosen_position=chosen_position,
-            verdict_chosen_a=picks.get("A"),
-            verdict_chosen_b=picks.get("B"),
+            **combined.fields(),
             cached=result.cached,
-            extra={
-                "p_chosen": sum(chosen_probabilities) / len(chosen_probabilities),
-                "confidence_source": "prefer",
-            },
+            extra={"p_chosen": combined.p_chosen, "confidence_source": "prefer"},
         )
 
     async def score(self, view: JudgeView, answers: Sequence[str]) -> list[float]:
@@ -265,6 +249,14 @@ class PythonRMJudge(PointwiseJudge):
                 raise ScoreFailure(failed["status"], failed["error"], failed["cause"])
             scores.append(outcome)
         return scores
+
+
+def _order_read(outcome: Outcome) -> OrderRead:
+    """One shown order's `prefer` value as the read of an order: the letter it favours, a tie at exactly 1/2."""
+    if isinstance(outcome, RMFailure):
+        return OrderRead(cast(Status, outcome.status), error=outcome.message, cause=outcome.cause)
+    letter = "A" if outcome > 0.5 else "B" if outcome < 0.5 else None
+    return OrderRead("ok", letter, probability_of_a=outcome)
 
 
 def _failure(outcomes: Sequence[Outcome]) -> dict[str, Any]:

@@ -17,13 +17,13 @@ PersonaMem's four options) instead of one.
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from itertools import combinations
 from typing import Any, Protocol
 
 from prbj.data.status import Status, most_severe
 from prbj.judges.base import Judgment, PairTask, verdict_from_scores
+from prbj.judges.positions import seeded_position
 
 
 class Counted(Protocol):
@@ -55,8 +55,14 @@ Ask = Callable[[str, str, Any], Awaitable[Read]]
 
 
 def match_positions(item_id: str, first: int, second: int, seed: int) -> str:
-    """Where candidate `first` stands in its match with `second` ("A" or "B"), fixed before any call."""
-    return "A" if random.Random(f"{seed}:{item_id}:{first}-{second}").random() < 0.5 else "B"
+    """Where candidate `first` stands in its match with `second` ("A" or "B"), fixed before any call: drawn as
+    a pair's position is, from the item and the two candidates."""
+    return seeded_position(seed, f"{item_id}:{first}-{second}")
+
+
+def joined_errors(reads: Iterable[Read]) -> str | None:
+    """The reads' error messages, each once, in order (orders or matches that failed alike say it once)."""
+    return "; ".join(dict.fromkeys(r.error for r in reads if r.error)) or None
 
 
 class _Uncounted:
@@ -101,7 +107,7 @@ async def judge_tournament(
         return judgment(
             task,
             status=status,
-            error="; ".join(r.error for r in reads if r.error) or None,
+            error=joined_errors(reads),
             cause=next((r.cause for r in reads if r.status == status), None),
             **usage.fields(),
         )

@@ -28,21 +28,13 @@ from types import ModuleType
 from typing import Any, Literal
 
 from prbj.data.names import did_you_mean
-from prbj.errors import ConfigError
+from prbj.errors import ConfigError, one_line
 
 PY_PREFIX = "py:"
 ENTRY_POINT_GROUP = "prbj.judges"
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-# A message from the reward model's own code is cut to this many characters in a one-line error.
-MESSAGE_CHARS = 200
 
 SourceKind = Literal["file", "module", "entry-point"]
-
-
-def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
-    """`text` flattened to one line and cut at `limit` characters: an error line never becomes a traceback."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def error_text(error: BaseException) -> str:

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from prbj.errors import ConfigError
+from prbj.errors import ConfigError, one_line
 from prbj.extras import PRIVACY
 from prbj.privacy.ner import NerModel
 
@@ -257,7 +257,7 @@ def _load(spacy: Any, ner: NerModel) -> Any:
         nlp = spacy.load(ner.name)
     except (OSError, ValueError, ImportError) as err:
         raise ConfigError(
-            f"--ner-model {ner.name}: spaCy could not load this pipeline ({one_line(err)})"
+            f"--ner-model {ner.name}: spaCy could not load this pipeline ({one_line(err) or type(err).__name__})"
         ) from None
     if "lemmatizer" not in nlp.pipe_names:
         _add_lower_lemmas(nlp)
@@ -284,11 +284,6 @@ def _lower_lemmas(doc: Any) -> Any:
     for token in doc:
         token.lemma_ = token.lower_
     return doc
-
-
-def one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text[:200] if text else type(err).__name__
 
 
 def describe(entities: Sequence[str], ner: str | None) -> str:

@@ -23,6 +23,7 @@ from prbj.data.lamp import LampSet
 from prbj.data.loaders import Dataset
 from prbj.data.schema import Pair
 from prbj.data.status import STATUS_MEANING
+from prbj.data.user_columns import GROUP_PREFIX, group_column
 from prbj.llm.routing import Routing
 from prbj.privacy.store import PrivateStore, Pseudonyms
 from prbj.privacy.tables import TableSettings, pseudonymized
@@ -110,6 +111,8 @@ class Guard:
     routing: Routing
     options: PrivacyOptions = PrivacyOptions()
     pseudonyms: Pseudonyms | None = None
+    # The group values (name, value) that name too few users to record under this policy (none under `any`).
+    rare_groups: frozenset[tuple[str, str]] = frozenset()
 
     def record(self) -> dict[str, Any]:
         """run.json's `privacy`: the policy, and what was replaced (never how)."""
@@ -120,6 +123,26 @@ class Guard:
             record["texts"] = "private store"
             record["group_values"] = f"shared by {MIN_GROUP_USERS} users or more"
         return record
+
+    def recorded_groups(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The judgments as a run records them (judgments.parquet, summary.json, the reports): each group value
+        held by fewer than MIN_GROUP_USERS users as RARE_GROUP under a guarded policy. Judges saw the values as
+        they are: a model run in-process (a py: reward model's ScoreItem.groups) keeps its input."""
+        if not self.rare_groups:
+            return frame
+        import polars as pl
+
+        changed = []
+        for column in frame.columns:
+            if not column.startswith(GROUP_PREFIX):
+                continue
+            rare = [value for name, value in self.rare_groups if group_column(name) == column]
+            if rare:
+                value = pl.col(column)
+                changed.append(
+                    pl.when(value.is_in(rare)).then(pl.lit(RARE_GROUP)).otherwise(value).alias(column)
+                )
+        return frame.with_columns(changed) if changed else frame
 
     def keep_private(
         self, run_id: str, frame: pl.DataFrame, planner: list[dict[str, Any]]
@@ -198,35 +221,31 @@ def guard_dataset(
     dataset: Dataset, routing: Routing, options: PrivacyOptions, *, note: Callable[[str], None]
 ) -> tuple[Dataset, Guard]:
     """The dataset a run may show its models, and its guard. Under `any` the dataset itself, at the cost of one
-    comparison; under every other policy its rare group values merged (MIN_GROUP_USERS), and under
-    `pseudonymized` its texts pseudonymized (Presidio loaded only when its table is not in the store)."""
+    comparison; under `pseudonymized` its texts pseudonymized (Presidio loaded only when its table is not in the
+    store). Under every policy but `any` the guard knows the group values too rare to record (MIN_GROUP_USERS):
+    the run's records merge them (Guard.recorded_groups), the judges see them as they are."""
     if not routing.guards:
         return dataset, Guard(routing, options)
-    pairs: Sequence[Pair] = _common_groups(dataset.pairs)
-    table = None
-    if routing.pseudonymizes:
-        settings = options.settings(per_user=is_per_user(dataset.pairs))
-        pairs, table = pseudonymized(pairs, dataset.fingerprint(), settings, options.store, note=note)
+    rare = _rare_groups(dataset.pairs)
+    if not routing.pseudonymizes:
+        return dataset, Guard(routing, options, rare_groups=rare)
+    settings = options.settings(per_user=is_per_user(dataset.pairs))
+    pairs, table = pseudonymized(dataset.pairs, dataset.fingerprint(), settings, options.store, note=note)
     if table is None and pairs == dataset.pairs:
-        return dataset, Guard(routing, options)
+        return dataset, Guard(routing, options, rare_groups=rare)
     # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's, and
     # it is the same benchmark (card, version, history read).
     guarded = replace(dataset, pairs=tuple(pairs), content_hash=dataset.fingerprint())
-    return guarded, Guard(routing, options, table)
+    return guarded, Guard(routing, options, table, rare_groups=rare)
 
 
-def _common_groups(pairs: Sequence[Pair]) -> Sequence[Pair]:
-    """`pairs` with every group value held by fewer than MIN_GROUP_USERS users as RARE_GROUP."""
+def _rare_groups(pairs: Sequence[Pair]) -> frozenset[tuple[str, str]]:
+    """The (name, value) groups held by fewer than MIN_GROUP_USERS users."""
     users: dict[tuple[str, str], set[str]] = {}
     for pair in pairs:
         for name, value in pair.groups:
             users.setdefault((name, value), set()).add(pair.user_id)
-    rare = {group for group, who in users.items() if len(who) < MIN_GROUP_USERS}
-    if not rare:
-        return pairs
-    return tuple(
-        replace(p, groups=tuple((n, RARE_GROUP if (n, v) in rare else v) for n, v in p.groups)) for p in pairs
-    )
+    return frozenset(group for group, who in users.items() if len(who) < MIN_GROUP_USERS)
 
 
 def guard_lamp(

@@ -21,7 +21,7 @@ CHANCE_ROW = "chance (random pick)"
 NOTE = (
     "Each cell: the benchmark's headline % with its 95% interval, the figure its own leaderboard ranks by (its "
     "card's [protocol] unit; under the header when it is not user accuracy); without a card protocol, user "
-    "accuracy (each user's accuracy over their decided pairs, averaged over users, with a bootstrap interval over "
+    "accuracy (each user's accuracy over their decided pairs, averaged over users, with a Korn–Graubard interval over "
     "users), which is pair accuracy where every user has one pair (PRB). Mean rank: the "
     "judge's rank within each benchmark (1 = best; ties share the mean place), averaged over the benchmarks it "
     "ran on (ranked on). A benchmark on different pairs (another subset or --limit) is its own column. "

@@ -88,7 +88,8 @@ def beyond_sections(
                     f"comparisons{key}",
                     f"Judges compared{suffix}",
                     intro="Every two judges on the pairs both answered: the accuracy difference with a paired "
-                    "95% bootstrap interval, McNemar's p and Holm's correction across all comparisons. MDE: the "
+                    "95% interval (a bootstrap over pairs; over users where users repeat), McNemar's p (over users "
+                    "where users repeat) and Holm's correction across all comparisons. MDE: the "
                     "smallest difference these pairs detect at α = 0.05 with 80% power (prbj power).",
                     tables=[comparison_table(figures.comparisons), better_table(figures.comparisons)],
                     figures=[matrix_figure(figures.comparisons, key)],
@@ -319,7 +320,8 @@ def slice_figure(rows: Sequence[SliceRow], kind: str, key: str = "") -> Figure:
     return Figure(
         f"slice-{kind}{key}",
         f"Accuracy by {kind}",
-        "Dot: accuracy in the bin; bar: 95% bootstrap interval; dashed line: 50% (chance).",
+        "Dot: accuracy in the bin; bar: its 95% interval (over users where users repeat); dashed line: 50% "
+        "(chance).",
         canvas,
     )
 

@@ -23,17 +23,37 @@ def check_json(report: CheckReport) -> str:
     return json.dumps(report.as_dict(), indent=2, ensure_ascii=False, allow_nan=False)
 
 
-def check_table(report: CheckReport) -> Table:
+# The headline a group gated on (GroupCheck.figure), as the caption names it.
+_FIGURES = {"users": "user accuracy", "judgments": "accuracy over judgments", "official": "official figure"}
+
+
+def _caption(report: CheckReport) -> str:
+    """What the columns and the verdict mean for the figure gated and the test that decided (prbj.analysis.check:
+    McNemar over items; over users where users repeat; the sign-flip test over users on any other headline)."""
     settings = report.settings
+    figures = sorted({_FIGURES.get(group.figure, group.figure) for group in report.groups} - {"accuracy"})
+    over_users = "; the tolerance alone where too few users differ for any p to reach it"
+    if figures:
+        who, figure, test = "users", " or ".join(figures), "the sign-flip test over users"
+    elif any(group.test in ("sign-flip", "clustered") for group in report.groups):
+        who, figure, test = "items", "accuracy", "the paired test over users"
+    else:
+        who, figure, test, over_users = "items", "accuracy", "McNemar", ""
+    failed = (
+        f"; or more than {fmt.percent(settings.max_error_rate)}% failed judgments"
+        if settings.max_error_rate is not None
+        else ""
+    )
+    return (
+        f"−/+: {who} lost/gained against the baseline. Fail = {figure} dropped beyond "
+        f"{settings.tolerance_points:g} pts AND p < {settings.alpha:g} ({test}{over_users}){failed}"
+    )
+
+
+def check_table(report: CheckReport) -> Table:
     table = Table(
         title=f"prbj check: {report.run} against {report.baseline}",
-        caption=f"−/+: items lost/gained against the baseline. Fail = drop beyond "
-        f"{settings.tolerance_points:g} pts AND McNemar p < {settings.alpha:g}"
-        + (
-            f"; or more than {fmt.percent(settings.max_error_rate)}% failed judgments"
-            if settings.max_error_rate is not None
-            else ""
-        ),
+        caption=_caption(report),
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )

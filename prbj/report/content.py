@@ -17,6 +17,8 @@ from prbj.analysis.chance import Chance, chance_of
 from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
+from prbj.data.cards import PRB, resolve_card, shipped_cards
+from prbj.data.loaders import OFFICIAL_HF_DATASET
 from prbj.report import fmt
 
 # Optional judgment columns other parts of prbj add; read when present, never required.
@@ -160,6 +162,9 @@ class RunInfo:
     benchmark: str = "prb"
     # What a judge picking at random reaches, where some item holds more than two answers (prbj.analysis.chance).
     chance: Chance | None = None
+    # Where the benchmark's full data is, for a run on its bundled sample ("" for a card of the user's own, whose
+    # sample is theirs: prbj knows no full data for it).
+    full_data: str = f"hf:{OFFICIAL_HF_DATASET}"
 
     @property
     def is_demo_sample(self) -> bool:
@@ -515,4 +520,18 @@ def _run_info(run: RunData, label: str) -> RunInfo:
         version=run.summary.get("prbj_version"),
         benchmark=benchmark_name(run)[0],
         chance=chance_of(run.judgments),
+        full_data=_full_data(run),
     )
+
+
+def _full_data(run: RunData) -> str:
+    """Where the full data of the benchmark a run read is (its card's source; Personalized RewardBench's hub
+    dataset), or "" for a card of the user's own. run.json is untrusted: a name is only looked up."""
+    config = run.run.get("config")
+    recorded = config.get("benchmark") if isinstance(config, dict) else None
+    if isinstance(recorded, dict) and recorded.get("card") is not None:
+        return ""
+    name = benchmark_name(run)[0]
+    if name != PRB and name in shipped_cards():
+        return resolve_card(name).source or ""
+    return f"hf:{OFFICIAL_HF_DATASET}"

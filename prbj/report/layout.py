@@ -18,17 +18,31 @@ DEMO_WARNING = (
 
 
 def demo_note(content: ReportContent) -> str | None:
-    """The demo-sample warning, worded for exactly the runs that used the bundled sample; None when none did."""
-    demo = [run.run_id for run in content.runs if run.is_demo_sample]
+    """The demo-sample warning, worded for exactly the runs that used a bundled sample, with where each
+    benchmark's full data is; None when none did."""
+    demo = [run for run in content.runs if run.is_demo_sample]
     if not demo:
         return None
+    ids = [run.run_id for run in demo]
     if len(demo) == len(content.runs) == 1:
-        return DEMO_WARNING
-    if len(demo) == len(content.runs):
-        return DEMO_WARNING.replace("This run", f"These {len(demo)} runs", 1)
-    return DEMO_WARNING.replace(
-        "This run", f"{len(demo)} of these {len(content.runs)} runs ({', '.join(demo)})", 1
-    ).replace("its figures", "their figures", 1)
+        who, whose = "This run", "its"
+    elif len(demo) == len(content.runs):
+        who, whose = f"These {len(demo)} runs", "their"
+    else:
+        who, whose = f"{len(demo)} of these {len(content.runs)} runs ({', '.join(ids)})", "their"
+    where = list(dict.fromkeys((run.benchmark, run.full_data) for run in demo))
+    if all(benchmark == "prb" for benchmark, _ in where):
+        return DEMO_WARNING.replace("This run", who, 1).replace("its figures", f"{whose} figures", 1)
+    full = "; ".join(
+        f"{benchmark}: {source}"
+        if source
+        else f"{benchmark}: your own data (the sample is the one beside your card)"
+        for benchmark, source in where
+    )
+    return (
+        f"{who} used a bundled demo sample, not the benchmark: {whose} figures say nothing about a model's real "
+        f"accuracy. For real figures pass the full data with --dataset ({full})."
+    )
 
 
 @dataclass(frozen=True)

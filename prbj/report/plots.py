@@ -88,7 +88,8 @@ def accuracy_figure(content: ReportContent) -> Figure | None:
     return Figure(
         "accuracy",
         "Accuracy per judge × subset × context",
-        f"Dot: accuracy; bar: 95% bootstrap interval; dashed line: {chance_text} (chance). Ties and failures "
+        f"Dot: accuracy; bar: its 95% interval (over users where users repeat); dashed line: {chance_text} "
+        "(chance). Ties and failures "
         "never count as correct.",
         canvas,
     )

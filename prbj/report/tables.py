@@ -218,7 +218,8 @@ def length_table(content: ReportContent) -> TextTable:
         headers,
         rows,
         [False] * k + [True] * 4,
-        "Length-controlled accuracy weighs chosen-longer and chosen-shorter pairs equally.",
+        "Length-controlled accuracy weighs chosen-longer and chosen-shorter pairs equally (pairs only: best-of-k "
+        "items are left out).",
     )
 
 

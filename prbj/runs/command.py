@@ -84,12 +84,15 @@ def run_judge_command(
         _check_oracle(judges, data)
         _check_synthesized(judges, data, source_label(dataset, card))
         data, guard = guard_dataset(data, shared.routed, privacy, note=note_line)
-        # A dry run plans the calls judges would send: offline judges send none and are not run.
+        # A dry run plans the calls judges would send: judges that send none are not run, neither the offline
+        # baselines nor reward models run in-process (an hf: model's hours on a CPU; a py: model may call an
+        # API of its own, which a dry run must not).
         offline = [judge.name for judge in judges if judge.offline] if dry_run else []
-        judges = [judge for judge in judges if not (dry_run and judge.offline)]
+        in_process = [j for j in judges if not j.offline and not _calls_models(j)] if dry_run else []
+        judges = [judge for judge in judges if not dry_run or _calls_models(judge)]
         if not judges:
             _print_benchmark(data, console, dry_run=True)
-            _print_plan([], offline, [], data, console)
+            _print_plan([], offline, in_process, data, console)
             return 0
         config = RunConfig(
             dataset=dataset,
@@ -119,7 +122,7 @@ def run_judge_command(
     usage = result.extra.get("usage", [])
     _print_benchmark(data, console, dry_run=dry_run)
     if dry_run:
-        _print_plan(usage, offline, [j for j in judges if not _calls_models(j)], data, console)
+        _print_plan(usage, offline, in_process, data, console)
         print_missing_keys(missing_keys(gateway.providers()), console)
         return 0
     print_leaderboard(result.summary, console, title=_title(card, data), headline=headline)
@@ -307,7 +310,7 @@ def _print_plan(
     console: Console,
 ) -> None:
     """--dry-run: the calls the model judges would make (the plan table), and what the judges that make none
-    would do for free: offline baselines (not run by a dry run) and reward models run in-process."""
+    would do for free (none of them is run by a dry run): offline baselines and reward models run in-process."""
     if usage:
         console.print(usage_table(usage, dry_run=True))
     local = list(dict.fromkeys(judge.name for judge in in_process))

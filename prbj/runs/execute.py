@@ -317,9 +317,10 @@ def execute(
         judge_stages, dataset, judges, config, gateway=gateway, escalation=escalation, synthesizer=synthesizer
     )
     stages = asyncio.run(_judge_in_rounds(work, gateway, config.show_progress))
+    guard = guard or Guard(Routing())
     # Per-pair features (profile size, rubric-aspect count) ride along for slices; juries are added from
-    # their members' judgments, costing no call.
-    frame = _with_features(judgments_frame(stages.first), dataset)
+    # their members' judgments, costing no call. Groups are recorded as the policy allows.
+    frame = guard.recorded_groups(_with_features(judgments_frame(stages.first), dataset))
     frame, juries = config.beyond.juried(frame)
     # Probabilities per judgment, withheld verdicts and cascades, when asked (and position fairness when a
     # judge ran both orders).
@@ -328,7 +329,11 @@ def execute(
         config.confidence,
         seed=config.seed,
         plans=stages.plans,
-        second_stage=_with_features(judgments_frame(stages.second), dataset) if stages.second else None,
+        second_stage=(
+            guard.recorded_groups(_with_features(judgments_frame(stages.second), dataset))
+            if stages.second
+            else None
+        ),
     )
     frame = surety.frame
     summary = with_headlines(summarize(frame, seed=config.seed), frame, config.headline, seed=config.seed)
@@ -341,7 +346,6 @@ def execute(
     if gateway is not None:
         extra["mode"] = gateway.mode
         extra["max_cost"] = gateway.budget.max_cost
-    guard = guard or Guard(Routing())
     extra["privacy"] = guard.record()
     # What the run directory holds: under a policy other than `any`, no text about a user (private store).
     kept, planner_records = guard.keep_private(

@@ -12,7 +12,7 @@ from prbj.analysis.across import across_benchmarks, columns_of
 from prbj.analysis.baseline import baseline_from_run, read_baseline, write_baseline
 from prbj.analysis.check import CheckSettings, check_run
 from prbj.analysis.run_data import RunData
-from prbj.analysis.selection import dataset_key, group_by_dataset, latest_per_judge
+from prbj.analysis.selection import dataset_key, group_by_dataset, group_key, is_official, latest_per_judge
 from prbj.display.fit import FittingTable
 from prbj.display.width import output_console, print_whole
 from prbj.report.across import across_text_table, render_across
@@ -91,9 +91,17 @@ def run_report_command(
     loaded = [rundir.load_run(Path(path)) for path in paths]
     groups = [loaded] if mix_datasets else group_by_dataset(loaded)
     if len(groups) > 1:
+        datasets = len({dataset_key(run) for run in loaded})
+        official = (
+            "; runs under --protocol official have a leaderboard of their own"
+            if any(is_official(run) for run in loaded)
+            else ""
+        )
         notes.print(
-            f"note: these {len(loaded)} runs were made on {len(groups)} different datasets: one leaderboard per "
-            f"dataset (--mix-datasets ranks them together)"
+            f"note: these {len(loaded)} runs were made on {datasets} different datasets: one leaderboard per "
+            f"dataset (--mix-datasets ranks them together){official}"
+            if datasets > 1
+            else f"note: runs under --protocol official have a leaderboard of their own ({len(groups)} leaderboards)"
         )
     for group in groups:
         runs = latest_per_judge(group) if latest else group
@@ -105,6 +113,7 @@ def run_report_command(
             console.rule(
                 f"dataset {first.get('source', '?')} · fingerprint {dataset_key(runs[0])} · "
                 f"{first.get('n_pairs', '?')} pairs · {len(runs)} run(s)"
+                + (" · --protocol official" if is_official(runs[0]) else "")
             )
         files = write_loaded_reports(
             runs,
@@ -137,7 +146,7 @@ def write_across_benchmarks(
 def _target(out: Path | None, runs: Sequence[RunData], *, several_groups: bool) -> Path | None:
     """Where a group's report goes: --out (one folder per dataset when there are several), else the run
     directory for a lone run, else a leaderboard folder beside the runs."""
-    per_dataset = Path(f"dataset-{dataset_key(runs[0])}") if several_groups else Path()
+    per_dataset = Path(f"dataset-{group_key(runs[0])}") if several_groups else Path()
     if out is not None:
         return out / per_dataset
     if len(runs) == 1:

@@ -27,7 +27,7 @@ from prbj.analysis.user_counts import UserCounts, users_repeat
 from prbj.data.names import did_you_mean
 from prbj.data.schema import Pair
 from prbj.data.status import ABSTAINED
-from prbj.data.user_columns import USER_ID
+from prbj.data.user_columns import CANDIDATES, USER_ID
 from prbj.display.width import output_console
 from prbj.errors import DataError
 from prbj.privacy.guard import shown_pairs, with_private_texts
@@ -111,7 +111,14 @@ def _pairs_of(run: RunData, dataset: str | None, note: Console) -> dict[str, Pai
 
 
 def _answers_in_order(row: dict[str, Any], pair: Pair) -> list[tuple[str, str, str]]:
-    """(slot, which, text) as the judge saw them: pairwise judges in their A/B order, others one by one."""
+    """(slot, which, text) as the judge saw them: pairwise judges in their A/B order, others one by one; every
+    candidate of a best-of-k item, the preferred one first."""
+    if pair.others:
+        others = (pair.rejected, *pair.others)
+        return [
+            ("1", "preferred", pair.chosen),
+            *((str(n), "other", text) for n, text in enumerate(others, start=2)),
+        ]
     position = row.get("chosen_position")
     if position == "B":
         return [("A", "rejected", pair.rejected), ("B", "chosen", pair.chosen)]
@@ -132,7 +139,8 @@ def _verdict_line(row: dict[str, Any]) -> str:
     if row.get("chosen_position"):
         parts.append(f"chosen answer shown as {row['chosen_position']}")
     if row.get("score_chosen") is not None:
-        parts.append(f"scores chosen {row['score_chosen']:g} / rejected {row['score_rejected']:g}")
+        rejected = "best other" if (row.get(CANDIDATES) or 2) > 2 else "rejected"
+        parts.append(f"scores chosen {row['score_chosen']:g} / {rejected} {row['score_rejected']:g}")
     if row.get("error"):
         parts.append(f"error: {escape(str(row['error']))}")
     return " · ".join(parts)

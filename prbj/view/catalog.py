@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from prbj.analysis.headline import headline_of
 from prbj.analysis.run_data import RunData
 from prbj.data.schema import Pair
 from prbj.errors import DataError, PrbjError
@@ -206,11 +207,13 @@ class Catalog:
         return self._datasets[cache_key]
 
     def groups(self) -> list[list[RunEntry]]:
-        """Readable runs grouped by dataset fingerprint, as `prbj report` ranks them."""
+        """Readable runs grouped by dataset fingerprint, as `prbj report` ranks them: runs under --protocol
+        official apart (prbj.analysis.selection.group_by_dataset)."""
         grouped: dict[str, list[RunEntry]] = {}
         for entry in self.runs.values():
             if entry.header is not None:
-                grouped.setdefault(entry.fingerprint, []).append(entry)
+                official = headline_of(entry.header.summary).protocol == "official"
+                grouped.setdefault(entry.fingerprint + ("-official" if official else ""), []).append(entry)
         return list(grouped.values())
 
     @property

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from prbj.analysis.headline import headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.stats import ALL_SUBSETS
 from prbj.report.content import build_content
@@ -50,21 +51,31 @@ def _percent(value: float | None) -> str:
 
 
 def leaderboard_rows(entry: RunEntry, links: Links) -> list[dict[str, Any]]:
-    """One row per judge × context of a run: accuracy over all subsets with its interval, failures, cost."""
+    """One row per judge × context of a run: its headline over all subsets (the figure its benchmark ranks by,
+    prbj.analysis.headline) with its interval, failures, cost."""
     assert entry.header is not None
+    headline = headline_of(entry.header.summary)
     rows = []
     for result in entry.header.results:
         if result.subset != ALL_SUBSETS:
             continue
         query = Query(judges=(result.judge,), contexts=(result.context,))
+        value = headline.value(result)
+        low, high = headline.interval(result)
         rows.append(
             {
                 "run": entry,
                 "judge": result.judge,
                 "context": result.context,
-                "accuracy": result.accuracy,
-                "accuracy_text": _percent(result.accuracy),
-                "interval": f"{_percent(result.ci_low)}–{_percent(result.ci_high)}",
+                # Named as the run's leaderboard names it: user accuracy only where it is not pair accuracy.
+                "figure": "users"
+                if headline.is_users(result)
+                else "acc"
+                if headline.native
+                else headline.short,
+                "accuracy": value,
+                "accuracy_text": _percent(value),
+                "interval": f"{_percent(low)}–{_percent(high)}",
                 "n": result.n,
                 "failed": result.failed,
                 "link": links.judgments(entry.key, query),
@@ -80,8 +91,10 @@ def runs_page(catalog: Catalog, links: Links) -> dict[str, Any]:
         dataset = entries[0].header.dataset if entries[0].header is not None else {}
         rows = [row for entry in entries for row in leaderboard_rows(entry, links)]
         rows.sort(key=lambda r: (r["accuracy"] is None, -(r["accuracy"] or 0.0)))
+        figures = list(dict.fromkeys(row["figure"] for row in rows))
         groups.append(
             {
+                "figure": figures[0] if len(figures) == 1 else "headline",
                 "fingerprint": entries[0].fingerprint,
                 "source": dataset.get("source", "?"),
                 "n_pairs": dataset.get("n_pairs", "?"),

@@ -3,7 +3,6 @@ passages marked, the reviewers' labels, and the way to the previous and next pai
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +11,7 @@ import polars as pl
 from prbj.context.retrieval import rank_profile
 from prbj.data.labels import Label, latest_labels
 from prbj.data.schema import Pair
+from prbj.judges.positions import seeded_position
 from prbj.judges.verdict import REPLY_SEPARATOR
 from prbj.view.catalog import Catalog, LoadedRun
 from prbj.view.links import Links
@@ -37,7 +37,8 @@ def display_order(rows: list[dict[str, Any]], pair_id: str, seed: int) -> str:
     for row in rows:
         if row.get("chosen_position") in ("A", "B"):
             return "chosen" if row["chosen_position"] == "A" else "rejected"
-    return "chosen" if random.Random(f"{seed}:{pair_id}").random() < 0.5 else "rejected"
+    # The position prbj's own draw gives the pair (prbj.judges.orders.assign_positions).
+    return "chosen" if seeded_position(seed, pair_id) == "A" else "rejected"
 
 
 def _call_labels(row: dict[str, Any], count: int) -> list[str]:
@@ -54,7 +55,7 @@ def _call_labels(row: dict[str, Any], count: int) -> list[str]:
 def judge_card(row: dict[str, Any], pair: Pair | None) -> dict[str, Any]:
     reply = row.get("reply")
     texts = reply.split(REPLY_SEPARATOR) if reply else []
-    shown = [pair.chosen, pair.rejected] if pair is not None else []
+    shown = list(pair.candidates) if pair is not None else []
     calls = [
         Call(label, mark_reply(text, shown))
         for label, text in zip(_call_labels(row, len(texts)), texts, strict=True)
@@ -64,6 +65,16 @@ def judge_card(row: dict[str, Any], pair: Pair | None) -> dict[str, Any]:
     # A sample index of 0 is every ordinary call's; only a re-asked one (--retry-failed) says something.
     extras = {name: row[name] for name in EXTRA_FIELDS if row.get(name) not in (None, 0)}
     return {"row": row, "outcome": outcome, "calls": calls, "extras": extras}
+
+
+def best_of_k_answers(pair: Pair) -> list[tuple[str, str, str]]:
+    """(slot, which, text) of every candidate of a best-of-k item, numbered from 1 in the benchmark's order with
+    the preferred one first (as `score_chosen` and `score_rejected`, the best of the others, refer to them)."""
+    others = (pair.rejected, *pair.others)
+    return [
+        ("1", "chosen", pair.chosen),
+        *((str(n), "rejected", text) for n, text in enumerate(others, start=2)),
+    ]
 
 
 def selection_order(catalog: Catalog, run: LoadedRun, query: Query) -> pl.Series:
@@ -103,7 +114,9 @@ def pair_page(
     seed = run.data.summary.get("seed")
     in_a = display_order(rows, pair_id, seed if isinstance(seed, int) else 0)
     answers = []
-    if pair is not None:
+    if pair is not None and pair.others:
+        answers = best_of_k_answers(pair)
+    elif pair is not None:
         texts = {"chosen": pair.chosen, "rejected": pair.rejected}
         in_b = "rejected" if in_a == "chosen" else "chosen"
         answers = [("A", in_a, texts[in_a]), ("B", in_b, texts[in_b])]
@@ -136,7 +149,9 @@ def pair_page(
         "prev": links.pair(key, before, query, **_flags(blind)) if before else None,
         "next": links.pair(key, after, query, **_flags(blind)) if after else None,
         "back": links.judgments(key, query),
-        "label_action": links.label(key, pair_id, query),
+        # A label says which of two answers fits: a best-of-k item has no two to choose between.
+        "label_action": links.label(key, pair_id, query) if pair is None or not pair.others else None,
+        "best_of": pair.k if pair is not None and pair.others else None,
         "blind_link": links.pair(key, pair_id, query, **_flags(not blind)) if links.live else None,
     }
 
