@@ -53,7 +53,7 @@ def _runs(root: Path) -> list[Path]:
 
 def test_mean_rank_and_user_accuracy_per_benchmark_by_hand(tmp_path: Path) -> None:
     table = across_benchmarks([rundir.load_run(path) for path in _runs(tmp_path)])
-    assert [c.label for c in table.columns] == ["prb 1", "personal-reward-bench 1"]
+    assert [c.label for c in table.columns] == ["prb v1", "personal-reward-bench v1"]
     rows = {(r.judge, r.context): r for r in table.rows}
     prb, per_user = (c.key for c in table.columns)
     # PRB: a first; b and c tie for places 2 and 3, so each gets 2.5; d last; the oracle row is never ranked.
@@ -109,5 +109,5 @@ def test_one_report_over_several_benchmarks_holds_the_table_as_a_section(tmp_pat
     assert result.exit_code == 0, result.output
     report = (out / "report.md").read_text()
     section = report.split("## Judges across benchmarks", 1)[1].split("\n## ", 1)[0]
-    assert "| 1 | a | none | 80.0 (" in section and "personal-reward-bench 1 %" in section
+    assert "| 1 | a | none | 80.0 (" in section and "personal-reward-bench v1 %" in section
     assert 'id="table-benchmarks"' in (out / "report.html").read_text()

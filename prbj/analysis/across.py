@@ -140,8 +140,9 @@ def columns_of(runs: Sequence[RunData]) -> list[BenchmarkColumn]:
 
 
 def _label(name: str, version: str | None) -> str:
+    # `prism v2`, not `prism 2`: a bare number beside a name reads like a count.
     base, official, _ = name.partition(_OFFICIAL)
-    return (base if version is None else f"{base} {version}") + official
+    return (base if version is None else f"{base} v{version}") + official
 
 
 def _cell(row: GroupStats, run: RunData) -> Cell:
