@@ -83,10 +83,12 @@ def reply(request: ChatRequest) -> str | Reply:
 
 
 def unpaced_profiles(folder: Path, **extra: str) -> Path:
-    """The bundled profiles without their request pacing, plus `extra` profiles (name → TOML)."""
+    """The bundled profiles without their request and token pacing, plus `extra` profiles (name → TOML). A failed
+    call is charged its worst case against a token limit, so retried 500s would otherwise wait out minutes."""
     folder.mkdir(exist_ok=True)
     for profile in bundled_providers_dir().glob("*.toml"):
         text = re.sub(r"(?m)^rpm\s*=.*$", "rpm = 600000", profile.read_text(encoding="utf-8"))
+        text = re.sub(r"(?m)^(?:input_|output_)?tpm\s*=.*$", "", text)
         (folder / profile.name).write_text(text, encoding="utf-8")
     for name, text in extra.items():
         (folder / f"{name}.toml").write_text(text, encoding="utf-8")
