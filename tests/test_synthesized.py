@@ -385,7 +385,8 @@ def test_a_user_without_earlier_choices_is_judged_told_there_is_no_persona(harne
     assert len(shown) == TEST_ROWS and all(NO_PERSONA in r.prompt and TOKEN not in r.prompt for r in shown)
     assert run.of_user("u9", "synthesized")["status"].to_list() == ["ok"] * TEST_ROWS
     assert run.personas["u9"] == {
-        "user_id": "u9", "status": "no history", "persona": "", "choices": 0, "cached": None, "error": None
+        "user_id": "u9", "status": "no history", "persona": "", "choices": 0, "verified": None, "cached": None,
+        "error": None,
     }  # fmt: skip
 
 

@@ -31,6 +31,7 @@ from prbj.cli.options import (
     repair_option,
     scalar_options,
     seed_option,
+    synthesis_option,
     synthesizer_option,
 )
 from prbj.cli.sections import SectionedCommand
@@ -45,7 +46,7 @@ JUDGE_SECTIONS = (
     ),
     (
         "How the judges are asked",
-        ["profile_k", "profile_order", "planner", "synthesizer", "mode", "order", "repair", "retry_failed",
+        ["profile_k", "profile_order", "planner", "synthesizer", "synthesis", "mode", "order", "repair", "retry_failed",
          "judge_template_system", "judge_template_user", "protocol", "official_repo"],
     ),
     (
@@ -149,6 +150,7 @@ JUDGE_EXAMPLES = (
 )
 @planner_option
 @synthesizer_option
+@synthesis_option
 @mode_option(
     ["pairwise", "pointwise"],
     "pairwise: one call shows both answers (A/B); pointwise: each answer scored 1-10 alone.",

@@ -165,6 +165,15 @@ synthesizer_option = click.option(
     help="Provider that writes each user's persona from their earlier choices (--context synthesized: "
     "SynthesizeMe's persona, one call per user, cached).",
 )
+synthesis_option = click.option(
+    "--synthesis",
+    type=click.Choice(["one-call", "verified"]),  # prbj.context.synthesizer.SYNTHESES
+    default="one-call",
+    show_default=True,
+    help="How --synthesizer writes a persona: one-call (from the earlier choices); verified (SynthesizeMe's "
+    "step 1: each earlier choice is first predicted blind, one call each, and the persona is written from the "
+    "reasoning that predicted the user's pick right).",
+)
 
 
 def mode_option(choices: Sequence[str], help: str) -> Callable[[F], F]:

@@ -1,7 +1,9 @@
 """The synthesizer of the `synthesized` context: a model reads one user's earlier choices and writes a persona of
 that user, which every judge is then shown in place of the profile. This is the persona step of SynthesizeMe
-(Ryan et al., arXiv 2506.05598; github.com/SALT-NLP/SynthesizeMe), in one call per user; docs/judges.md says
-what of the method is reproduced and what is not, and why.
+(Ryan et al., arXiv 2506.05598; github.com/SALT-NLP/SynthesizeMe): by default in one call per user; with
+`--synthesis verified` after its step 1, each earlier choice checked first (prbj.context.choice_checks) and the
+persona written from the reasoning that predicted the user's picks right. docs/judges.md says what of the method
+is reproduced and what is not, and why.
 
 What it reads: the user's history (`Pair.history`: their train and val preferences, oldest first), and nothing
 else: not the question being judged, not past posts, not a persona or stated facts the dataset gives. A judged
@@ -21,11 +23,12 @@ it holds a `Persona:` line (the persona may stop mid-sentence); a refusal is `re
 status. Each of that user's judgments in the context then fails with that status and a one-line cause, and the
 judge is not asked.
 
-One call per user: the request depends on the user's history alone, so it is the same for every pair of the
-user, and the gateway's cache answers a rerun (`--cache-only` included). Within one round of judging,
-`Personas` shares one outcome per user among all judges and pairs, a failed one too; the next round (under
-`--batch`, after the queued calls came back) asks again. A user with no earlier choice is asked nothing: the
-judge is told there is no persona (NO_PERSONA), and the command prints how many such users there are.
+One call per user (under `verified`, after one per earlier choice): the request depends on the user's history
+alone, so it is the same for every pair of the user, and the gateway's cache answers a rerun (`--cache-only`
+included). Within one round of judging, `Personas` shares one outcome per user among all judges and pairs, a
+failed one too; the next round (under `--batch`, after the queued calls came back) asks again. A user with no
+earlier choice is asked nothing: the judge is told there is no persona (NO_PERSONA), and the command prints how
+many such users there are.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
+from prbj.context.choice_checks import CheckedChoice, ChoiceChecker, render_checked, shown_choices
 from prbj.context.profile_text import flat
 from prbj.data.schema import JudgeView, Pair, Preference
 from prbj.data.status import Status
@@ -54,6 +58,10 @@ PERSONA_WORDS = 200
 MIN_PERSONA_WORDS = 3
 # What a judge is shown for a user who made no earlier choice (nothing was asked of the synthesizer).
 NO_PERSONA = "(none: this user made no earlier choice to write one from)"
+
+# How a persona is written (--synthesis): from the choices in one call, or from the choices checked first.
+Synthesis = Literal["one-call", "verified"]
+SYNTHESES: tuple[Synthesis, ...] = ("one-call", "verified")
 
 _THINK_END = re.compile(r"</think(?:ing)?>", re.I)
 # "Persona:", "**Synthesized persona:**", "## Persona" (a heading, the persona on the lines below).
@@ -113,6 +121,8 @@ class PersonaOutput:
     # Under --dry-run: words standing in for the persona, as many as the reply may hold, so that the judge calls
     # that would show it are counted at their largest.
     stand_in: str = ""
+    # Under --synthesis verified: how many of them were predicted right (None: not checked).
+    verified: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -131,6 +141,7 @@ class PersonaOutput:
             "status": self.status if self.choices else "no history",
             "persona": self.persona,
             "choices": self.choices,
+            "verified": self.verified,
             "cached": self.result.cached if self.result is not None else None,
             "error": self.error,
         }
@@ -143,18 +154,30 @@ class Synthesizer:
     max_words: int = PERSONA_WORDS
     system: Template = field(default_factory=lambda: builtin("synthesizer_system"))
     user: Template = field(default_factory=lambda: builtin("synthesizer_user"))
+    # Under --synthesis verified: checks each earlier choice before the persona is written from them.
+    checker: ChoiceChecker | None = None
+    verified_user: Template = field(default_factory=lambda: builtin("synthesizer_verified_user"))
     # The last outcome per user id, for the run directory.
     _latest: dict[str, PersonaOutput] = field(default_factory=dict)
 
+    @property
+    def synthesis(self) -> Synthesis:
+        return "one-call" if self.checker is None else "verified"
+
     def describe(self) -> dict[str, Any]:
-        return {
+        described = {
             "provider": self.provider.name,
             "model": self.provider.model,
+            "synthesis": self.synthesis,
             "max_choices": MAX_CHOICES,
             "choice_words": CHOICE_WORDS,
             "persona_words": self.max_words,
             "templates": {t.name: t.sha for t in (self.system, self.user)},
         }
+        if self.checker is not None:
+            described["templates"] = {t.name: t.sha for t in (self.system, self.verified_user)}
+            described["checks"] = self.checker.describe()
+        return described
 
     def request(self, history: Sequence[Preference]) -> LLMRequest:
         text = self.user.render({"choices": render_choices(history), "max_words": str(self.max_words)})
@@ -162,17 +185,45 @@ class Synthesizer:
             self.system.text, text, template_hash=combined_sha(self.system, self.user), purpose="synthesizer"
         )
 
+    def verified_request(self, checked: Sequence[CheckedChoice]) -> LLMRequest:
+        """The persona request of `--synthesis verified`, from the checked choices it shows."""
+        choices = render_checked(shown_choices(checked), CHOICE_WORDS)
+        text = self.verified_user.render({"choices": choices, "max_words": str(self.max_words)})
+        template_hash = combined_sha(self.system, self.verified_user)
+        return LLMRequest.chat(self.system.text, text, template_hash=template_hash, purpose="synthesizer")
+
     async def synthesize(self, pair: Pair) -> PersonaOutput:
-        """The persona of `pair`'s user, from their history: one call (none without a history)."""
-        history = pair.history
+        """The persona of `pair`'s user, from their history: one call, after one check per choice under
+        `verified` (nothing without a history)."""
+        history = list(pair.history)[-MAX_CHOICES:]
         if not history:
             output = PersonaOutput(pair.user_id, "ok")
-        else:
+        elif self.checker is None:
             request = self.request(history)
             result = await self.gateway.call(self.provider, request)
-            output = self._read(pair.user_id, min(len(history), MAX_CHOICES), request, result)
+            output = self._read(pair.user_id, len(history), request, result)
+        else:
+            output = await self._synthesize_verified(pair.user_id, history, self.checker)
         self._latest[pair.user_id] = output
         return output
+
+    async def _synthesize_verified(
+        self, user_id: str, history: Sequence[Preference], checker: ChoiceChecker
+    ) -> PersonaOutput:
+        checked = await checker.check(user_id, history)
+        if not isinstance(checked, list):
+            return PersonaOutput(
+                user_id,
+                checked.status,
+                choices=len(history),
+                result=checked.result,
+                error=checked.error,
+                cause=checked.cause,
+            )
+        request = self.verified_request(checked)
+        result = await self.gateway.call(self.provider, request)
+        output = self._read(user_id, len(history), request, result)
+        return replace(output, verified=sum(item.verified for item in checked))
 
     def _read(self, user_id: str, choices: int, request: LLMRequest, result: LLMResult) -> PersonaOutput:
         if result.status == "dry_run":

@@ -13,13 +13,15 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.markup import escape
 
+from prbj.context.choice_checks import ChoiceChecker
 from prbj.context.planner import Planner
 from prbj.context.profile_text import DEFAULT_PROFILE_K, ProfileOrder
-from prbj.context.synthesizer import Synthesizer
+from prbj.context.synthesizer import CHOICE_WORDS, Synthesis, Synthesizer
 from prbj.data.schema import Context
 from prbj.errors import ConfigError
 from prbj.judges.official import OfficialRepo, Protocol, require_repo
 from prbj.judges.scalar import ScalarOptions
+from prbj.judges.verdict import verdict_and_reasoning
 from prbj.llm import lifecycle
 from prbj.llm.gateway import Gateway
 from prbj.llm.logprobs import DEFAULT_TOP_LOGPROBS, LOGPROB_PARAMS, request_params
@@ -107,6 +109,8 @@ class JudgeOptions:
     planner: str | None = None
     # --synthesizer: the model that writes each user's persona for the `synthesized` context.
     synthesizer: str | None = None
+    # --synthesis: how the persona is written (one call, or after SynthesizeMe's check of each earlier choice).
+    synthesis: Synthesis = "one-call"
     repair: bool = False
     # --retry-failed: re-ask parse_error/api_error calls with fresh sample indexes (see generative.py).
     retry_failed: bool = False
@@ -195,5 +199,13 @@ def make_synthesizer(options: JudgeOptions, shared: GatewayOptions, gateway: Gat
             "from their earlier choices)"
         )
     if not options.synthesizer:
+        if options.synthesis != "one-call":
+            raise ConfigError(f"--synthesis {options.synthesis} needs --synthesizer <provider>")
         return None
-    return Synthesizer(resolve_provider(options.synthesizer, shared, gateway), gateway)
+    provider = resolve_provider(options.synthesizer, shared, gateway)
+    checker = (
+        ChoiceChecker(provider, gateway, CHOICE_WORDS, verdict_and_reasoning)
+        if options.synthesis == "verified"
+        else None
+    )
+    return Synthesizer(provider, gateway, checker=checker)

@@ -146,6 +146,19 @@ def verdict_position(reply: str | None, shown: Sequence[str] = ()) -> tuple[str,
     return (letter, at) if read == letter else None
 
 
+def verdict_and_reasoning(reply: str, shown: Sequence[str] = ()) -> tuple[str | None, str]:
+    """The verdict `parse_verdict` reads and the reasoning written before it: the reply's visible text (after
+    the last `</think>`) up to the line holding the verdict, that line's own start ("Result: ") left out; ""
+    when nothing came before it or the verdict's place is not found."""
+    verdict = parse_verdict(reply, shown)
+    position = verdict_position(reply, shown)
+    if verdict is None or position is None:
+        return verdict, ""
+    before = _THINK_END.split(reply[: position[1]])[-1]
+    line_start = before.rfind("\n")
+    return verdict, before[:line_start].strip() if line_start >= 0 else ""
+
+
 def _blanked_final_answer(reply: str, shown: Sequence[str]) -> str:
     """`_final_answer` with every cut replaced by spaces of the same length: same offsets as `reply`."""
     text = reply
