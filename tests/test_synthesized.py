@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -507,21 +508,30 @@ def test_a_scalar_reward_model_scores_with_the_persona_after_the_question(
 # --- --batch: the persona in one round, the judge calls in the next ------------------------------------------
 
 
-@pytest.mark.processes
-def test_batch_buys_the_personas_then_the_judge_calls_and_equals_a_live_run(
-    harness: Harness, tmp_path: Path
-) -> None:
+@dataclass
+class LiveAndBatch:
+    live_calls: int
+    live: list[dict[str, Any]]
+    batch: list[dict[str, Any]]
+
+
+def live_and_batch(harness: Harness, tmp_path: Path, *args: str) -> LiveAndBatch:
+    """`prbj judge *args` run live, then under --batch on a cache of its own, each in a real process: the batch
+    run sends nothing live and submits each request once, as many as the live run sent."""
     data = harness.data()
 
     def prbj(name: str, *extra: str) -> subprocess.CompletedProcess[str]:
         command = [
             sys.executable, "-m", "prbj", "judge", "--no-progress", "--dataset", str(data), "--personal-data",
-            "any", "-p", "gpt-5.1", *SYNTHESIZED, "--api-base", harness.server.url, "--providers-dir",
-            str(harness.providers), "--cache-dir", str(tmp_path / f"cache-{name}"), "--out",
-            str(tmp_path / f"out-{name}"), *extra,
+            "any", *args, "--api-base", harness.server.url, "--providers-dir", str(harness.providers),
+            "--cache-dir", str(tmp_path / f"cache-{name}"), "--out", str(tmp_path / f"out-{name}"), *extra,
         ]  # fmt: skip
         env = {**KEYS, "PRBJ_BATCH_POLL_SECONDS": "0.05", "PRBJ_PRIVATE_DIR": str(tmp_path / "private")}
         return subprocess.run(command, capture_output=True, text=True, timeout=240, env={**os.environ, **env})
+
+    def figures(name: str) -> list[dict[str, Any]]:
+        [run_dir] = list((tmp_path / f"out-{name}").iterdir())
+        return list(json.loads((run_dir / "summary.json").read_text())["results"])
 
     live = prbj("live")
     assert live.returncode == 0, live.stderr
@@ -531,12 +541,15 @@ def test_batch_buys_the_personas_then_the_judge_calls_and_equals_a_live_run(
     assert batch.returncode == 0, batch.stderr
     assert harness.server.count() == 0
     assert len(harness.server.batches.submitted) == live_calls and harness.server.batches.twice() == []
+    return LiveAndBatch(live_calls, figures("live"), figures("batch"))
 
-    def figures(name: str) -> list[dict[str, Any]]:
-        [run_dir] = list((tmp_path / f"out-{name}").iterdir())
-        return json.loads((run_dir / "summary.json").read_text())["results"]
 
-    assert figures("batch") == figures("live")
+@pytest.mark.processes
+def test_batch_buys_the_personas_then_the_judge_calls_and_equals_a_live_run(
+    harness: Harness, tmp_path: Path
+) -> None:
+    runs = live_and_batch(harness, tmp_path, "-p", "gpt-5.1", *SYNTHESIZED)
+    assert runs.batch == runs.live
 
 
 # --- the pieces -------------------------------------------------------------------------------------------------

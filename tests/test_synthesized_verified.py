@@ -9,10 +9,7 @@ marker in a persona request says which reasoning reached it, and the personas sa
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -328,30 +325,6 @@ def test_positions_are_stable_and_split_about_evenly() -> None:
 def test_batch_buys_the_checks_then_the_personas_then_the_judge_calls_and_equals_a_live_run(
     harness: base.Harness, tmp_path: Path
 ) -> None:
-    data = harness.data()
-
-    def prbj(name: str, *extra: str) -> subprocess.CompletedProcess[str]:
-        command = [
-            sys.executable, "-m", "prbj", "judge", "--no-progress", "--dataset", str(data), "--personal-data",
-            "any", "-p", "gpt-5.1", *VERIFIED, "--api-base", harness.server.url, "--providers-dir",
-            str(harness.providers), "--cache-dir", str(tmp_path / f"cache-{name}"), "--out",
-            str(tmp_path / f"out-{name}"), *extra,
-        ]  # fmt: skip
-        env = {**base.KEYS, "PRBJ_BATCH_POLL_SECONDS": "0.05", "PRBJ_PRIVATE_DIR": str(tmp_path / "private")}
-        return subprocess.run(command, capture_output=True, text=True, timeout=240, env={**os.environ, **env})
-
-    live = prbj("live")
-    assert live.returncode == 0, live.stderr
-    live_calls = harness.server.count()
-    assert live_calls == len(USERS) * (HISTORY_ROWS + 1 + TEST_ROWS)
-    harness.server.reset()
-    batch = prbj("batch", "--batch")
-    assert batch.returncode == 0, batch.stderr
-    assert harness.server.count() == 0
-    assert len(harness.server.batches.submitted) == live_calls and harness.server.batches.twice() == []
-
-    def figures(name: str) -> list[dict[str, object]]:
-        [run_dir] = list((tmp_path / f"out-{name}").iterdir())
-        return list(json.loads((run_dir / "summary.json").read_text())["results"])
-
-    assert figures("batch") == figures("live")
+    runs = base.live_and_batch(harness, tmp_path, "-p", "gpt-5.1", *VERIFIED)
+    assert runs.live_calls == len(USERS) * (HISTORY_ROWS + 1 + TEST_ROWS)
+    assert runs.batch == runs.live
