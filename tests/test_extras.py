@@ -35,6 +35,8 @@ _HIDDEN_CLI = (
     "main(sys.argv[2:], prog_name='prbj')\n"
 )
 
+# A run that pseudonymizes: it needs the privacy extra's NER engine (presidio) and model runtime (spacy).
+PSEUDONYMIZED_RUN = "judge --dataset own.jsonl -p length --personal-data pseudonymized --out out".split()
 # (modules hidden, the command that needs them, the extra it must name, the install command it must give)
 CASES = [
     (
@@ -65,33 +67,13 @@ CASES = [
     ),
     (
         "presidio_analyzer",
-        [
-            "judge",
-            "--dataset",
-            "own.jsonl",
-            "-p",
-            "length",
-            "--personal-data",
-            "pseudonymized",
-            "--out",
-            "out",
-        ],
+        PSEUDONYMIZED_RUN,
         "privacy",
         "pip install 'prbj[privacy]'",
     ),
     (
         "spacy",
-        [
-            "judge",
-            "--dataset",
-            "own.jsonl",
-            "-p",
-            "length",
-            "--personal-data",
-            "pseudonymized",
-            "--out",
-            "out",
-        ],
+        PSEUDONYMIZED_RUN,
         "privacy",
         "pip install 'prbj[privacy]'",
     ),
