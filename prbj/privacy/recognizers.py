@@ -138,27 +138,22 @@ HANDLE_CONTEXT = [
 def pattern_recognizers() -> list[Any]:
     """Street addresses and handles, as Presidio pattern recognizers."""
     return [
-        PatternRecognizer(
-            supported_entity=STREET_ADDRESS,
-            name="prbj street addresses",
-            patterns=[
-                Pattern(f"address {i}", regex, score) for i, (regex, score) in enumerate(ADDRESS_PATTERNS)
-            ],
-            context=ADDRESS_CONTEXT,
-            supported_language="en",
-            global_regex_flags=CASE_SENSITIVE,
-        ),
-        PatternRecognizer(
-            supported_entity=HANDLE,
-            name="prbj handles",
-            patterns=[
-                Pattern(f"handle {i}", regex, score) for i, (regex, score) in enumerate(HANDLE_PATTERNS)
-            ],
-            context=HANDLE_CONTEXT,
-            supported_language="en",
-            global_regex_flags=CASE_SENSITIVE,
-        ),
+        _patterns(STREET_ADDRESS, "prbj street addresses", "address", ADDRESS_PATTERNS, ADDRESS_CONTEXT),
+        _patterns(HANDLE, "prbj handles", "handle", HANDLE_PATTERNS, HANDLE_CONTEXT),
     ]
+
+
+def _patterns(
+    entity: str, name: str, kind: str, patterns: Sequence[tuple[str, float]], context: list[str]
+) -> Any:
+    return PatternRecognizer(
+        supported_entity=entity,
+        name=name,
+        patterns=[Pattern(f"{kind} {i}", regex, score) for i, (regex, score) in enumerate(patterns)],
+        context=context,
+        supported_language="en",
+        global_regex_flags=CASE_SENSITIVE,
+    )
 
 
 def term_recognizers(terms: Sequence[tuple[str, str]]) -> list[Any]:
