@@ -26,7 +26,7 @@ class Extra:
 
     def missing(self) -> list[str]:
         """The packages of this extra that cannot be imported here (by their pip names)."""
-        return [package for module, package in self.modules if not _importable(module)]
+        return [package for module, package in self.modules if not importable(module)]
 
     def install(self, missing: list[str]) -> str:
         command = f"pip install 'prbj[{self.name}]'"
@@ -56,7 +56,8 @@ class MissingExtra(ConfigError):
         )
 
 
-def _importable(module: str) -> bool:
+def importable(module: str) -> bool:
+    """Whether `module` can be imported, asked of the import system (nothing is imported)."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a parent package that is missing, or a module without a spec

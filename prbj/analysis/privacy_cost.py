@@ -65,22 +65,15 @@ class PrivacyCost:
         return self.comparison.users
 
 
-def policy_of(run: RunData) -> str:
-    """The run's --personal-data (runs made before it existed sent text as it is: `any`)."""
-    privacy = run.run.get("privacy")
-    stated = privacy.get("personal_data") if isinstance(privacy, dict) else None
-    return str(stated) if stated else ANY
-
-
 def privacy_costs(runs: Sequence[RunData]) -> list[PrivacyCost]:
     """Every (judge, context) that ran on one dataset both with `any` and under another policy."""
     costs: list[PrivacyCost] = []
     for clear in runs:
-        if policy_of(clear) != ANY:
+        if clear.policy != ANY:
             continue
         seed = clear.summary.get("seed")
         for guarded in runs:
-            policy = policy_of(guarded)
+            policy = guarded.policy
             if policy == ANY or guarded.dataset.get("fingerprint") != clear.dataset.get("fingerprint"):
                 continue
             entries = {

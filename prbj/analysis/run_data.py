@@ -46,6 +46,13 @@ class RunData:
     def dataset(self) -> dict[str, Any]:
         return self.summary.get("dataset") or self.run.get("dataset") or {}
 
+    @property
+    def policy(self) -> str:
+        """The run's --personal-data (runs made before it existed sent text as it is: `any`)."""
+        privacy = self.run.get("privacy")
+        stated = privacy.get("personal_data") if isinstance(privacy, dict) else None
+        return str(stated) if stated else "any"
+
 
 def result_rows(document: Any, source: Path) -> list[GroupStats]:
     """GroupStats from the `results` list of a summary.json-like document; fields unknown to this version are

@@ -450,10 +450,9 @@ batch_options = stacked(
 
 def _entity_kinds(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
     """--keep-entities NRP,DATE_TIME (or `none`): the kinds left as they are, upper-cased; None: the default."""
-    if value is None:
-        return None
-    kinds = [kind.strip().upper() for kind in value.split(",") if kind.strip()]
-    return () if kinds == ["NONE"] else tuple(kinds)
+    from prbj.privacy.entities import parse_kinds
+
+    return None if value is None else parse_kinds(value)
 
 
 privacy_options = stacked(

@@ -127,10 +127,7 @@ class ExportRun:
 
     @property
     def policy(self) -> str:
-        """The run's --personal-data (runs from before the policy existed were `any`)."""
-        privacy = self.run.run.get("privacy")
-        stated = privacy.get("personal_data") if isinstance(privacy, dict) else None
-        return stated if isinstance(stated, str) else "any"
+        return self.run.policy
 
     @property
     def texts_withheld(self) -> bool:

@@ -46,6 +46,12 @@ _PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
 _SEPARATORS = re.compile(r"[\s.\-]+")
 
 
+def parse_kinds(value: str) -> tuple[str, ...]:
+    """Entity kinds as --keep-entities names them ("NRP,date_time", or `none`): upper-cased; `none` is ()."""
+    kinds = [kind.strip().upper() for kind in value.split(",") if kind.strip()]
+    return () if kinds == ["NONE"] else tuple(kinds)
+
+
 def label(kind: str) -> str:
     return LABELS.get(kind, kind)
 

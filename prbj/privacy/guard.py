@@ -25,6 +25,7 @@ from prbj.data.schema import Pair
 from prbj.data.status import STATUS_MEANING
 from prbj.data.user_columns import GROUP_PREFIX, group_column
 from prbj.llm.routing import Routing
+from prbj.privacy.entities import parse_kinds
 from prbj.privacy.store import PrivateStore, Pseudonyms
 from prbj.privacy.tables import TableSettings, pseudonymized
 
@@ -65,8 +66,7 @@ class PrivacyOptions:
         """From an experiment file's [defaults] (TOML values, named as the options are)."""
         kept = settings.get("keep_entities")
         if isinstance(kept, str):
-            kept = [k.strip().upper() for k in kept.split(",") if k.strip()]
-            kept = () if kept == ["NONE"] else tuple(kept)
+            kept = parse_kinds(kept)
         terms, private = settings.get("pseudonymize_terms"), settings.get("private_dir")
         return cls(
             pseudonymize_answers=settings.get("pseudonymize_answers"),
@@ -175,10 +175,14 @@ class Guard:
         return [{**record, "persona": None} for record in records]
 
 
+# Statuses in words, looked up by the strings a judgments table holds.
+_MEANING: dict[str, str] = {str(status): meaning for status, meaning in STATUS_MEANING.items()}
+
+
 def public_error(status: str, cause: str | None, *, where: str = PRIVATE_MESSAGE) -> str:
     """What went wrong with a judgment, for a guarded run's files: its status in words and the provider's
     cause, never the message (which may quote the reply it could not read, or the request)."""
-    what = next((meaning for known, meaning in STATUS_MEANING.items() if known == status), status)
+    what = _MEANING.get(status, status)
     return f"{what} ({cause}); {where}" if cause else f"{what}; {where}"
 
 
@@ -231,8 +235,6 @@ def guard_dataset(
         return dataset, Guard(routing, options, rare_groups=rare)
     settings = options.settings(per_user=is_per_user(dataset.pairs))
     pairs, table = pseudonymized(dataset.pairs, dataset.fingerprint(), settings, options.store, note=note)
-    if table is None and pairs == dataset.pairs:
-        return dataset, Guard(routing, options, rare_groups=rare)
     # The same data as far as reports, baselines and leaderboards go: its fingerprint is the clear data's, and
     # it is the same benchmark (card, version, history read).
     guarded = replace(dataset, pairs=tuple(pairs), content_hash=dataset.fingerprint())

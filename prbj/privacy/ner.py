@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prbj.errors import ConfigError
-from prbj.extras import PRIVACY
+from prbj.extras import PRIVACY, importable
 
 # `--ner-model none`: patterns only, names and places are sent as they are (a stated choice).
 NO_NER = "none"
@@ -74,12 +74,7 @@ def resolve_ner(option: str | None) -> NerModel | None:
 
 def _installed(name: str) -> bool:
     """Whether a pipeline package is importable, asked of the import system (no spaCy import)."""
-    if not name.isidentifier():
-        return False
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
+    return name.isidentifier() and importable(name)
 
 
 def _package_model(name: str) -> NerModel:

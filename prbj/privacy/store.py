@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prbj.errors import ConfigError
+from prbj.privacy.entities import NAME_KINDS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -220,14 +221,11 @@ class PrivateStore:
         return path
 
 
-# Kinds whose spellings are names: one word of them is matched in its own case only ("Will", "May" and
-# "Reading" are also words); the others (emails, URLs, identifiers, names of two words or more) in any case.
-_NAME_KINDS = frozenset({"PERSON", "LOCATION", "ORGANIZATION", "NRP"})
-
-
 def folds_case(kind: str, spelling: str) -> bool:
-    """Whether `spelling` is replaced whatever its case."""
-    return kind not in _NAME_KINDS or len(spelling.split()) > 1
+    """Whether `spelling` is replaced whatever its case: one word of a name kind (NAME_KINDS) is matched in its
+    own case only ("Will", "May" and "Reading" are also words); the others (emails, URLs, identifiers, names of
+    two words or more) in any case."""
+    return kind not in NAME_KINDS or len(spelling.split()) > 1
 
 
 def _whole_words(keys: dict[str, bool]) -> re.Pattern[str]:

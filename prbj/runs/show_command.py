@@ -21,7 +21,6 @@ from rich.text import Text
 from prbj.analysis.compare import Comparison, compare_runs
 from prbj.analysis.mcnemar import McNemarResult
 from prbj.analysis.power import ALPHA
-from prbj.analysis.privacy_cost import policy_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.user_counts import UserCounts, users_repeat
 from prbj.data.names import did_you_mean
@@ -188,7 +187,7 @@ def run_show_command(
     note = output_console(stderr=True, highlight=False)
     run = rundir.load_run(run_dir)
     # A guarded run's replies and context blocks are in the private store, when it is on this machine.
-    texts = PrivateStore().load_texts(run.run_id, "judgments") if policy_of(run) != "any" else None
+    texts = PrivateStore().load_texts(run.run_id, "judgments") if run.policy != "any" else None
     selected = select_judgments(with_private_texts(run.judgments, texts), chosen)
     total = selected.height
     if limit is not None:
