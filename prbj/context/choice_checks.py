@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prbj.context.profile_text import flat
@@ -138,13 +138,13 @@ class ChoiceChecker:
             "templates": {t.name: t.sha for t in (self.system, self.user)},
         }
 
-    def request(self, choice: Preference, chosen_first: bool) -> LLMRequest:
-        first, second = (choice.chosen, choice.rejected) if chosen_first else (choice.rejected, choice.chosen)
+    def request(self, item: CheckedChoice) -> LLMRequest:
+        reply_a, reply_b = item.replies()
         text = self.user.render(
             {
-                "conversation": flat(choice.prompt, self.choice_words),
-                "reply_a": flat(first, self.choice_words),
-                "reply_b": flat(second, self.choice_words),
+                "conversation": flat(item.choice.prompt, self.choice_words),
+                "reply_a": flat(reply_a, self.choice_words),
+                "reply_b": flat(reply_b, self.choice_words),
             }
         )
         return LLMRequest.chat(
@@ -164,18 +164,19 @@ class ChoiceChecker:
         return [o for o in outcomes if isinstance(o, CheckedChoice)]
 
     async def _check_one(self, user_id: str, choice: Preference) -> CheckedChoice | LLMResult:
-        chosen_first = chosen_shown_first(user_id, choice)
-        request = self.request(choice, chosen_first)
+        unchecked = CheckedChoice(choice, chosen_shown_first(user_id, choice), None)
+        request = self.request(unchecked)
         result = await self.gateway.call(self.provider, request)
-        picked = "A" if chosen_first else "B"
         if result.status == "dry_run":
             # Counted as verified, with reasoning as long as the reply may be: the persona call is then planned
             # at its largest.
             words = min(self.gateway.completion_bound(self.provider, request), REASONING_WORDS)
-            return CheckedChoice(choice, chosen_first, " ".join(["reasoning"] * words))
+            return replace(unchecked, reasoning=" ".join(["reasoning"] * words))
         if not result.replied:
             return result
         if result.status == "refused":
-            return CheckedChoice(choice, chosen_first, None)
-        reasoning = verified_reasoning(result.text or "", (choice.chosen, choice.rejected), picked, self.read)
-        return CheckedChoice(choice, chosen_first, reasoning)
+            return unchecked
+        shown = (choice.chosen, choice.rejected)
+        return replace(
+            unchecked, reasoning=verified_reasoning(result.text or "", shown, unchecked.picked, self.read)
+        )

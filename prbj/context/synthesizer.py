@@ -88,9 +88,14 @@ def parse_persona(text: str) -> str | None:
     return persona
 
 
+def newest_choices(history: Sequence[Preference]) -> list[Preference]:
+    """The earlier choices a persona is written from: the newest MAX_CHOICES, oldest first."""
+    return list(history)[-MAX_CHOICES:]
+
+
 def render_choices(history: Sequence[Preference]) -> str:
     """The user's earlier choices as the synthesizer reads them, oldest first (the newest MAX_CHOICES)."""
-    shown = list(history)[-MAX_CHOICES:]
+    shown = newest_choices(history)
     return "\n\n".join(
         f"Choice {n}\n"
         f"Conversation: {flat(h.prompt, CHOICE_WORDS)}\n"
@@ -165,6 +170,7 @@ class Synthesizer:
         return "one-call" if self.checker is None else "verified"
 
     def describe(self) -> dict[str, Any]:
+        user = self.user if self.checker is None else self.verified_user
         described = {
             "provider": self.provider.name,
             "model": self.provider.model,
@@ -172,10 +178,9 @@ class Synthesizer:
             "max_choices": MAX_CHOICES,
             "choice_words": CHOICE_WORDS,
             "persona_words": self.max_words,
-            "templates": {t.name: t.sha for t in (self.system, self.user)},
+            "templates": {t.name: t.sha for t in (self.system, user)},
         }
         if self.checker is not None:
-            described["templates"] = {t.name: t.sha for t in (self.system, self.verified_user)}
             described["checks"] = self.checker.describe()
         return described
 
@@ -195,7 +200,7 @@ class Synthesizer:
     async def synthesize(self, pair: Pair) -> PersonaOutput:
         """The persona of `pair`'s user, from their history: one call, after one check per choice under
         `verified` (nothing without a history)."""
-        history = list(pair.history)[-MAX_CHOICES:]
+        history = newest_choices(pair.history)
         if not history:
             output = PersonaOutput(pair.user_id, "ok")
         elif self.checker is None:
