@@ -22,7 +22,7 @@ from itertools import combinations
 from typing import Any, Protocol
 
 from prbj.data.status import Status, most_severe
-from prbj.judges.base import Judgment, PairTask, verdict_from_scores
+from prbj.judges.base import Judgment, PairTask, best_of
 from prbj.judges.positions import seeded_position
 
 
@@ -122,12 +122,12 @@ async def judge_tournament(
         else:  # the two orders disagree: a draw
             wins[first] += 0.5
             wins[second] += 0.5
-    best_other = max(wins[1:])
+    verdict, chosen, best_other = best_of(wins)
     return judgment(
         task,
         status="ok",
-        verdict=verdict_from_scores(wins[0], best_other),
-        score_chosen=wins[0],
+        verdict=verdict,
+        score_chosen=chosen,
         score_rejected=best_other,
         **usage.fields(),
     )

@@ -95,8 +95,8 @@ class RMRuntime:
         loaded: LoadedRM,
         *,
         cache: ResponseCache | None,
+        runner: Runner,
         batch_size: int = DEFAULT_BATCH_SIZE,
-        runner: Runner | None = None,
     ) -> None:
         self.loaded = loaded
         self.cache = cache
@@ -111,8 +111,8 @@ class RMRuntime:
         # model is what this runtime stored, all of it remembered in _recent, until _recent overflows.
         self._look_up = False
         self._stored_any = False
-        # Where its calls run: given (this process, or Ray actors: LocalModels.python_rm_runner), else here.
-        self.runner: Runner = runner or LocalRunner(RMHost(loaded.instance, loaded.label), batch_size)
+        # Where its calls run: this process, or Ray actors (LocalModels.python_rm_runner).
+        self.runner = runner
         self.batcher: MicroBatcher[RMRequest, RMResult] = MicroBatcher(
             self._batch,
             WorkerThread(f"prbj-py:{loaded.label}"),
