@@ -415,7 +415,7 @@ def validate_user_records(
     # takes it: those are not stored, so a file without ids holds no table of them).
     given: dict[str, Location] = {}
     file_splits: dict[str, str] = {}
-    items = ItemCounts()
+    items = ItemCounts(margin=options.rule.tie_margin)
     histories: dict[str, list[Preference]] = {}
     dropped = 0
     for location, record in records:

@@ -18,13 +18,13 @@ a judge cannot prefer a text over itself; they are dropped and counted in a note
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 from prbj.data.schema import Preference
 
 ItemKind = Literal["k-way", "pairs"]
-ITEM_KINDS: tuple[str, ...] = ("k-way", "pairs")
+ITEM_KINDS: tuple[str, ...] = get_args(ItemKind)
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class ItemCounts:
     identical: int = 0
     ties: int = 0
     unclear: int = 0
+    # The card's tie_margin, which the notes name.
     margin: float = 0.0
-    notes_extra: list[str] = field(default_factory=list)
 
     def notes(self) -> list[str]:
         notes: list[str] = []
@@ -76,7 +76,7 @@ class ItemCounts:
                 f"{self.identical} pair{'s' if self.identical != 1 else ''} of identical answers made no pair "
                 "(dropped: a judge cannot prefer a text over itself)"
             )
-        return notes + self.notes_extra
+        return notes
 
 
 def _same(a: str, b: str) -> bool:
@@ -88,7 +88,6 @@ def ordered_pairs(ranked: RankedAnswers, margin: float, counts: ItemCounts) -> I
     answers = ranked.answers
     if ranked.scores is not None:
         scores = ranked.scores
-        counts.margin = margin
         for i in range(len(answers)):
             for j in range(i + 1, len(answers)):
                 if abs(scores[i] - scores[j]) <= margin:
@@ -155,7 +154,6 @@ def _best(ranked: RankedAnswers, margin: float, counts: ItemCounts) -> int | Non
     scores = ranked.scores
     if scores is None:
         return ranked.ranking[0]
-    counts.margin = margin
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     top, second = scores[order[0]], scores[order[1]]
     if top - second <= margin:
