@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from prbj.cli import main
+from prbj.llm.providers import MissingKey
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_KEYS = {"GEMINI_API_KEY": None, "OPENAI_API_KEY": None, "ANTHROPIC_API_KEY": None}
@@ -72,3 +73,11 @@ def test_a_dry_run_with_every_key_set_names_none(tmp_path: Path, monkeypatch) ->
     result = CliRunner(env=env).invoke(main, [*args, "--cache-dir", str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
     assert "Plan (nothing sent)" in result.output and MISSING not in result.output
+
+
+def test_a_provider_named_twice_is_listed_once() -> None:
+    gpt = MissingKey("OPENAI_API_KEY", "gpt-5.1")
+    assert str(MissingKey.of_several([gpt, gpt])).count("gpt-5.1") == 1
+    several = str(MissingKey.of_several([gpt, MissingKey("GEMINI_API_KEY", "gemini-3-flash"), gpt]))
+    assert several.startswith("API keys not set: OPENAI_API_KEY (gpt-5.1), GEMINI_API_KEY (gemini-3-flash); ")
+    assert several.count("gpt-5.1") == 1

@@ -14,7 +14,7 @@ from prbj.llm.providers import LOCAL_PREFIX
 _IN_PROCESS = (HF_PREFIX, LOCAL_PREFIX)
 
 
-def in_process_models(experiment: Experiment, stages: Sequence[Stage]) -> list[str]:
+def in_process_models(stages: Sequence[Stage]) -> list[str]:
     """The models that `stages` run in-process (`hf:`, `hf-local:`), each named once: a judge by its entry's
     name, best-of-N's reward models, policy and gold judge (and a planner) by their provider."""
     named: dict[str, str] = {}  # provider → name
@@ -35,13 +35,10 @@ def in_process_models(experiment: Experiment, stages: Sequence[Stage]) -> list[s
 
 def missing_extra(experiment: Experiment, stages: Sequence[Stage]) -> MissingExtra | None:
     """The error a run of `stages` would meet for want of an extra, or None when everything they need is here."""
-    models = in_process_models(experiment, stages)
-    if not models:
+    models = in_process_models(stages)
+    lacking = LOCAL.missing() if models else []
+    if not lacking:
         return None
     names = models[0] if len(models) == 1 else f"{', '.join(models[:-1])} and {models[-1]}"
     what = f"{experiment.path}: {names} {'runs' if len(models) == 1 else 'run'} in-process and"
-    try:
-        LOCAL.require(what, plural=len(models) > 1)
-    except MissingExtra as missing:
-        return missing
-    return None
+    return MissingExtra(LOCAL, what, lacking, plural=len(models) > 1)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -158,22 +159,20 @@ class _ReadOnlyStore:
 
     def __init__(self, directory: Path) -> None:
         uri = (directory / _DB_FILE).resolve().as_uri() + "?mode=ro&immutable=1"
-        # Shared by the threads that read (ResponseCache.get_many runs on a local model's worker), one at a time.
-        self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        self._lock = threading.Lock()
+        self._db = sqlite3.connect(uri, uri=True)
         self._disk = JSONDisk(str(directory))
         self._db.execute("SELECT 1 FROM Cache LIMIT 1").fetchall()  # fails now if the index is unreadable
 
     def get(self, key: str) -> Any:
-        rows = self.select("SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1", (key,))
-        return self._disk.fetch(rows[0][0], rows[0][1], rows[0][2], False) if rows else None
-
-    def select(self, query: str, parameters: Sequence[str]) -> list[Any]:
-        with self._lock:
-            return self._db.execute(query, parameters).fetchall()
+        row = self._db.execute(
+            "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1", (key,)
+        ).fetchone()
+        return None if row is None else self._disk.fetch(row[0], row[1], row[2], False)
 
     def __contains__(self, key: str) -> bool:
-        return bool(self.select("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)))
+        return (
+            self._db.execute("SELECT 1 FROM Cache WHERE key = ? AND raw = 1", (key,)).fetchone() is not None
+        )
 
     def __iter__(self) -> Iterator[str]:
         for key, raw in self._db.execute("SELECT key, raw FROM Cache ORDER BY rowid").fetchall():
@@ -226,12 +225,10 @@ class ResponseCache:
 
     def _open(self) -> diskcache.Cache | _ReadOnlyStore:
         existing = (self.directory / _DB_FILE).exists()
-        if existing or (self.directory / SCORES_FILE).exists():
-            self._check_format()
+        if self._ready_folder() and not existing and not os.access(self.directory, os.W_OK):
+            # Only the score table is here, and no index can be made: nothing of diskcache's to read.
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self.directory))
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            if not existing:
-                (self.directory / FORMAT_FILE).write_text(json.dumps({"format": STORAGE_FORMAT}) + "\n")
             # No size limit: evicting a paid answer silently would make a rerun pay twice.
             return diskcache.Cache(
                 str(self.directory), disk=JSONDisk, size_limit=2**62, eviction_policy="none"
@@ -242,6 +239,17 @@ class ResponseCache:
         store = _ReadOnlyStore(self.directory)
         self._say_read_only()
         return store
+
+    def _ready_folder(self) -> bool:
+        """What opening either of the folder's files (diskcache's index, the score table) needs first. A folder
+        that holds either has its format checked (ConfigError if it is another): True, and nothing is written.
+        Otherwise the folder is made and its format marker written (OSError if it cannot be): False."""
+        if (self.directory / _DB_FILE).exists() or (self.directory / SCORES_FILE).exists():
+            self._check_format()
+            return True
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / FORMAT_FILE).write_text(json.dumps({"format": STORAGE_FORMAT}) + "\n")
+        return False
 
     def _say_read_only(self) -> None:
         if not self.read_only:
@@ -281,20 +289,14 @@ class ResponseCache:
 
     def _open_scores(self) -> ScoreTable:
         """The score table, without opening diskcache's index when nothing else has (a run of Python reward
-        models alone never needs it, and making a new one costs a dozen disk syncs): the folder's format checked
-        or its marker written as _open does, and a folder this process may not write opened read-only."""
+        models alone never needs it, and making a new one costs a dozen disk syncs): the folder readied as for
+        _open (_ready_folder), and a folder this process may not write opened read-only."""
         path = self.directory / SCORES_FILE
         if self._opened is not None:
             return ScoreTable(path, read_only=self.read_only)
-        existing = path.exists() or (self.directory / _DB_FILE).exists()
-        if existing:
-            self._check_format()
-            if not os.access(self.directory, os.W_OK):
-                self._say_read_only()
-                return ScoreTable(path, read_only=True)
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if not (self.directory / FORMAT_FILE).exists():
-            (self.directory / FORMAT_FILE).write_text(json.dumps({"format": STORAGE_FORMAT}) + "\n")
+        if self._ready_folder() and not os.access(self.directory, os.W_OK):
+            self._say_read_only()
+            return ScoreTable(path, read_only=True)
         return ScoreTable(path)
 
     @contextmanager

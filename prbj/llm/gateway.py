@@ -64,7 +64,6 @@ from prbj.llm.settlement import (
     account_failed_attempt,
     failed,
     from_cache,
-    replied,
     settle_reply,
     stopped,
 )
@@ -84,7 +83,6 @@ __all__ = [
     "Mode",
     "ProviderStats",
     "planned_keys",
-    "replied",
     "stop_sending",
 ]
 

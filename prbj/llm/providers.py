@@ -578,12 +578,9 @@ class MissingKey(ConfigError):
     @staticmethod
     def of_several(missing: Sequence[MissingKey]) -> ConfigError:
         """One error for every key a run lacks, so that one look sets them all."""
-        if len(missing) == 1:
+        if len({(key.env, key.provider) for key in missing}) == 1:
             return missing[0]
-        named: dict[str, list[str]] = {}
-        for key in missing:
-            named.setdefault(key.env, []).append(key.provider)
-        keys = ", ".join(f"{env} ({', '.join(providers)})" for env, providers in named.items())
+        keys = ", ".join(_by_variable((key.env, key.provider) for key in missing))
         return ConfigError(
             f"API keys not set: {keys}; set these environment variables (or pass --env-file with a line NAME=... "
             "for each)"
@@ -593,8 +590,18 @@ class MissingKey(ConfigError):
 def missing_keys(specs: Iterable[ProviderSpec]) -> list[str]:
     """`VARIABLE (providers)` for every key a real run of these providers needs and the environment lacks: what
     a dry run (which sends nothing, so needs no key) says before the user pays for a run that would fail."""
-    needed: dict[str, set[str]] = {}
-    for spec in specs:
-        if spec.api_key_env and spec.api_key_required and not spec.key_is_set():
-            needed.setdefault(spec.api_key_env, set()).add(spec.name)
-    return [f"{env} ({', '.join(sorted(names))})" for env, names in sorted(needed.items())]
+    lacking = {
+        (spec.api_key_env, spec.name)
+        for spec in specs
+        if spec.api_key_env and spec.api_key_required and not spec.key_is_set()
+    }
+    return _by_variable(sorted(lacking))
+
+
+def _by_variable(lacking: Iterable[tuple[str, str]]) -> list[str]:
+    """`VARIABLE (providers)` for the variables of these (variable, provider) pairs: each variable and each of
+    its providers named once, in the order they first come."""
+    named: dict[str, dict[str, None]] = {}
+    for env, provider in lacking:
+        named.setdefault(env, {})[provider] = None
+    return [f"{env} ({', '.join(providers)})" for env, providers in named.items()]
