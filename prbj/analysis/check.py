@@ -23,9 +23,9 @@ from typing import Any, Literal
 from prbj.analysis.baseline import Baseline, GroupKey, Outcomes, item_outcomes, spent_usd
 from prbj.analysis.check_headline import (
     Scores,
-    check_headline_group,
     gates_on_headline,
     headline_scores,
+    headline_test,
     of_pairs,
     pair_of,
 )
@@ -137,20 +137,35 @@ def check_group(
     paired, test = paired_test(
         _known_outcomes(base_items, subset_keys), _known_outcomes(run_items, subset_keys), users
     )
-    delta = (
-        None
-        if base.accuracy is None or current.accuracy is None
-        else 100.0 * (current.accuracy - base.accuracy)
-    )
+    return _gate(base, current, (base.accuracy, current.accuracy), paired, test, settings)
+
+
+def _gate(
+    base: GroupStats,
+    current: GroupStats,
+    values: tuple[float | None, float | None],
+    paired: int,
+    test: McNemarResult,
+    settings: CheckSettings,
+    figure: str = "accuracy",
+) -> GroupCheck:
+    """The verdict on one judge × context × subset, whatever the figure gated (`values`: its baseline and run
+    values) and the paired test of its change (on `paired` items)."""
+    before, after = values
+    delta = None if before is None or after is None else 100.0 * (after - before)
     status: Status = "pass"
     reasons: list[str] = []
     label = group_label(base.judge, base.context, base.subset)
-    if current.accuracy is None and base.accuracy is not None:
+    if after is None and before is not None:
         status = "fail"
-        reasons.append(f"{label}: no successful judgments (baseline accuracy {_pct(base.accuracy)})")
+        reasons.append(
+            f"{label}: no successful judgments (baseline accuracy {_pct(before)})"
+            if figure == "accuracy"
+            else f"{label}: no {figure} figure (baseline {_pct(before)})"
+        )
     elif delta is not None and delta < -settings.tolerance_points:
         change = (
-            f"{label}: accuracy {_pct(base.accuracy)} → {_pct(current.accuracy)} ({delta:+.1f} pts, "
+            f"{label}: {figure} {_pct(before)} → {_pct(after)} ({delta:+.1f} pts, "
             f"tolerance {settings.tolerance_points:g}); {test.describe()}"
         )
         if not test.can_reject(settings.alpha):
@@ -176,25 +191,12 @@ def check_group(
         reasons.append(
             f"{label}: {_pct(error_rate)} of judgments failed (bound {_pct(settings.max_error_rate)})"
         )
-    return _group(base, current, delta, paired, test, error_rate, status, reasons)
-
-
-def _group(
-    base: GroupStats,
-    current: GroupStats,
-    delta: float | None,
-    paired: int,
-    test: McNemarResult,
-    error_rate: float | None,
-    status: Status,
-    reasons: list[str],
-) -> GroupCheck:
     return GroupCheck(
         judge=base.judge,
         context=base.context,
         subset=base.subset,
-        baseline_accuracy=base.accuracy,
-        accuracy=current.accuracy,
+        baseline_accuracy=before,
+        accuracy=after,
         delta_points=delta,
         paired_items=paired,
         lost=test.lost,
@@ -204,6 +206,7 @@ def _group(
         error_rate=error_rate,
         status=status,
         reasons=reasons,
+        figure=figure,
     )
 
 
@@ -222,13 +225,10 @@ def _selected(baseline: Baseline, settings: CheckSettings) -> list[GroupStats]:
     return rows
 
 
-def item_users(run: RunData, keys: set[str]) -> dict[str, str] | None:
-    """Item key → user for these items, when users repeat in the run (else None: items are independent). An
+def item_users(by_pair: dict[str, str], keys: set[str]) -> dict[str, str]:
+    """Item key → user for these items (`by_pair`: pair id → user, prbj.analysis.user_counts.users_of_pairs). An
     item key is its pair id, or the pair id and a `#` suffix when a judge saw the pair more than once."""
-    if not users_repeat(run.judgments):
-        return None
-    by_pair = users_of_pairs(run.judgments)
-    return {key: by_pair.get(key) or by_pair.get(key.rsplit("#", 1)[0], key) for key in keys}
+    return {key: by_pair.get(key) or by_pair.get(pair_of(key), key) for key in keys}
 
 
 def _headline_check(
@@ -240,33 +240,11 @@ def _headline_check(
     headline: Headline,
     seed: int,
 ) -> GroupCheck:
-    gate = check_headline_group(
-        base,
-        current,
-        items,
-        users,
-        (settings.tolerance_points, settings.alpha, settings.max_error_rate),
-        headline,
-        label=group_label(base.judge, base.context, base.subset),
-        seed=seed,
-    )
-    return GroupCheck(
-        judge=base.judge,
-        context=base.context,
-        subset=base.subset,
-        baseline_accuracy=gate.before,
-        accuracy=gate.after,
-        delta_points=gate.delta_points,
-        paired_items=gate.paired_items,
-        lost=gate.lost,
-        gained=gate.gained,
-        p_value=gate.p_value,
-        test="sign-flip",
-        error_rate=gate.error_rate,
-        status="fail" if gate.status == "fail" else "warn" if gate.status == "warn" else "pass",
-        reasons=gate.reasons,
-        figure=headline.short,
-    )
+    """The gate on a headline other than accuracy over pairs (prbj.analysis.check_headline): the same verdict, on
+    the sign-flip test over users of the headline's change."""
+    paired, test = headline_test(items, users, headline, seed=seed)
+    values = (headline.value(base), headline.value(current))
+    return _gate(base, current, values, paired, test, settings, figure=headline.short)
 
 
 def _same_headline(run: RunData, baseline: Baseline, baseline_path: str) -> Headline:
@@ -296,11 +274,13 @@ def check_run(
         )
     run_rows = {(r.judge, r.context, r.subset): r for r in run.results}
     run_outcomes, run_items = item_outcomes(run.judgments)
-    users = item_users(run, set(baseline.items) | set(run_items))
+    # Where users repeat, the paired test is over users (else items are independent).
+    repeat = users_repeat(run.judgments)
     headline = _same_headline(run, baseline, baseline_path)
-    on_headline = gates_on_headline(headline, users is not None)
+    on_headline = gates_on_headline(headline, repeat)
+    pair_users = users_of_pairs(run.judgments) if repeat or on_headline else {}
+    users = item_users(pair_users, set(baseline.items) | set(run_items)) if repeat else None
     run_scores = headline_scores(run.judgments, headline) if on_headline else {}
-    pair_users = users_of_pairs(run.judgments) if on_headline else {}
     keys_by_subset: dict[str, set[str]] = {}
     for key, subset in baseline.items.items():
         keys_by_subset.setdefault(subset, set()).add(key)

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from prbj.analysis.small_samples import clopper_pearson
+
 # Candidate thresholds closer than this share of the judgments are merged (see the module docstring).
 MIN_STEP_SHARE = 0.01
 
@@ -329,17 +331,6 @@ def learn_then_test(
 # exactly the target would show as many errors with at most this probability; its interval is two-sided at
 # 1 − HELD_OUT_LEVEL.
 HELD_OUT_LEVEL = 0.05
-
-
-def clopper_pearson(errors: float, kept: float, level: float) -> tuple[float, float]:
-    """The two-sided Clopper–Pearson interval of an error rate from `errors` out of `kept` (kept ≥ 1; real
-    values for an effective size), at confidence `level`: exact, never narrower than the binomial allows."""
-    from scipy.stats import beta
-
-    tail = (1.0 - level) / 2.0
-    low = 0.0 if errors == 0 else float(beta.ppf(tail, errors, kept - errors + 1))
-    high = 1.0 if errors == kept else float(beta.ppf(1.0 - tail, errors + 1, kept - errors))
-    return low, high
 
 
 def chance_of_as_many(errors: float, kept: float, target_error: float) -> float:
