@@ -37,6 +37,12 @@ def bootstrap_ci(
     return (float(low), float(high))
 
 
+def uses_bootstrap(n: int, right: int) -> bool:
+    """Whether accuracy_interval draws the percentile bootstrap for `right` of `n` independent outcomes (from
+    SMALL_SAMPLE outcomes, strictly between 0% and 100%), not the exact Clopper–Pearson interval."""
+    return n >= SMALL_SAMPLE and 0 < right < n
+
+
 def accuracy_interval(
     outcomes: np.ndarray,
     *,
@@ -53,7 +59,7 @@ def accuracy_interval(
     if n < 2:
         return (None, None)
     right = int(values.sum())
-    if n < SMALL_SAMPLE or right in (0, n):
+    if not uses_bootstrap(n, right):
         return clopper_pearson(float(right), float(n), confidence)
     return bootstrap_ci(values, seed=seed, resamples=resamples, confidence=confidence)
 

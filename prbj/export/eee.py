@@ -28,7 +28,7 @@ from typing import Any
 from prbj import __version__
 from prbj.analysis.headline import AUTHORS_RESAMPLES, Headline, headline_of
 from prbj.analysis.small_samples import SMALL_SAMPLE
-from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats
+from prbj.analysis.stats import ALL_SUBSETS, BOOTSTRAP_RESAMPLES, CONFIDENCE, GroupStats, uses_bootstrap
 from prbj.data.files import safe_name
 from prbj.export.models import JudgeModel
 from prbj.export.table import ExportRun, shown_answers
@@ -161,7 +161,7 @@ def _results(export: ExportRun, model: JudgeModel) -> list[dict[str, Any]]:
     method = (
         "Korn-Graubard over users"
         if users_resampled
-        else "Clopper-Pearson under 50 pairs, else percentile bootstrap over pairs"
+        else f"Clopper-Pearson under {SMALL_SAMPLE} pairs, else percentile bootstrap over pairs"
     )
     out: list[dict[str, Any]] = []
     for row in export.run.results:
@@ -215,8 +215,7 @@ def _bootstrapped(row: GroupStats) -> bool:
     """Whether the interval of accuracy over independent pairs was the percentile bootstrap's (not Clopper–Pearson's:
     prbj.analysis.stats.accuracy_interval), so that EEE's resample count is claimed only where resamples were
     drawn."""
-    n, accuracy = row.n_ok or 0, row.accuracy
-    return n >= SMALL_SAMPLE and accuracy is not None and 0.0 < accuracy < 1.0
+    return uses_bootstrap(row.n_ok or 0, row.correct or 0)
 
 
 def _headline_result(

@@ -297,12 +297,12 @@ def shown_pairs(
 
 
 def _applied(pairs: dict[str, Any], table: Pseudonyms) -> dict[str, Any]:
-    from prbj.privacy.pseudonyms import rewrite, user_key
+    """`pairs` (by id, as given) rewritten by their users' tables: each user's repeated history texts once."""
+    from prbj.privacy.pseudonyms import rewrite_all
 
-    return {
-        pair_id: rewrite(pair, table.mapping(user_key(pair)).apply, answers=table.answers)
-        for pair_id, pair in pairs.items()
-    }
+    return dict(
+        zip(pairs, rewrite_all(list(pairs.values()), table.users, answers=table.answers), strict=True)
+    )
 
 
 def with_private_texts(judgments: pl.DataFrame, texts: pl.DataFrame | None) -> pl.DataFrame:

@@ -124,13 +124,8 @@ class Pseudonymizer:
 
     def records(self, records: Sequence[R]) -> tuple[list[R], dict[str, tuple[Entry, ...]]]:
         """The records rewritten, in their order, and each user's table."""
-        from prbj.privacy.store import Mapping
-
         tables = self.tables(records)
-        mappings = {
-            user: Mapping(tuple((e.kind, e.original, e.pseudonym) for e in t)) for user, t in tables.items()
-        }
-        return rewrite_all(records, mappings, answers=self.answers), tables
+        return rewrite_all(records, mappings_of(tables), answers=self.answers), tables
 
     def _entities(self, text: str) -> list[tuple[str, str]]:
         """(kind, text) of the entities in `text`, in reading order; a text met before is not analysed again."""
@@ -156,6 +151,16 @@ class Pseudonymizer:
 
 def _rank(kind: str) -> int:
     return PREFERRED.index(kind) if kind in PREFERRED else len(PREFERRED)
+
+
+def mappings_of(tables: dict[str, tuple[Entry, ...]]) -> dict[str, Mapping]:
+    """Each user's table (Pseudonymizer.tables) as the Mapping that rewrites and reveals their texts."""
+    from prbj.privacy.store import Mapping
+
+    return {
+        user: Mapping(tuple((e.kind, e.original, e.pseudonym) for e in entries))
+        for user, entries in tables.items()
+    }
 
 
 def rewrite_all(records: Sequence[R], mappings: dict[str, Mapping], *, answers: bool) -> list[R]:

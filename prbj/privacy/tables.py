@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prbj.privacy.ner import NerModel
-from prbj.privacy.store import FORMAT, Mapping, PrivateStore, Pseudonyms
+from prbj.privacy.store import FORMAT, PrivateStore, Pseudonyms
 
 if TYPE_CHECKING:
     from prbj.privacy.pseudonyms import R
@@ -87,7 +87,7 @@ def _analysed(
     records: Sequence[R], key: str, settings: TableSettings, *, note: Callable[[str], None]
 ) -> Pseudonyms:
     from prbj.privacy.detect import Detector, describe
-    from prbj.privacy.pseudonyms import Pseudonymizer
+    from prbj.privacy.pseudonyms import Pseudonymizer, mappings_of
 
     detector = Detector(settings.ner, settings.kept, settings.terms)
     tables = Pseudonymizer(detector, answers=settings.answers).tables(records)
@@ -98,10 +98,7 @@ def _analysed(
     note(describe(detector.entities, detector.ner))
     return Pseudonyms(
         key=key,
-        users={
-            user: Mapping(tuple((e.kind, e.original, e.pseudonym) for e in entries))
-            for user, entries in tables.items()
-        },
+        users=mappings_of(tables),
         entities=detector.entities,
         ner=detector.ner,
         answers=settings.answers,

@@ -16,6 +16,7 @@ from prbj.analysis.across import benchmark_name
 from prbj.analysis.chance import Chance, chance_of
 from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, headline_of
 from prbj.analysis.run_data import RunData
+from prbj.analysis.small_samples import SMALL_SAMPLE
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
 from prbj.data.cards import PRB, resolve_card, shipped_cards
 from prbj.data.loaders import OFFICIAL_HF_DATASET
@@ -218,7 +219,9 @@ class ReportContent:
     @property
     def interval_note(self) -> str:
         """How the report's intervals were drawn, for its footer."""
-        over_pairs = "Clopper–Pearson under 50 pairs and at 0% or 100%, else the percentile bootstrap"
+        over_pairs = (
+            f"Clopper–Pearson under {SMALL_SAMPLE} pairs and at 0% or 100%, else the percentile bootstrap"
+        )
         if self.per_user:
             return (
                 "Accuracy intervals are 95% intervals, over users where users have several pairs (Korn–Graubard "

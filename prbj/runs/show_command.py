@@ -113,10 +113,9 @@ def _answers_in_order(row: dict[str, Any], pair: Pair) -> list[tuple[str, str, s
     """(slot, which, text) as the judge saw them: pairwise judges in their A/B order, others one by one; every
     candidate of a best-of-k item, the preferred one first."""
     if pair.others:
-        others = (pair.rejected, *pair.others)
         return [
-            ("1", "preferred", pair.chosen),
-            *((str(n), "other", text) for n, text in enumerate(others, start=2)),
+            (str(n), "preferred" if n == 1 else "other", text)
+            for n, text in enumerate(pair.candidates, start=1)
         ]
     position = row.get("chosen_position")
     if position == "B":

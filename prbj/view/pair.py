@@ -70,10 +70,8 @@ def judge_card(row: dict[str, Any], pair: Pair | None) -> dict[str, Any]:
 def best_of_k_answers(pair: Pair) -> list[tuple[str, str, str]]:
     """(slot, which, text) of every candidate of a best-of-k item, numbered from 1 in the benchmark's order with
     the preferred one first (as `score_chosen` and `score_rejected`, the best of the others, refer to them)."""
-    others = (pair.rejected, *pair.others)
     return [
-        ("1", "chosen", pair.chosen),
-        *((str(n), "rejected", text) for n, text in enumerate(others, start=2)),
+        (str(n), "chosen" if n == 1 else "rejected", text) for n, text in enumerate(pair.candidates, start=1)
     ]
 
 
