@@ -9,12 +9,6 @@ from typing import Any
 from prbj.data.cards import MAPPABLE, Card
 from prbj.data.column_paths import read_path
 
-
-def column(record: Mapping[str, Any], name: str) -> Any:
-    """`record[name]`, or the value at column path `name` (prbj.data.column_paths); None where it leads nowhere."""
-    return read_path(record, name)
-
-
 PAIR_FIELDS = ("chosen", "rejected")
 K_WAY_FIELDS = ("responses", "preferred", "ranking", "scores")
 

@@ -213,7 +213,10 @@ def records_from_files(files: Sequence[Path], digest: Any = None) -> Iterator[tu
     for path in files:
         if path.suffix not in DATA_SUFFIXES:
             raise DataError(f"{path}: unsupported file type {path.suffix!r} (use .jsonl, .json or .parquet)")
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise DataError(f"{path}: cannot read: {err.strerror or err}") from None
         if digest is not None:
             _hash_file(digest, data)
         yield from blob_records(Blob(str(path), data))

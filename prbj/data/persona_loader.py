@@ -13,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prbj.data.card_columns import column
 from prbj.data.cards import Card
+from prbj.data.column_paths import read_path
 from prbj.data.dataset import Blob, blob_records
 from prbj.data.loader_output import Mapped
 from prbj.data.per_user import ReadOptions
-from prbj.data.validate import Location, _type_name
-from prbj.errors import DataError
+from prbj.data.validate import Location, RecordError, _mapping, _type_name, parsed
 
 # The source's columns (third-party loaders of SynthLabsAI/PERSONA read these names), mappable by the card.
 COLUMNS = {"persona": "persona", "prompt": "instruction", "chosen": "data", "rejected": "original"}
@@ -27,17 +26,17 @@ COLUMNS = {"persona": "persona", "prompt": "instruction", "chosen": "data", "rej
 
 def read_persona(card: Card, blobs: Sequence[Blob]) -> Mapped:
     names = {field: card.columns.get(field, source) for field, source in COLUMNS.items()}
+
+    def read_row(location: Location, raw: Any) -> tuple[str, tuple[Location, Mapping[str, Any]]]:
+        record = _mapping(raw, "record")
+        persona = read_path(record, names["persona"])
+        if not isinstance(persona, str) or not persona.strip():
+            raise RecordError(names["persona"], f"expected the persona's text, got {_type_name(persona)}")
+        return persona.strip(), (location, record)
+
     rows: dict[str, list[tuple[Location, Mapping[str, Any]]]] = {}
-    for blob in blobs:
-        for location, record in blob_records(blob):
-            if not isinstance(record, Mapping):
-                raise DataError(f"{location}: field 'record': expected an object, got {_type_name(record)}")
-            persona = column(record, names["persona"])
-            if not isinstance(persona, str) or not persona.strip():
-                raise DataError(
-                    f"{location}: field '{names['persona']}': expected the persona's text, got {_type_name(persona)}"
-                )
-            rows.setdefault(persona.strip(), []).append((location, record))
+    for persona, row in parsed((item for blob in blobs for item in blob_records(blob)), read_row):
+        rows.setdefault(persona, []).append(row)
     records: list[tuple[Location, Any]] = []
     for number, (persona, own) in enumerate(rows.items(), start=1):
         held_out = len(own) - len(own) // 2
@@ -47,13 +46,12 @@ def read_persona(card: Card, blobs: Sequence[Blob]) -> Mapped:
                     location,
                     {
                         "user_id": f"persona-{number}",
-                        "prompt": column(record, names["prompt"]),
-                        "chosen": column(record, names["chosen"]),
-                        "rejected": column(record, names["rejected"]),
+                        "prompt": read_path(record, names["prompt"]),
+                        "chosen": read_path(record, names["chosen"]),
+                        "rejected": read_path(record, names["rejected"]),
                         "persona": persona,
                         "split": "test" if index >= len(own) - held_out else "train",
                     },
                 )
             )
-    rename = {field: source for field, source in names.items()}
-    return Mapped(records, ReadOptions(rename=lambda name: rename.get(name, name)))
+    return Mapped(records, ReadOptions(rename=lambda name: names.get(name, name)))

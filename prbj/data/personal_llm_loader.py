@@ -28,7 +28,7 @@ from prbj.data.dataset import Blob, blob_records
 from prbj.data.loader_output import Mapped
 from prbj.data.per_user import ReadOptions
 from prbj.data.user_items import ItemRule
-from prbj.data.validate import Location, RecordError, _summarise, _type_name
+from prbj.data.validate import Location, RecordError, _mapping, _type_name, parsed
 from prbj.errors import DataError
 
 # The authors' reward models with the mean and sd of their scores (PersonalLLM/eval/constants.py), by name; a
@@ -103,32 +103,24 @@ def _history(row: Mapping[str, Any], user: Any) -> list[dict[str, Any]]:
 def read_personal_llm(card: Card, blobs: Sequence[Blob]) -> Mapped:
     prompts: dict[str, list[tuple[str, list[float]]]] = {}
     people: list[tuple[Location, Mapping[str, Any]]] = []
-    problems: list[str] = []
-    for blob in blobs:
-        for location, row in blob_records(blob):
-            if not isinstance(row, Mapping):
-                problems.append(f"{location}: field 'record': expected an object, got {_type_name(row)}")
-            elif "person_weight" in row:
-                people.append((location, row))
-            elif isinstance(row.get("prompt"), str):
-                try:
-                    prompts[row["prompt"].strip()] = _responses(row)
-                except RecordError as err:
-                    problems.append(f"{location}: {err}")
-    if problems:
-        raise DataError(_summarise(problems))
+
+    def read_row(location: Location, record: Any) -> None:
+        """A users row is kept for later; a prompts row's responses are scored now."""
+        row = _mapping(record, "record")
+        if "person_weight" in row:
+            people.append((location, row))
+        elif isinstance(row.get("prompt"), str):
+            prompts[row["prompt"].strip()] = _responses(row)
+
+    parsed((item for blob in blobs for item in blob_records(blob)), read_row)
     if not people:
         raise DataError(
             "personal-llm: no users (rows with person_weight) among: " + ", ".join(b.name for b in blobs)
         )
-    records: list[tuple[Location, Any]] = []
-    for location, row in people:
-        try:
-            records.extend((location, record) for record in _user_records(row, prompts))
-        except RecordError as err:
-            problems.append(f"{location}: {err}")
-    if problems:
-        raise DataError(_summarise(problems))
+    users = parsed(
+        people, lambda location, row: [(location, record) for record in _user_records(row, prompts)]
+    )
+    records: list[tuple[Location, Any]] = [item for user in users for item in user]
     options = ReadOptions(split_map=card.split_map, rule=ItemRule(card.items, card.tie_margin))
     return Mapped(records, options)
 

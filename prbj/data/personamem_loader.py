@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -29,7 +29,7 @@ from prbj.data.dataset import Blob, blob_records
 from prbj.data.loader_output import Mapped
 from prbj.data.per_user import ReadOptions
 from prbj.data.schema import ProfilePost
-from prbj.data.validate import Location, RecordError, _summarise, _type_name
+from prbj.data.validate import Location, RecordError, _mapping, _type_name, parsed
 from prbj.errors import DataError
 
 _QUESTIONS = re.compile(r"^questions_(?P<size>[^./]+)\.(csv|jsonl|parquet)$")
@@ -87,30 +87,39 @@ def _answer_index(value: Any, count: int) -> int:
 def _contexts(blobs: Sequence[Blob]) -> dict[tuple[str, str], list[ProfilePost]]:
     """Each context's turns as posts (system messages left out), by (size, shared_context_id)."""
     contexts: dict[tuple[str, str], list[ProfilePost]] = {}
+    for size, read in parsed(_sized(blobs, _CONTEXTS), lambda _, sized: (sized[0], _context(sized[1]))):
+        for context_id, posts in read:
+            contexts[(size, context_id)] = posts
+    return contexts
+
+
+def _sized(blobs: Sequence[Blob], pattern: re.Pattern[str]) -> Iterator[tuple[Location, tuple[str, Any]]]:
+    """The records of `blobs`, each with its file's size (the `<size>` of its name)."""
     for blob in blobs:
-        size = _size(blob, _CONTEXTS)
+        size = _size(blob, pattern)
         assert size is not None
         for location, record in blob_records(blob):
-            if not isinstance(record, Mapping):
-                raise DataError(f"{location}: field 'record': expected an object, got {_type_name(record)}")
-            for context_id, turns in record.items():
-                if not isinstance(turns, list):
-                    raise DataError(
-                        f"{location}: field '{context_id}': expected a list of turns, got {_type_name(turns)}"
-                    )
-                posts: list[ProfilePost] = []
-                for n, turn in enumerate(turns):
-                    role = turn.get("role") if isinstance(turn, Mapping) else None
-                    content = turn.get("content") if isinstance(turn, Mapping) else None
-                    if not isinstance(content, str):
-                        where = f"{context_id}[{n}].content"
-                        raise DataError(
-                            f"{location}: field '{where}': expected a string, got {_type_name(content)}"
-                        )
-                    # Kept by position, so that a question's end index counts turns as the file does.
-                    posts.append(ProfilePost(f"turn-{n}", str(role or ""), content))
-                contexts[(size, str(context_id))] = posts
-    return contexts
+            yield location, (size, record)
+
+
+def _context(record: Any) -> list[tuple[str, list[ProfilePost]]]:
+    """A shared-contexts record: each of its contexts' turns as posts, by shared_context_id."""
+    read: list[tuple[str, list[ProfilePost]]] = []
+    for context_id, turns in _mapping(record, "record").items():
+        if not isinstance(turns, list):
+            raise RecordError(context_id, f"expected a list of turns, got {_type_name(turns)}")
+        posts: list[ProfilePost] = []
+        for n, turn in enumerate(turns):
+            role = turn.get("role") if isinstance(turn, Mapping) else None
+            content = turn.get("content") if isinstance(turn, Mapping) else None
+            if not isinstance(content, str):
+                raise RecordError(
+                    f"{context_id}[{n}].content", f"expected a string, got {_type_name(content)}"
+                )
+            # Kept by position, so that a question's end index counts turns as the file does.
+            posts.append(ProfilePost(f"turn-{n}", str(role or ""), content))
+        read.append((str(context_id), posts))
+    return read
 
 
 def _visible(posts: list[ProfilePost], end: int) -> tuple[ProfilePost, ...]:
@@ -126,18 +135,10 @@ def read_personamem(card: Card, blobs: Sequence[Blob]) -> Mapped:
         )
     contexts = _contexts([b for b in blobs if _size(b, _CONTEXTS) is not None])
     shown: dict[tuple[str, str, int], tuple[ProfilePost, ...]] = {}
-    records: list[tuple[Location, Any]] = []
-    problems: list[str] = []
-    for blob in questions:
-        size = _size(blob, _QUESTIONS)
-        assert size is not None
-        for location, row in blob_records(blob):
-            try:
-                records.append((location, _record(row, size, contexts, shown)))
-            except RecordError as err:
-                problems.append(f"{location}: {err}")
-    if problems:
-        raise DataError(_summarise(problems))
+    records = parsed(
+        _sized(questions, _QUESTIONS),
+        lambda location, sized: (location, _record(sized[1], sized[0], contexts, shown)),
+    )
     return Mapped(records, ReadOptions(split_map=card.split_map))
 
 
@@ -147,8 +148,7 @@ def _record(
     contexts: Mapping[tuple[str, str], list[ProfilePost]],
     shown: dict[tuple[str, str, int], tuple[ProfilePost, ...]],
 ) -> dict[str, Any]:
-    if not isinstance(row, Mapping):
-        raise RecordError("record", f"expected an object, got {_type_name(row)}")
+    row = _mapping(row, "record")
     options = _options(row.get("all_options"))
     preferred = _answer_index(row.get("correct_answer"), len(options))
     context_id = str(row.get("shared_context_id") or "")

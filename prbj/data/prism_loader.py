@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from prbj.data.card_columns import column
 from prbj.data.cards import Card
+from prbj.data.column_paths import read_path
 from prbj.data.dataset import Blob, blob_records
 from prbj.data.loader_output import Mapped
 from prbj.data.per_user import DEFAULT_SUBSET, ReadOptions
 from prbj.data.user_items import ItemRule
-from prbj.data.validate import Location, RecordError, _summarise, _type_name
+from prbj.data.validate import Location, RecordError, _mapping, _type_name, parsed
 from prbj.errors import DataError
 
 
@@ -60,8 +60,7 @@ def required(record: Mapping[str, Any], name: str, types: tuple[type, ...], what
 
 
 def _rating(location: Location, record: Any) -> _Rating:
-    if not isinstance(record, Mapping):
-        raise RecordError("record", f"expected an object, got {_type_name(record)}")
+    record = _mapping(record, "record")
     turn = required(record, "turn", (int,), "a whole number")
     if turn < 0:
         raise RecordError("turn", f"expected a whole number ≥ 0, got {turn}")
@@ -91,16 +90,7 @@ def read_prism(card: Card, blobs: Sequence[Blob]) -> Mapped:
                 profiles[str(record["user_id"])] = record
             else:
                 raise DataError(f"{location}: field 'user_id': missing")
-    ratings: list[_Rating] = []
-    problems: list[str] = []
-    for blob in utterances:
-        for location, record in blob_records(blob):
-            try:
-                ratings.append(_rating(location, record))
-            except RecordError as err:
-                problems.append(f"{location}: {err}")
-    if problems:
-        raise DataError(_summarise(problems))
+    ratings = parsed((item for blob in utterances for item in blob_records(blob)), _rating)
     options = ReadOptions(rule=ItemRule("pairs", card.tie_margin), history_group=True)
     return Mapped(_records(ratings, profiles, card, started), options)
 
@@ -108,21 +98,17 @@ def read_prism(card: Card, blobs: Sequence[Blob]) -> Mapped:
 def _started(blobs: Sequence[Blob]) -> dict[str, str]:
     """When each conversation started: the conversations file's `generated_datetime` (`2023-11-22 15:55:46`, which
     sorts as text), by `conversation_id`."""
-    started: dict[str, str] = {}
-    problems: list[str] = []
-    for blob in blobs:
-        for location, record in blob_records(blob):
-            try:
-                if not isinstance(record, Mapping):
-                    raise RecordError("record", f"expected an object, got {_type_name(record)}")
-                conversation = str(required(record, "conversation_id", (str, int), "a string"))
-                if record.get("generated_datetime") is not None:
-                    started[conversation] = required(record, "generated_datetime", (str,), "a date and time")
-            except RecordError as err:
-                problems.append(f"{location}: {err}")
-    if problems:
-        raise DataError(_summarise(problems))
-    return started
+    records = (item for blob in blobs for item in blob_records(blob))
+    return {conversation: at for conversation, at in parsed(records, _start) if at is not None}
+
+
+def _start(location: Location, record: Any) -> tuple[str, str | None]:
+    """A conversations file's record: its `conversation_id` and `generated_datetime` (None when it has none)."""
+    record = _mapping(record, "record")
+    conversation = str(required(record, "conversation_id", (str, int), "a string"))
+    if record.get("generated_datetime") is None:
+        return conversation, None
+    return conversation, required(record, "generated_datetime", (str,), "a date and time")
 
 
 def _in_time_order(owned: list[str], started: Mapping[str, str]) -> list[str]:
@@ -171,9 +157,9 @@ def _records(
             "scores": [r.score for r in rated],
             "split": "test" if conversations[first.user_id][-1] == conversation else "train",
             "subset": first.kind,
-            "persona": column(survey, persona) if persona else None,
-            "groups": {k: column(survey, c) for k, c in card.groups.items()},
-            "facts": {k: column(survey, c) for k, c in card.facts.items()},
+            "persona": read_path(survey, persona) if persona else None,
+            "groups": {k: read_path(survey, c) for k, c in card.groups.items()},
+            "facts": {k: read_path(survey, c) for k, c in card.facts.items()},
         }
         records.append((first.location, record))
     return records

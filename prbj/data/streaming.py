@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from prbj.data.dataset import Blob, blob_records, lines_records
+from prbj.data.dataset import Blob, blob_records, lines_records, records_from_files
 from prbj.data.per_user import is_per_user
 from prbj.data.validate import Location
 from prbj.errors import DataError
@@ -48,14 +48,8 @@ def streamed_records(files: Sequence[Path], digest: Any) -> Iterator[tuple[Locat
     for path in files:
         if path.suffix == ".jsonl":
             yield from lines_records(str(path), file_lines(path, digest))
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise DataError(f"{path}: cannot read: {err.strerror or err}") from None
-        digest.update(f"{len(data)}:".encode())
-        digest.update(data)
-        yield from blob_records(Blob(str(path), data))
+        else:
+            yield from records_from_files([path], digest)
 
 
 def names_its_users(path: Path) -> bool:

@@ -15,6 +15,7 @@ from prbj.errors import DataError
 MAX_LISTED_ERRORS = 1
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,25 +205,31 @@ def parse_pair(record: Any) -> Pair:
 
 def validate_records(records: Iterable[tuple[Location, Any]]) -> list[Pair]:
     """Parse every record; collect problems and raise one DataError whose first line names the first one."""
-    pairs: list[Pair] = []
     seen: dict[str, Location] = {}
+
+    def parse(location: Location, record: Any) -> Pair:
+        pair = parse_pair(record)
+        if pair.id in seen:
+            raise RecordError("id", f"duplicate id {pair.id!r} (first seen at {seen[pair.id]})")
+        seen[pair.id] = location
+        return pair
+
+    return parsed(records, parse)
+
+
+def parsed(records: Iterable[tuple[Location, R]], parse: Callable[[Location, R], T]) -> list[T]:
+    """`parse` of every record, in order. A record it refuses (RecordError) is named as `file:line: field '…': …`;
+    once all are read, the problems are raised as one DataError naming the first and counting the rest."""
+    results: list[T] = []
     problems: list[str] = []
     for location, record in records:
         try:
-            pair = parse_pair(record)
+            results.append(parse(location, record))
         except RecordError as err:
             problems.append(f"{location}: {err}")
-            continue
-        if pair.id in seen:
-            problems.append(
-                f"{location}: field 'id': duplicate id {pair.id!r} (first seen at {seen[pair.id]})"
-            )
-            continue
-        seen[pair.id] = location
-        pairs.append(pair)
     if problems:
         raise DataError(_summarise(problems))
-    return pairs
+    return results
 
 
 def _summarise(problems: list[str]) -> str:
