@@ -127,6 +127,12 @@ def combine_reads(positions: Sequence[str], reads: Sequence[OrderRead]) -> Combi
     )
 
 
+def shown_orders(pair: Pair, order: OrderMode, positions: dict[str, str]) -> list[str]:
+    """Where the chosen answer stands in each order `pair` is shown in: A then B under `both`, else the position
+    drawn for it (draw_positions; A for a pair drawn none)."""
+    return ["A", "B"] if order == BOTH else [positions.get(pair.id, "A")]
+
+
 class PairwiseJudge(Judge):
     """A judge shown both answers at once, as A and B. Subclasses read one shown order; the order plan (one
     order drawn per pair, or both) and the combination of the orders are this class's."""
@@ -144,9 +150,7 @@ class PairwiseJudge(Judge):
 
     def orders(self, pair: Pair) -> list[str]:
         """Where the chosen answer stands in each order this pair is shown in."""
-        if self.order == BOTH:
-            return ["A", "B"]
-        return [getattr(self, "positions", {}).get(pair.id, "A")]
+        return shown_orders(pair, self.order, getattr(self, "positions", {}))
 
     async def read_order(self, task: PairTask, first: str, second: str) -> OrderRead:
         """The judge's pick with `first` shown as A and `second` as B."""

@@ -35,7 +35,14 @@ from prbj.errors import ConfigError
 from prbj.judges.base import Judgment, PairTask, PointwiseJudge, ScoreFailure
 from prbj.judges.generative import ContextBuilder
 from prbj.judges.official import Protocol
-from prbj.judges.orders import BOTH, OrderMode, OrderRead, combine_reads, draw_positions
+from prbj.judges.orders import (
+    DEFAULT_ORDER_SEED,
+    OrderMode,
+    OrderRead,
+    combine_reads,
+    draw_positions,
+    shown_orders,
+)
 from prbj.judges.orders import shown as shown_answers
 from prbj.judges.setup import JudgeOptions
 from prbj.llm.gateway import Gateway
@@ -79,7 +86,7 @@ class PythonRMJudge(PointwiseJudge):
         planner: Planner | None = None,
         use_prefer: bool = False,
         order: OrderMode = "random",
-        order_seed: int = 42,
+        order_seed: int = DEFAULT_ORDER_SEED,
         protocol: Protocol = "prbj",
     ) -> None:
         self.name = spec
@@ -220,7 +227,7 @@ class PythonRMJudge(PointwiseJudge):
         """`prefer` in the order drawn, or in both, read and combined as every judge shown two answers at once is
         (prbj.judges.orders): P(first) above 1/2 picks the first, below it the second, exactly 1/2 is a tie."""
         pair = task.pair
-        positions = ["A", "B"] if self.order == BOTH else [self.positions.get(pair.id, "A")]
+        positions = shown_orders(pair, self.order, self.positions)
         orders = [shown_answers(pair, position) for position in positions]
         items = tuple(
             PairItem(user.user_id, user.pair_id, user.prompt, a, b, user.persona, user.groups, user.history)
