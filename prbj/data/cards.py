@@ -120,6 +120,27 @@ def shipped_cards() -> list[str]:
     return sorted(f.name.removesuffix(".toml") for f in folder.iterdir() if f.name.endswith(".toml"))
 
 
+def recorded_own_card(benchmark: Any) -> bool:
+    """Whether run.json's `config.benchmark` says the run read its data through a card of the user's own (its
+    sample is theirs, not public)."""
+    return isinstance(benchmark, dict) and benchmark.get("card") is not None
+
+
+def recorded_shipped_card(benchmark: Any) -> Card | None:
+    """The card shipped with prbj that run.json's `config.benchmark` names (None: Personalized RewardBench, a
+    card of the user's own, or a name this version does not ship: run.json is read as untrusted, so a name is
+    only looked up, never a path)."""
+    name = benchmark.get("name") if isinstance(benchmark, dict) else None
+    if (
+        recorded_own_card(benchmark)
+        or not isinstance(name, str)
+        or name == PRB
+        or name not in shipped_cards()
+    ):
+        return None
+    return resolve_card(name)
+
+
 def resolve_card(spec: str) -> Card:
     """`--benchmark`: a shipped card by name, or a card file."""
     if spec in shipped_cards():

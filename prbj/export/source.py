@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from prbj.data.cards import PRB, Card, resolve_card, shipped_cards
+from prbj.data.cards import recorded_own_card, recorded_shipped_card
 from prbj.data.loaders import HF_PREFIX, OFFICIAL_HF_DATASET, SAMPLE, is_public
 
 BENCHMARK_NAME = "Personalized RewardBench"
@@ -48,7 +48,7 @@ def benchmark_of(dataset: dict[str, Any], benchmark: Any = None) -> Benchmark:
     version = str(dataset.get("fingerprint") or "unknown")
     n_pairs = dataset.get("n_pairs") if isinstance(dataset.get("n_pairs"), int) else None
     subsets = tuple(str(s) for s in dataset.get("subsets") or [] if isinstance(s, str))
-    card = _shipped_card(benchmark)
+    card = recorded_shipped_card(benchmark)
     if card is not None:
         if source == SAMPLE:
             return Benchmark(
@@ -56,7 +56,7 @@ def benchmark_of(dataset: dict[str, Any], benchmark: Any = None) -> Benchmark:
             )
         if is_public(source, card):
             return Benchmark(card.title, card.name, True, source[len(HF_PREFIX) :], version, n_pairs, subsets)
-    elif not _own_card(benchmark):
+    elif not recorded_own_card(benchmark):
         if source == SAMPLE:
             return Benchmark(
                 f"{BENCHMARK_NAME} (demo sample)", "personalized-rewardbench-sample", True, None, version, n_pairs,
@@ -73,17 +73,3 @@ def benchmark_of(dataset: dict[str, Any], benchmark: Any = None) -> Benchmark:
                 subsets,
             )
     return Benchmark("Private pairs", "private-pairs", False, None, version, n_pairs, subsets)
-
-
-def _own_card(benchmark: Any) -> bool:
-    """Whether the run read its data through a card of the user's own (its sample is theirs, not public)."""
-    return isinstance(benchmark, dict) and benchmark.get("card") is not None
-
-
-def _shipped_card(benchmark: Any) -> Card | None:
-    """The card shipped with prbj the run names (None: Personalized RewardBench, a card of the user's own, or a
-    name this version does not ship: run.json is read as untrusted, so a name is only looked up, never a path)."""
-    name = benchmark.get("name") if isinstance(benchmark, dict) else None
-    if _own_card(benchmark) or not isinstance(name, str) or name == PRB or name not in shipped_cards():
-        return None
-    return resolve_card(name)

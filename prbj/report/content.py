@@ -18,7 +18,7 @@ from prbj.analysis.headline import DEFAULT_HEADLINE, Headline, headline_of
 from prbj.analysis.run_data import RunData
 from prbj.analysis.small_samples import SMALL_SAMPLE
 from prbj.analysis.stats import ALL_SUBSETS, GroupStats
-from prbj.data.cards import PRB, resolve_card, shipped_cards
+from prbj.data.cards import recorded_own_card, recorded_shipped_card
 from prbj.data.loaders import OFFICIAL_HF_DATASET
 from prbj.report import fmt
 
@@ -532,9 +532,7 @@ def _full_data(run: RunData) -> str:
     dataset), or "" for a card of the user's own. run.json is untrusted: a name is only looked up."""
     config = run.run.get("config")
     recorded = config.get("benchmark") if isinstance(config, dict) else None
-    if isinstance(recorded, dict) and recorded.get("card") is not None:
+    if recorded_own_card(recorded):
         return ""
-    name = benchmark_name(run)[0]
-    if name != PRB and name in shipped_cards():
-        return resolve_card(name).source or ""
-    return f"hf:{OFFICIAL_HF_DATASET}"
+    card = recorded_shipped_card(recorded)
+    return (card.source or "") if card is not None else f"hf:{OFFICIAL_HF_DATASET}"
