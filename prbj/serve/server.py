@@ -433,7 +433,7 @@ async def serve(
         concurrency=concurrency,
         read_timeout=read_timeout,
         protocol=protocol,
-        access=HostPolicy.for_bind(host, checked_allowed_hosts(allow_hosts)),
+        access=HostPolicy.for_bind(host, allow_hosts),
         token=token,
         max_batch=max_batch,
     )

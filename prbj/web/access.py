@@ -105,14 +105,15 @@ class HostPolicy:
     @classmethod
     def for_bind(cls, host: str, allowed: Iterable[str] = ()) -> HostPolicy:
         """The bound address, this machine's names and addresses, the loopback names when bound to loopback or
-        to every address, and the names given with --allow-host."""
+        to every address, and the names given with --allow-host (checked here: ConfigError for a name no policy
+        may hold, whichever server asks)."""
         names = set(machine_names())
         if host.strip():
             # 0.0.0.0 too: a client that typed it is no page of another site.
             names.add(normal_name(host))
         if is_loopback(host) or is_wildcard(host):
             names.update(LOOPBACK_NAMES)
-        names.update(normal_name(name) for name in allowed if name.strip())
+        names.update(normal_name(name) for name in checked_allowed_hosts(allowed))
         return cls(frozenset(names))
 
     def allows(self, host_header: str | None, local_address: str | None = None) -> bool:
