@@ -176,8 +176,7 @@ class MicroBatcher(Generic[I, R]):
                 taken = ready[:]
                 ready.clear()
             for index, result in taken:
-                error = result if isinstance(result, BaseException) else None
-                settle(futures[index], None if error else result, error)
+                _settle_one(futures[index], result)
 
         def emit(index: int, result: R | BaseException) -> None:
             with lock:
@@ -194,8 +193,7 @@ class MicroBatcher(Generic[I, R]):
             stop.set()
             raise
         except Exception as error:
-            for future in futures:
-                settle(future, None, error)
+            _fail_all(futures, error)
             return
         # Emits are queued on the loop before the batch's own completion, so they have all landed by now;
         # an item the batch function forgot must not leave its caller waiting forever.
@@ -207,14 +205,12 @@ class MicroBatcher(Generic[I, R]):
         assert self._first is not None
 
         def emit(index: int, result: R | BaseException) -> None:
-            error = result if isinstance(result, BaseException) else None
-            settle(batch[index][1], None if error else result, error)
+            _settle_one(batch[index][1], result)
 
         try:
             left = self._first([item for item, _ in batch], emit)
         except Exception as error:
-            for _, future in batch:
-                settle(future, None, error)
+            _fail_all([future for _, future in batch], error)
             return []
         return [batch[index] for index in left]
 
@@ -225,17 +221,29 @@ class MicroBatcher(Generic[I, R]):
         stop: threading.Event,
     ) -> None:
         def emit(index: int, result: R | BaseException) -> None:
-            error = result if isinstance(result, BaseException) else None
-            settle(futures[index], None if error else result, error)
+            _settle_one(futures[index], result)
 
         self.batches_run += 1
         try:
             self._batch_fn([item for item, _ in batch], emit, stop)
         except Exception as error:
-            for future in futures:
-                settle(future, None, error)
+            _fail_all(futures, error)
             return
         _forgotten(futures)
+
+
+def _settle_one(future: asyncio.Future[Any], result: Any) -> None:
+    """One item's outcome as the batch function emitted it: its result, or the exception it failed with."""
+    if isinstance(result, BaseException):
+        settle(future, None, result)
+    else:
+        settle(future, result, None)
+
+
+def _fail_all(futures: list[asyncio.Future[Any]], error: BaseException) -> None:
+    """Every item of a batch whose function raised fails with that error."""
+    for future in futures:
+        settle(future, None, error)
 
 
 def _forgotten(futures: list[asyncio.Future[Any]]) -> None:
