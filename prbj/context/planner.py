@@ -34,10 +34,10 @@ from prbj.data.status import Status
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import may_repair, read_reply
+from prbj.llm.thinking import after_thinking
 from prbj.prompts import Template, builtin, combined_sha
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
-_THINK_END = re.compile(r"</think(?:ing)?>", re.I)
 _EMPHASIS = re.compile(r"\*\*|__|`")
 # Phrases of a planner speaking about itself (a refusal or an excuse), not about what the user expects.
 _SELF_TALK = re.compile(
@@ -50,9 +50,7 @@ MIN_ASPECT_CHARS = 3
 
 def parse_aspects(text: str) -> list[str]:
     """The aspects in a planner reply, by the rules in this module's docstring; [] when it names none."""
-    parts = _THINK_END.split(text)
-    final = parts[-1]
-    lines = final.splitlines()
+    lines = after_thinking(text).splitlines()
     bullets = [m.group(1) for line in lines if (m := _BULLET.match(line))]
     candidates = bullets if bullets else [line.strip() for line in lines if line.strip()]
     aspects: list[str] = []

@@ -47,6 +47,7 @@ from prbj.errors import ConfigError
 from prbj.llm.gateway import Gateway, LLMRequest, LLMResult
 from prbj.llm.providers import ProviderSpec
 from prbj.llm.reading import read_reply
+from prbj.llm.thinking import after_thinking
 from prbj.prompts import Template, builtin, combined_sha
 
 # The newest choices shown, and the words kept of each text: PersonalRewardBench users have 5-15 earlier
@@ -63,7 +64,6 @@ NO_PERSONA = "(none: this user made no earlier choice to write one from)"
 Synthesis = Literal["one-call", "verified"]
 SYNTHESES: tuple[Synthesis, ...] = ("one-call", "verified")
 
-_THINK_END = re.compile(r"</think(?:ing)?>", re.I)
 # "Persona:", "**Synthesized persona:**", "## Persona" (a heading, the persona on the lines below).
 _PERSONA_LINE = re.compile(r"^[ \t#>*_`-]*(?:[a-z]+[ \t]+)?persona[ \t*_`]*(?::|$)(.*)$", re.I | re.M)
 _EMPHASIS = re.compile(r"\*\*|__|`")
@@ -77,7 +77,7 @@ _SELF_TALK = re.compile(
 
 def parse_persona(text: str) -> str | None:
     """The persona in a synthesizer reply, by the rules in this module's docstring; None when it holds none."""
-    final = _THINK_END.split(text)[-1]
+    final = after_thinking(text)
     markers = list(_PERSONA_LINE.finditer(final))
     if not markers:
         return None

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from prbj.llm.thinking import THINK_END, after_thinking
+
 PARSER_VERSION = "3"
 # Between the replies of one judgment's calls (both orders, two answers scored, a repair turn) in the
 # `reply` column of judgments.parquet: LLM judges join them with it, the viewer splits them again.
 REPLY_SEPARATOR = "\n\n----- next call -----\n\n"
 
-_THINK_END = re.compile(r"</think(?:ing)?>", re.I)
 # The verdict letter: a capital A/B, or a lone lower-case a/b that ends the line or a clause, so the article in
 # "Verdict: a tie" is not read as A; "A and B", "A/B" or "A or B" name both answers and are no verdict.
 _LETTER = (
@@ -41,8 +42,7 @@ _SCORE = re.compile(r"(?:score|rating)\s*\**\s*[:=]\s*\**\s*(-?\d+(?:\.\d+)?)(?:
 
 def final_part(reply: str) -> str:
     """What the judge said after its reasoning: text after the last `</think>`."""
-    parts = _THINK_END.split(reply)
-    return parts[-1] if len(parts) > 1 else reply
+    return after_thinking(reply)
 
 
 def strip_quotes(text: str, shown: Sequence[str]) -> str:
@@ -154,7 +154,7 @@ def verdict_and_reasoning(reply: str, shown: Sequence[str] = ()) -> tuple[str | 
     position = verdict_position(reply, shown)
     if verdict is None or position is None:
         return verdict, ""
-    before = _THINK_END.split(reply[: position[1]])[-1]
+    before = after_thinking(reply[: position[1]])
     line_start = before.rfind("\n")
     return verdict, before[:line_start].strip() if line_start >= 0 else ""
 
@@ -175,7 +175,7 @@ def _blanked_final_answer(reply: str, shown: Sequence[str]) -> str:
             line = " " * len(body) + line[len(body) :]
         pieces.append(line)
     text = "".join(pieces)
-    ends = [m.end() for m in _THINK_END.finditer(text)]
+    ends = [m.end() for m in THINK_END.finditer(text)]
     return " " * ends[-1] + text[ends[-1] :] if ends else text
 
 
